@@ -1,0 +1,3 @@
+"""symattn: identifiability and observability of deep normalized attention."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Exact arithmetic domains, truncated power series, jets and valuations."""

@@ -1,0 +1,314 @@
+"""Deep single-head attention: the architecture, its parameters, and one forward pass.
+
+Layer ``i`` maps ``X_{i-1}`` (``d_{i-1} x t``, one token per column) to
+``X_i = V_i X_{i-1} S(X_{i-1}^T K_i^T Q_i X_{i-1})``, where ``S`` normalizes
+each column with the layer's normalizer.  :func:`forward` is written once
+against the :class:`~symattn.algebra.domains.Domain` interface and runs on
+every domain of :mod:`symattn.algebra`.
+
+Examples
+--------
+>>> from symattn.model import Architecture, forward
+>>> from symattn.algebra.domains import RationalDomain
+>>> arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=2, normalizer="1 + x**2")
+>>> arch.param_count
+8
+>>> params = arch.parameters_from([[[1, 0]]], [[[0, 1]]], [[[1, 0], [0, 1]]])
+>>> forward(arch, params, [[1, 0], [0, 1]], RationalDomain())
+array([[Fraction(1, 2), Fraction(1, 2)],
+       [Fraction(1, 2), Fraction(1, 2)]], dtype=object)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import sympy as sp
+
+from .errors import ShapeError
+from .normalizers import Normalizer, _iter_layers
+
+__all__ = ["Architecture", "Parameters", "forward", "closed_form"]
+
+
+def _positive_ints(values, what: str) -> tuple[int, ...]:
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ShapeError(f"{what} must be positive integers, got {list(values)!r}")
+        out.append(int(v))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """Native parameters ``Q_i, K_i, V_i`` for every layer (any matrix type)."""
+
+    Q: tuple
+    K: tuple
+    V: tuple
+
+    @property
+    def layers(self) -> int:
+        return len(self.Q)
+
+    def flat(self) -> list:
+        """All entries, layer by layer, ``Q_i`` then ``K_i`` then ``V_i``, row-major."""
+        out = []
+        for q, k, v in zip(self.Q, self.K, self.V):
+            for m in (q, k, v):
+                out.extend(sp.Matrix(m).reshape(1, len(sp.Matrix(m))).tolist()[0])
+        return out
+
+
+class Architecture:
+    """Widths, score ranks, token count and normalizers of a deep attention network.
+
+    Parameters
+    ----------
+    widths : sequence of int
+        ``[d_0, ..., d_l]``: input width and each layer's output width.
+    score_ranks : sequence of int
+        ``[a_1, ..., a_l]``: rows of ``Q_i`` and ``K_i``.
+    tokens : int
+        ``t``, the number of tokens (columns of the input).
+    normalizer : str, Normalizer, or a sequence of them (one per layer)
+
+    Raises
+    ------
+    ShapeError
+        When the lengths or values do not fit.
+
+    Examples
+    --------
+    >>> arch = Architecture([2, 2, 2], [1, 1], tokens=3, normalizer="softmax")
+    >>> arch.layers, arch.param_count
+    (2, 16)
+    >>> Architecture([2, 2], [1, 1], tokens=3)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ShapeError: 1 layer (widths [2, 2]) needs 1 score rank, got 2: [1, 1]
+    """
+
+    def __init__(self, widths: Sequence[int], score_ranks: Sequence[int], tokens: int = 3,
+                 normalizer="softmax"):
+        widths = list(widths)
+        score_ranks = list(score_ranks)
+        if len(widths) < 2:
+            raise ShapeError(
+                f"widths must list d_0, ..., d_l with at least one layer, got {widths!r}"
+            )
+        self.widths = _positive_ints(widths, "widths")
+        layers = len(widths) - 1
+        if len(score_ranks) != layers:
+            raise ShapeError(
+                f"{layers} layer{'s' if layers > 1 else ''} (widths {widths}) needs {layers} "
+                f"score rank{'s' if layers > 1 else ''}, got {len(score_ranks)}: {score_ranks}"
+            )
+        self.score_ranks = _positive_ints(score_ranks, "score ranks")
+        if isinstance(tokens, bool) or not isinstance(tokens, (int, np.integer)) or tokens < 1:
+            raise ShapeError(f"tokens must be a positive integer, got {tokens!r}")
+        self.tokens = int(tokens)
+        normalizers = list(_iter_layers(normalizer, layers))
+        if len(normalizers) != layers:
+            raise ShapeError(f"{layers} layers need {layers} normalizers, got {len(normalizers)}")
+        self.normalizers = tuple(normalizers)
+
+    @classmethod
+    def uniform(cls, layers: int = 3, width: int = 2, rank: int = 1, tokens: int = 3,
+                normalizer="softmax") -> "Architecture":
+        """Constant widths and score ranks.
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=3).widths
+        (2, 2, 2, 2)
+        """
+        if isinstance(layers, bool) or not isinstance(layers, (int, np.integer)) or layers < 1:
+            raise ShapeError(f"layers must be a positive integer, got {layers!r}")
+        return cls([width] * (layers + 1), [rank] * layers, tokens, normalizer)
+
+    # -- sizes ----------------------------------------------------------------------
+    @property
+    def layers(self) -> int:
+        return len(self.score_ranks)
+
+    @property
+    def degenerate(self) -> bool:
+        """One token: every attention matrix is the constant 1."""
+        return self.tokens == 1
+
+    def block_shapes(self, layer: int) -> dict[str, tuple[int, int]]:
+        """Shapes of ``Q_i, K_i, V_i`` for layer ``i`` (1-based)."""
+        d_in, d_out, a = self.widths[layer - 1], self.widths[layer], self.score_ranks[layer - 1]
+        return {"Q": (a, d_in), "K": (a, d_in), "V": (d_out, d_in)}
+
+    @property
+    def param_count(self) -> int:
+        """Number of native parameters (entries of every ``Q_i, K_i, V_i``)."""
+        return sum(r * c for i in range(1, self.layers + 1) for r, c in self.block_shapes(i).values())
+
+    def parameter_index(self) -> list[tuple[str, int, int, int]]:
+        """``(name, layer, row, col)`` for each native parameter, in flat order."""
+        out = []
+        for i in range(1, self.layers + 1):
+            for name, (rows, cols) in self.block_shapes(i).items():
+                out.extend((name, i, r, c) for r in range(rows) for c in range(cols))
+        return out
+
+    @property
+    def input_shape(self) -> tuple[int, int]:
+        return self.widths[0], self.tokens
+
+    # -- symbols --------------------------------------------------------------------
+    def symbols(self) -> Parameters:
+        """Symbolic parameters ``Q_i, K_i, V_i`` (entries ``Q1_11`` etc., LaTeX ``Q^{(1)}_{11}``).
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=1, width=2).symbols().Q[0]
+        Matrix([[Q1_11, Q1_12]])
+        """
+        blocks = {"Q": [], "K": [], "V": []}
+        for i in range(1, self.layers + 1):
+            for name, (rows, cols) in self.block_shapes(i).items():
+                blocks[name].append(sp.Matrix(rows, cols, lambda r, c: sp.Symbol(
+                    f"{name}{i}_{r + 1}{c + 1}", real=True)))
+        return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+
+    def input_symbols(self) -> sp.Matrix:
+        """The symbolic input ``X`` (entries ``x_11`` ... , one token per column)."""
+        d0, t = self.input_shape
+        return sp.Matrix(d0, t, lambda r, c: sp.Symbol(f"x_{r + 1}{c + 1}", real=True))
+
+    def parameters_from(self, Q, K, V) -> Parameters:
+        """Parameters from lists of matrices, checked against the shapes."""
+        blocks = {"Q": list(Q), "K": list(K), "V": list(V)}
+        for name, mats in blocks.items():
+            if len(mats) != self.layers:
+                raise ShapeError(f"{name} needs {self.layers} matrices (one per layer), got {len(mats)}")
+            for i, m in enumerate(mats, start=1):
+                shape = np.shape(np.array(sp.Matrix(m).tolist() if isinstance(m, sp.MatrixBase) else m,
+                                          dtype=object))
+                expected = self.block_shapes(i)[name]
+                if tuple(shape) != expected:
+                    raise ShapeError(f"{name}_{i} must be {expected[0]} x {expected[1]}, got shape {tuple(shape)}")
+        return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+
+    def parameters_from_flat(self, values: Sequence) -> Parameters:
+        """Parameters from a flat list in :meth:`parameter_index` order."""
+        values = list(values)
+        if len(values) != self.param_count:
+            raise ShapeError(f"expected {self.param_count} parameter values, got {len(values)}")
+        blocks = {"Q": [], "K": [], "V": []}
+        position = 0
+        for i in range(1, self.layers + 1):
+            for name, (rows, cols) in self.block_shapes(i).items():
+                block = [values[position + r * cols: position + (r + 1) * cols] for r in range(rows)]
+                blocks[name].append(block)
+                position += rows * cols
+        return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+
+    def to_json(self) -> dict:
+        return {
+            "layers": self.layers,
+            "widths": list(self.widths),
+            "score_ranks": list(self.score_ranks),
+            "tokens": self.tokens,
+            "normalizers": [n.name for n in self.normalizers],
+            "degenerate": self.degenerate,
+        }
+
+    def describe(self) -> str:
+        norms = {n.name for n in self.normalizers}
+        norm = norms.pop() if len(norms) == 1 else ", ".join(n.name for n in self.normalizers)
+        return (f"{self.layers} layer(s), widths {list(self.widths)}, score ranks "
+                f"{list(self.score_ranks)}, {self.tokens} tokens, normalizer {norm}")
+
+    def __repr__(self) -> str:
+        return (f"Architecture(widths={list(self.widths)}, score_ranks={list(self.score_ranks)}, "
+                f"tokens={self.tokens}, normalizer={[n.name for n in self.normalizers]})")
+
+
+def _check_input(arch: Architecture, X) -> None:
+    shape = np.shape(X.tolist() if isinstance(X, sp.MatrixBase) else X)
+    if tuple(shape[:2]) != arch.input_shape:
+        raise ShapeError(
+            f"input X must be d_0 x t = {arch.input_shape[0]} x {arch.input_shape[1]} "
+            f"(one token per column), got shape {tuple(shape)}"
+        )
+
+
+def forward(arch: Architecture, params: Parameters, X, domain, convert: bool = True):
+    """The network's output ``X_l`` on one input, computed in ``domain``.
+
+    Parameters
+    ----------
+    arch : Architecture
+    params : Parameters
+        Matrices (nested lists, sympy or numpy) or, with ``convert=False``,
+        matrices already in the domain's representation.
+    X : matrix
+        The input, ``d_0 x t``.
+    domain : Domain
+    convert : bool
+        Convert ``params`` and ``X`` with ``domain.matrix`` first.
+
+    Returns
+    -------
+    The output matrix in the domain's representation.
+    """
+    if convert:
+        _check_input(arch, X)
+        X = domain.matrix(X)
+        Q = [domain.matrix(m) for m in params.Q]
+        K = [domain.matrix(m) for m in params.K]
+        V = [domain.matrix(m) for m in params.V]
+    else:
+        Q, K, V = params.Q, params.K, params.V
+    hidden = X
+    for layer in range(arch.layers):
+        keys = domain.matmul(K[layer], hidden)
+        queries = domain.matmul(Q[layer], hidden)
+        scores = domain.matmul(domain.transpose(keys), queries)
+        weights = domain.attention(scores, arch.normalizers[layer])
+        hidden = domain.matmul(domain.matmul(V[layer], hidden), weights)
+    return hidden
+
+
+def closed_form(arch: Architecture, unevaluated_normalizer: bool = False, engine: str = "sympy",
+                max_params: int = 64) -> sp.Matrix:
+    """The output ``F_theta(X)`` as a sympy Matrix in the symbols of the parameters and input.
+
+    Parameters
+    ----------
+    unevaluated_normalizer : bool
+        Write the normalizer as an undefined function ``s``.
+    engine : {"sympy", "symengine"}
+        Build with sympy, or with symengine (faster) and convert at the end.
+    max_params : int
+        Refuse larger architectures, whose closed forms are unreadable.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=1)
+    >>> closed_form(arch)
+    Matrix([[V1_11*x_11]])
+    """
+    if arch.param_count > max_params:
+        raise ShapeError(
+            f"the closed form of {arch.param_count} parameters is too large to print; "
+            f"use at most {max_params} (or raise max_params)"
+        )
+    from .algebra.domains import SymEngineDomain, SympyDomain
+
+    if engine == "symengine":
+        domain = SymEngineDomain(unevaluated_normalizer)
+    elif engine == "sympy":
+        domain = SympyDomain(unevaluated_normalizer)
+    else:
+        raise ValueError(f"engine must be 'sympy' or 'symengine', got {engine!r}")
+    output = forward(arch, arch.symbols(), arch.input_symbols(), domain)
+    return domain.to_matrix(output)

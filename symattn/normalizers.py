@@ -1,0 +1,546 @@
+"""Normalizers: the positive, real-analytic functions that attention normalizes.
+
+A normalizer ``s`` turns a score matrix ``A`` into column-stochastic weights
+``S(A)_{jk} = s(A_jk) / sum_j' s(A_j'k)``.  Because ``S`` does not change when
+``s`` is multiplied by a positive constant, what matters is ``s/s(0)``, whose
+Taylor expansion ``1 + c_k x^k + c_{k+1} x^{k+1} + ...`` defines the first
+nonconstant degree ``k``.
+
+Examples
+--------
+>>> from symattn.normalizers import Normalizer
+>>> softmax = Normalizer.preset("softmax")
+>>> softmax.k, softmax.is_even
+(1, False)
+>>> softmax.taylor(4)
+[1, 1, 1/2, 1/6, 1/24]
+>>> Normalizer("cosh(x)").k
+2
+>>> Normalizer.generic(k=2, even=True).taylor(6)
+[1, 0, c_2, 0, c_4, 0, c_6]
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import cached_property
+from typing import Iterable
+
+import sympy as sp
+
+from .algebra.powerseries import (
+    series_compose,
+    series_exp,
+    series_inv,
+    series_mul,
+    series_pow,
+)
+from .errors import NormalizerError
+
+__all__ = ["Normalizer", "PRESETS", "as_normalizer", "x"]
+
+#: The variable in which normalizers are written.
+x = sp.Symbol("x", real=True)
+
+#: Preset names and their expressions.
+PRESETS = {
+    "softmax": sp.exp(x),
+    "exp": sp.exp(x),
+    "cosh": sp.cosh(x),
+    "quadratic": 1 + x**2,
+    "gauss": sp.exp(x**2),
+    "softplus": sp.log(1 + sp.exp(x)),
+    "sigmoid": 1 / (1 + sp.exp(-x)),
+}
+
+_NOT_ANALYTIC = (
+    sp.Abs,
+    sp.Piecewise,
+    sp.sign,
+    sp.Heaviside,
+    sp.Max,
+    sp.Min,
+    sp.floor,
+    sp.ceiling,
+    sp.frac,
+    sp.re,
+    sp.im,
+    sp.arg,
+    sp.DiracDelta,
+)
+
+_PARSE_NAMES = {"x": x, "e": sp.E, "E": sp.E, "pi": sp.pi}
+
+
+class _NotRational(Exception):
+    """Raised inside the fast Taylor path when a constant is irrational."""
+
+
+def _rational_taylor(expr: sp.Expr, n: int) -> list[Fraction]:
+    """Taylor coefficients of ``expr`` at 0 through degree ``n - 1`` over Q.
+
+    Raises ``_NotRational`` when an irrational constant (``e``, ``log 2``)
+    appears, so that the caller can fall back to sympy's series.
+    """
+    if expr == x:
+        return [Fraction(0), Fraction(1)] + [Fraction(0)] * (n - 2)
+    if expr.is_Rational:
+        return [Fraction(int(expr.p), int(expr.q))] + [Fraction(0)] * (n - 1)
+    if expr.is_Number or not expr.has(x):
+        raise _NotRational(expr)
+    args = [_rational_taylor(a, n) for a in expr.args]
+    if isinstance(expr, sp.Add):
+        return [sum(column, Fraction(0)) for column in zip(*args)]
+    if isinstance(expr, sp.Mul):
+        out = args[0]
+        for a in args[1:]:
+            out = series_mul(out, a, n)
+        return out
+    if isinstance(expr, sp.Pow):
+        base, exponent = args[0], expr.args[1]
+        if not exponent.is_Rational:
+            raise _NotRational(expr)
+        if exponent.is_Integer:
+            e = int(exponent)
+            if e < 0:
+                base, e = series_inv(base, n), -e
+            out = [Fraction(1)] + [Fraction(0)] * (n - 1)
+            for _ in range(e):
+                out = series_mul(out, base, n)
+            return out
+        if base[0] != 1:
+            raise _NotRational(expr)
+        return series_pow(base, Fraction(int(exponent.p), int(exponent.q)), n)
+    (u,) = args if len(args) == 1 else (None,)
+    if u is None or u[0] != 0:
+        raise _NotRational(expr)
+    if isinstance(expr, sp.exp):
+        return series_exp(u, n)
+    if isinstance(expr, (sp.cosh, sp.sinh)):
+        plus = series_exp(u, n)
+        minus = series_exp([-c for c in u], n)
+        sign = 1 if isinstance(expr, sp.cosh) else -1
+        return [(p + sign * m) / 2 for p, m in zip(plus, minus)]
+    if isinstance(expr, (sp.cos, sp.sin)):
+        # cos u = Re exp(iu): alternate the signs of the even/odd parts
+        return _trig_from_exp(u, n, cosine=isinstance(expr, sp.cos))
+    if isinstance(expr, sp.log):
+        raise _NotRational(expr)
+    raise _NotRational(expr)
+
+
+def _trig_from_exp(u: list, n: int, cosine: bool) -> list:
+    # cos u = 1 - u^2/2 + ..., sin u = u - u^3/6 + ...: compose with u
+    outer = []
+    for m in range(n):
+        if (m % 2 == 0) == cosine:
+            sign = (-1) ** (m // 2)
+            outer.append(Fraction(sign, _factorial(m)))
+        else:
+            outer.append(Fraction(0))
+    return series_compose(outer, u, n)
+
+
+def _factorial(m: int) -> int:
+    out = 1
+    for i in range(2, m + 1):
+        out *= i
+    return out
+
+
+def _parse(expression) -> sp.Expr:
+    if isinstance(expression, str):
+        text = expression.strip()
+        if not text:
+            raise NormalizerError("empty normalizer: give an expression in x such as 'exp(x)'")
+        try:
+            expr = sp.sympify(text.replace("^", "**"), locals=dict(_PARSE_NAMES))
+        except (sp.SympifyError, SyntaxError, TypeError, AttributeError, ValueError) as err:
+            raise NormalizerError(
+                f"cannot parse normalizer {expression!r}: write an expression in x "
+                "such as 'exp(x)', 'cosh(x)' or '1 + x**2'"
+            ) from err
+    else:
+        try:
+            expr = sp.sympify(expression)
+        except (sp.SympifyError, TypeError) as err:
+            raise NormalizerError(f"cannot use {expression!r} as a normalizer") from err
+    if not isinstance(expr, sp.Expr):
+        raise NormalizerError(f"normalizer {expression!r} is not an expression in x")
+    free = expr.free_symbols
+    if len(free) > 1:
+        names = ", ".join(sorted(str(s) for s in free))
+        raise NormalizerError(
+            f"normalizer {expression!r} has more than one free symbol ({names}); "
+            "a normalizer is a function of one variable x"
+        )
+    if free and free != {x}:
+        (other,) = free
+        expr = expr.subs(other, x)
+    return expr
+
+
+class Normalizer:
+    """A positive, nonconstant, real-analytic normalizer, or generic Taylor data.
+
+    Parameters
+    ----------
+    expression : str or sympy expression
+        A function of ``x`` (another single symbol is renamed to ``x``).
+    name : str, optional
+        Display name; defaults to the expression.
+    assume_positive : bool
+        Accept the normalizer when positivity on R cannot be decided.
+
+    Raises
+    ------
+    NormalizerError
+        For an expression that does not parse, has several free symbols, is
+        constant, is not real-analytic on R, or is not positive on R.
+
+    Examples
+    --------
+    >>> Normalizer("1 + x**2").k
+    2
+    >>> Normalizer("1 + x**3")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.NormalizerError: normalizer 1 + x**3 is not positive on R: at x = -2 it equals -7
+    >>> Normalizer("Abs(x) + 1")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.NormalizerError: normalizer Abs(x) + 1 is not real-analytic: it uses Abs; use a smooth expression such as exp(x), cosh(x) or 1 + x**2
+    """
+
+    def __init__(self, expression, name: str | None = None, assume_positive: bool = False):
+        self.expr = _parse(expression)
+        self.name = name or (expression.strip() if isinstance(expression, str) else str(self.expr))
+        self.is_generic = False
+        self._symbols: dict[int, sp.Symbol] = {}
+        self._validate(assume_positive)
+        self._taylor: list = []
+
+    # -- construction -------------------------------------------------------------
+    @classmethod
+    def preset(cls, name: str) -> "Normalizer":
+        """A named normalizer: softmax (= exp), cosh, quadratic, gauss, softplus, sigmoid.
+
+        Examples
+        --------
+        >>> Normalizer.preset("gauss").expr
+        exp(x**2)
+        """
+        key = name.strip().lower()
+        if key not in PRESETS:
+            raise NormalizerError(
+                f"unknown normalizer preset {name!r}; presets are "
+                + ", ".join(sorted(PRESETS))
+            )
+        norm = cls.__new__(cls)
+        norm.expr = PRESETS[key]
+        norm.name = key
+        norm.is_generic = False
+        norm._symbols = {}
+        norm._taylor = []
+        return norm
+
+    @classmethod
+    def generic(cls, k: int = 1, even: bool = False) -> "Normalizer":
+        """Generic Taylor data ``1 + c_k x^k + c_{k+1} x^{k+1} + ...`` with ``c_k != 0``.
+
+        Examples
+        --------
+        >>> g = Normalizer.generic(k=1)
+        >>> g.taylor(3)
+        [1, c_1, c_2, c_3]
+        >>> g.taylor(1)[1].is_nonzero
+        True
+        """
+        if not isinstance(k, int) or k < 1:
+            raise NormalizerError(f"first nonconstant degree k must be a positive integer, got {k!r}")
+        if even and k % 2:
+            raise NormalizerError(f"an even normalizer has even k, got k = {k}")
+        norm = cls.__new__(cls)
+        norm.expr = None
+        norm.name = f"generic(k={k}{', even' if even else ''})"
+        norm.is_generic = True
+        norm._generic_k = k
+        norm._generic_even = bool(even)
+        norm._symbols = {}
+        norm._taylor = []
+        return norm
+
+    # -- validation ---------------------------------------------------------------
+    def _validate(self, assume_positive: bool) -> None:
+        expr = self.expr
+        bad = sorted({type(a).__name__ for a in expr.atoms(*_NOT_ANALYTIC)} | {
+            type(f).__name__ for f in expr.atoms(sp.Function) if isinstance(f, _NOT_ANALYTIC)
+        })
+        if bad:
+            raise NormalizerError(
+                f"normalizer {self.name} is not real-analytic: it uses {', '.join(bad)}; "
+                "use a smooth expression such as exp(x), cosh(x) or 1 + x**2"
+            )
+        if not expr.has(x) or sp.simplify(sp.diff(expr, x)) == 0:
+            raise NormalizerError(
+                f"normalizer {self.name} is constant; attention with a constant normalizer "
+                "is uniform: give a nonconstant function of x"
+            )
+        self._check_domain()
+        if assume_positive:
+            return
+        if expr.is_positive:
+            return
+        witness = self._negative_witness()
+        if witness is not None:
+            point, value = witness
+            raise NormalizerError(
+                f"normalizer {self.name} is not positive on R: at x = {point} it equals {value}"
+            )
+        if expr.is_polynomial(x):
+            return  # no real root and positive somewhere: positive on R
+        raise NormalizerError(
+            f"cannot decide whether normalizer {self.name} is positive on R; "
+            "if it is, pass assume_positive=True"
+        )
+
+    def _check_domain(self) -> None:
+        expr = self.expr
+        if expr.is_polynomial(x):
+            return
+        try:
+            from sympy.calculus.util import continuous_domain
+
+            domain = continuous_domain(expr, x, sp.S.Reals)
+        except Exception:  # sympy cannot decide: checked again by sampling
+            return
+        if domain != sp.S.Reals:
+            gap = sp.S.Reals - domain
+            raise NormalizerError(
+                f"normalizer {self.name} is not real-analytic on all of R "
+                f"(not defined or not continuous on {gap}); a normalizer must be "
+                "analytic at every real number"
+            )
+
+    def _negative_witness(self):
+        expr = self.expr
+        if expr.is_polynomial(x):
+            poly = sp.Poly(expr, x)
+            candidates = [sp.Integer(v) for m in range(0, 11) for v in ((-m, m) if m else (0,))]
+            values = [(c, poly.eval(c)) for c in candidates]
+            for c, v in values:
+                if v < 0:
+                    return c, v
+            for c, v in values:
+                if v == 0:
+                    return c, v
+            roots = sp.real_roots(poly)
+            if roots:
+                return roots[0], 0
+            if poly.eval(0) <= 0:
+                return 0, poly.eval(0)
+            return None
+        import mpmath
+
+        f = sp.lambdify(x, expr, modules="mpmath")
+        with mpmath.workdps(30):
+            for point in [0] + [s * m / 4 for m in range(1, 201) for s in (-1, 1)]:
+                try:
+                    value = f(mpmath.mpf(point))
+                except (ValueError, ZeroDivisionError, OverflowError) as err:
+                    raise NormalizerError(
+                        f"normalizer {self.name} cannot be evaluated at x = {point}: {err}"
+                    ) from err
+                if isinstance(value, mpmath.mpc) and value.imag != 0:
+                    raise NormalizerError(
+                        f"normalizer {self.name} is not real at x = {point}"
+                    )
+                if mpmath.re(value) <= 0:
+                    return sp.nsimplify(point), mpmath.nstr(mpmath.re(value), 8)
+        return None
+
+    # -- Taylor data --------------------------------------------------------------
+    def coefficient_symbol(self, degree: int) -> sp.Symbol:
+        """The symbol ``c_degree`` of a generic normalizer."""
+        if degree not in self._symbols:
+            nonzero = degree == getattr(self, "_generic_k", None)
+            self._symbols[degree] = sp.Symbol(f"c_{degree}", real=True, nonzero=nonzero or None)
+        return self._symbols[degree]
+
+    def taylor(self, degree: int) -> list:
+        """Taylor coefficients of ``s/s(0)`` at 0 for degrees ``0..degree``.
+
+        Exact: sympy Rationals when they are rational, symbols ``c_j`` for a
+        generic normalizer, exact sympy numbers otherwise.
+
+        Examples
+        --------
+        >>> Normalizer.preset("sigmoid").taylor(3)
+        [1, 1/2, 0, -1/24]
+        """
+        if degree < 0:
+            raise NormalizerError(f"Taylor degree must be >= 0, got {degree}")
+        if len(self._taylor) <= degree:
+            self._taylor = self._compute_taylor(max(degree + 1, 2 * len(self._taylor)))
+        return self._taylor[: degree + 1]
+
+    def _compute_taylor(self, n: int) -> list:
+        if self.is_generic:
+            k, even = self._generic_k, self._generic_even
+            out = [sp.Integer(1)]
+            for m in range(1, n):
+                if m < k or (even and m % 2):
+                    out.append(sp.Integer(0))
+                else:
+                    out.append(self.coefficient_symbol(m))
+            return out
+        try:
+            coeffs = _rational_taylor(self.expr, n)
+            return [sp.Rational(c.numerator, c.denominator) / sp.Rational(
+                coeffs[0].numerator, coeffs[0].denominator) for c in coeffs]
+        except _NotRational:
+            pass
+        series = sp.series(self.expr, x, 0, n).removeO()
+        poly = sp.Poly(series, x)
+        raw = [poly.coeff_monomial(x**m) for m in range(n)]
+        return [sp.simplify(c / raw[0]) for c in raw]
+
+    @cached_property
+    def k(self) -> int:
+        """First nonconstant degree of ``s/s(0)``."""
+        if self.is_generic:
+            return self._generic_k
+        degree = 8
+        while degree <= 512:
+            coeffs = self.taylor(degree)
+            for m, c in enumerate(coeffs[1:], start=1):
+                if c != 0:
+                    return m
+            degree *= 2
+        raise NormalizerError(f"normalizer {self.name}: no nonzero Taylor coefficient up to degree 512")
+
+    @cached_property
+    def is_even(self) -> bool:
+        """Whether ``s(-x) = s(x)``."""
+        if self.is_generic:
+            return self._generic_even
+        return sp.simplify(self.expr.subs(x, -x) - self.expr) == 0
+
+    @cached_property
+    def is_polynomial(self) -> bool:
+        """Whether ``s`` is a polynomial (then the model is polynomial in its parameters)."""
+        return not self.is_generic and self.expr.is_polynomial(x)
+
+    @cached_property
+    def is_exponential(self) -> bool:
+        """Whether ``s(x) = C e^{a x}`` (so ``S(A + 1 u^T) = S(A)``)."""
+        if self.is_generic:
+            return False
+        ratio = sp.simplify(sp.diff(self.expr, x) / self.expr)
+        return not ratio.has(x)
+
+    @property
+    def has_rational_taylor(self) -> bool:
+        """Whether every Taylor coefficient of ``s/s(0)`` is rational."""
+        return not self.is_generic and all(c.is_Rational for c in self.taylor(8))
+
+    # -- evaluation ---------------------------------------------------------------
+    def function(self) -> sp.Function:
+        """The unevaluated function symbol ``s`` used in closed forms."""
+        return sp.Function("s")
+
+    def evaluate(self, value):
+        """``s(value)`` for a sympy expression, float, mpmath number or Fraction.
+
+        Examples
+        --------
+        >>> Normalizer("1 + x**2").evaluate(3)
+        10
+        """
+        if self.is_generic:
+            raise NormalizerError(
+                "a generic normalizer has only Taylor data; evaluate it on power series "
+                "with zero constant term, or use the unevaluated function s"
+            )
+        return self.expr.subs(x, value)
+
+    @cached_property
+    def numeric(self):
+        """``s`` as an mpmath-callable function."""
+        if self.is_generic:
+            raise NormalizerError("a generic normalizer cannot be evaluated numerically")
+        return sp.lambdify(x, self.expr, modules="mpmath")
+
+    @cached_property
+    def numeric_float(self):
+        """``s`` as a numpy-callable function (float64)."""
+        if self.is_generic:
+            raise NormalizerError("a generic normalizer cannot be evaluated numerically")
+        return sp.lambdify(x, self.expr, modules="numpy")
+
+    @cached_property
+    def derivative_numeric(self):
+        """``s'`` as an mpmath-callable function."""
+        return sp.lambdify(x, sp.diff(self.expr, x), modules="mpmath")
+
+    @cached_property
+    def polynomial_coefficients(self) -> list:
+        """Coefficients of ``s`` (not normalized) when ``s`` is a polynomial, lowest first."""
+        if not self.is_polynomial:
+            raise NormalizerError(f"normalizer {self.name} is not a polynomial")
+        return list(reversed(sp.Poly(self.expr, x).all_coeffs()))
+
+    def latex(self) -> str:
+        """LaTeX of ``s(x)``."""
+        if self.is_generic:
+            k = self._generic_k
+            step = 2 if self._generic_even else 1
+            return rf"1 + c_{{{k}}} x^{{{k}}} + c_{{{k + step}}} x^{{{k + step}}} + \cdots"
+        return sp.latex(self.expr)
+
+    def to_json(self) -> dict:
+        """A JSON-ready description."""
+        return {
+            "name": self.name,
+            "expression": None if self.is_generic else str(self.expr),
+            "k": self.k,
+            "even": self.is_even,
+            "generic": self.is_generic,
+        }
+
+    def __repr__(self) -> str:
+        return f"Normalizer({self.name!r})"
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Normalizer):
+            return NotImplemented
+        if self.is_generic or other.is_generic:
+            return self is other
+        return self.expr == other.expr
+
+    def __hash__(self) -> int:
+        return hash(self.name if self.is_generic else self.expr)
+
+
+def as_normalizer(value) -> Normalizer:
+    """A :class:`Normalizer` from a preset name, an expression or a Normalizer.
+
+    Examples
+    --------
+    >>> as_normalizer("softmax").name
+    'softmax'
+    >>> as_normalizer("exp(2*x)").k
+    1
+    """
+    if isinstance(value, Normalizer):
+        return value
+    if isinstance(value, str) and value.strip().lower() in PRESETS:
+        return Normalizer.preset(value)
+    return Normalizer(value)
+
+
+def _iter_layers(value, layers: int) -> Iterable[Normalizer]:
+    if isinstance(value, (list, tuple)):
+        return [as_normalizer(v) for v in value]
+    norm = as_normalizer(value)
+    return [norm] * layers
