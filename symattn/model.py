@@ -15,8 +15,8 @@ Examples
 8
 >>> params = arch.parameters_from([[[1, 0]]], [[[0, 1]]], [[[1, 0], [0, 1]]])
 >>> forward(arch, params, [[1, 0], [0, 1]], RationalDomain())
-array([[Fraction(1, 2), Fraction(1, 2)],
-       [Fraction(1, 2), Fraction(1, 2)]], dtype=object)
+array([[Fraction(1, 3), Fraction(1, 2)],
+       [Fraction(2, 3), Fraction(1, 2)]], dtype=object)
 """
 
 from __future__ import annotations

@@ -182,9 +182,9 @@ class ModSeriesDomain(Domain):
         return a.shape[0], a.shape[1]
 
     def matmul(self, a, b):
-        # (r, k, 1, ...) * (1, k, c, ...) summed over k
-        product = self._mul(a[:, :, None], b.transpose(1, 0, *range(2, b.ndim))[None, :, :])
-        return product.sum(axis=1) % self.p
+        # (r, 1, k, ...) * (1, c, k, ...) summed over k
+        product = self._mul(a[:, None, :], b.swapaxes(0, 1)[None, :, :])
+        return product.sum(axis=2) % self.p
 
     def transpose(self, a):
         return a.swapaxes(0, 1)

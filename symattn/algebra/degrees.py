@@ -1,0 +1,74 @@
+"""A domain of degree bounds: how high a polynomial each series coefficient can be.
+
+Running the forward pass here (max-plus arithmetic) bounds the total degree,
+in the random point (generic parameters, bank inputs, generic normalizer
+coefficients), of the coefficient of ``eps^n`` of every output entry.  The
+Schwartz-Zippel bound of a computation mod p at a random point uses it.
+
+Examples
+--------
+>>> import numpy as np
+>>> from symattn.algebra.degrees import DegreeBoundDomain, NONE
+>>> D = DegreeBoundDomain(truncation=3)
+>>> a = np.array([[[NONE, 1, NONE]]])
+>>> D.matmul(a, a)[0, 0].tolist()
+[-inf, -inf, 2.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .domains import Domain
+
+__all__ = ["DegreeBoundDomain", "NONE"]
+
+#: The degree of the zero coefficient.
+NONE = -np.inf
+
+
+class DegreeBoundDomain(Domain):
+    """Elements are float arrays ``(rows, cols, N)`` of degree bounds (``-inf`` for zero)."""
+
+    name = "degree bounds"
+
+    def __init__(self, truncation: int, generic_coefficients: bool = False):
+        self.truncation = truncation
+        self.generic_coefficients = generic_coefficients
+
+    def _mul(self, a, b):
+        n = self.truncation
+        out = np.full(np.broadcast_shapes(a.shape, b.shape), NONE)
+        for i in range(n):
+            ai = a[..., i : i + 1]
+            if np.all(ai == NONE):
+                continue
+            np.maximum(out[..., i:], ai + b[..., : n - i], out=out[..., i:])
+        return out
+
+    def matmul(self, a, b):
+        return self._mul(a[:, None, :], b.swapaxes(0, 1)[None, :, :]).max(axis=2)
+
+    def transpose(self, a):
+        return a.swapaxes(0, 1)
+
+    def _power_series_degree(self, a, coefficient_degree: float):
+        # degree bound of sum_m c_m a^m with deg c_m = coefficient_degree (m >= 1), c_0 constant
+        out = np.full(a.shape, NONE)
+        out[..., 0] = 0.0
+        power = a.copy()
+        for _ in range(1, self.truncation):
+            if np.all(power == NONE):
+                break
+            np.maximum(out, power + coefficient_degree, out=out)
+            power = self._mul(power, a)
+        return out
+
+    def attention(self, scores, normalizer):
+        coefficient_degree = 1.0 if normalizer.is_generic else 0.0
+        weights = self._power_series_degree(scores, coefficient_degree)
+        totals = weights.max(axis=0, keepdims=True)
+        tail = totals.copy()
+        tail[..., 0] = NONE  # 1/(t + u) = sum_j (-u)^j / t^(j+1)
+        inverse = self._power_series_degree(tail, 0.0)
+        return self._mul(weights, inverse)

@@ -1,0 +1,187 @@
+"""Curves in parameter (and input) space along which the network is expanded in ``eps``.
+
+A curve says, for every native parameter block, which power of ``eps``
+multiplies the generic base point, optionally replaces blocks by user
+polynomials in ``eps``, and scales the input by ``eps^input_power``.
+
+Examples
+--------
+>>> from symattn.curves import collapse, input_scaling
+>>> collapse().describe(3)
+'simultaneous query/key collapse Q_i = eps Qt_i, K_i = eps Kt_i (layers 1..3)'
+>>> input_scaling().input_power
+1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+
+from .errors import ShapeError, SymattnError
+
+__all__ = ["Curve", "collapse", "collapse_queries", "collapse_keys", "input_scaling", "polynomial_curve", "EPS"]
+
+#: The curve parameter.
+EPS = sp.Symbol("eps")
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A curve ``eps -> (theta_eps, X_eps)`` through a generic point.
+
+    Attributes
+    ----------
+    name : str
+    query_layers, key_layers : tuple of int or None
+        Layers whose ``Q_i`` (``K_i``) are multiplied by ``eps``; ``None`` means all.
+    input_power : int
+        The input is ``eps^input_power X``.
+    polynomials : tuple
+        ``((block, layer, matrix), ...)`` where ``block`` is ``"Q"``, ``"K"`` or
+        ``"V"`` and ``matrix`` is a sympy Matrix of polynomials in ``EPS``
+        that replaces that block.
+    """
+
+    name: str
+    query_layers: tuple | None = ()
+    key_layers: tuple | None = ()
+    input_power: int = 0
+    polynomials: tuple = field(default=())
+
+    def scaled(self, block: str, layer: int) -> bool:
+        chosen = {"Q": self.query_layers, "K": self.key_layers}.get(block, ())
+        return chosen is None or layer in chosen
+
+    def describe(self, layers: int) -> str:
+        return self.name.replace("{layers}", f"1..{layers}")
+
+    def validate(self, arch) -> None:
+        for chosen in (self.query_layers, self.key_layers):
+            if chosen is None:
+                continue
+            bad = [i for i in chosen if not 1 <= i <= arch.layers]
+            if bad:
+                raise ShapeError(f"curve {self.name!r} names layers {bad}; the architecture has layers 1..{arch.layers}")
+        for block, layer, matrix in self.polynomials:
+            if not 1 <= layer <= arch.layers:
+                raise ShapeError(f"curve polynomial for {block}_{layer}: no such layer (1..{arch.layers})")
+            expected = arch.block_shapes(layer)[block]
+            if tuple(matrix.shape) != expected:
+                raise ShapeError(f"curve polynomial for {block}_{layer} must be {expected[0]} x {expected[1]}, got {matrix.shape}")
+
+    def block_coefficients(self, block: str, layer: int, base: np.ndarray, residue, truncation: int) -> np.ndarray:
+        """Coefficients ``(rows, cols, truncation)`` of a block along the curve.
+
+        ``base`` holds the residues of the generic point; ``residue`` maps a
+        rational to its residue.
+        """
+        rows, cols = base.shape
+        out = np.zeros((rows, cols, truncation), dtype=np.int64)
+        for b, i, matrix in self.polynomials:
+            if (b, i) == (block, layer):
+                for (r, c), entry in np.ndenumerate(np.array(matrix.tolist(), dtype=object)):
+                    poly = sp.Poly(sp.sympify(entry), EPS)
+                    for (power,), coefficient in poly.terms():
+                        if power < truncation:
+                            out[r, c, power] = residue(coefficient)
+                return out
+        power = 1 if self.scaled(block, layer) else 0
+        if power < truncation:
+            out[:, :, power] = base
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "query_layers": None if self.query_layers is None else list(self.query_layers),
+            "key_layers": None if self.key_layers is None else list(self.key_layers),
+            "input_power": self.input_power,
+            "polynomials": [[b, i, str(m.tolist())] for b, i, m in self.polynomials],
+        }
+
+
+def _layers(layers):
+    if layers is None:
+        return None
+    out = tuple(sorted({int(i) for i in layers}))
+    if not out:
+        raise SymattnError("choose at least one layer for the curve")
+    return out
+
+
+def collapse(layers=None) -> Curve:
+    """Simultaneous query/key collapse ``Q_i = eps Qt_i, K_i = eps Kt_i`` (all layers or some).
+
+    Examples
+    --------
+    >>> collapse([2]).describe(3)
+    'query/key collapse Q_i = eps Qt_i, K_i = eps Kt_i at layers [2]'
+    """
+    chosen = _layers(layers)
+    if chosen is None:
+        name = "simultaneous query/key collapse Q_i = eps Qt_i, K_i = eps Kt_i (layers {layers})"
+    else:
+        name = f"query/key collapse Q_i = eps Qt_i, K_i = eps Kt_i at layers {list(chosen)}"
+    return Curve(name, query_layers=chosen, key_layers=chosen)
+
+
+def collapse_queries(layers=None) -> Curve:
+    """Queries only: ``Q_i = eps Qt_i``.
+
+    Examples
+    --------
+    >>> collapse_queries().key_layers
+    ()
+    """
+    chosen = _layers(layers)
+    where = "(layers {layers})" if chosen is None else f"at layers {list(chosen)}"
+    return Curve(f"query collapse Q_i = eps Qt_i {where}", query_layers=chosen, key_layers=())
+
+
+def collapse_keys(layers=None) -> Curve:
+    """Keys only: ``K_i = eps Kt_i``.
+
+    Examples
+    --------
+    >>> collapse_keys([1]).key_layers
+    (1,)
+    """
+    chosen = _layers(layers)
+    where = "(layers {layers})" if chosen is None else f"at layers {list(chosen)}"
+    return Curve(f"key collapse K_i = eps Kt_i {where}", query_layers=(), key_layers=chosen)
+
+
+def input_scaling() -> Curve:
+    """Input scaling ``X -> eps X`` (``eps`` plays the role of ``tau``).
+
+    Examples
+    --------
+    >>> input_scaling().name
+    'input scaling X -> eps X'
+    """
+    return Curve("input scaling X -> eps X", input_power=1)
+
+
+def polynomial_curve(blocks: dict, name: str = "user curve") -> Curve:
+    """A user curve: ``{"Q1": Matrix([[eps, 2*eps**2]]), ...}``; other blocks stay generic.
+
+    Examples
+    --------
+    >>> c = polynomial_curve({"K2": sp.Matrix([[EPS, 0]])})
+    >>> c.polynomials[0][:2]
+    ('K', 2)
+    """
+    polynomials = []
+    for key, matrix in blocks.items():
+        if not isinstance(key, str) or len(key) < 2 or key[0] not in "QKV" or not key[1:].isdigit():
+            raise SymattnError(f"curve block names look like 'Q1', 'K2', 'V3'; got {key!r}")
+        matrix = sp.Matrix(matrix)
+        for entry in matrix:
+            entry = sp.sympify(entry)
+            if entry.free_symbols - {EPS} or not entry.is_polynomial(EPS):
+                raise SymattnError(f"curve entry {entry} of {key} is not a polynomial in eps")
+        polynomials.append((key[0], int(key[1:]), matrix))
+    return Curve(name, polynomials=tuple(polynomials))

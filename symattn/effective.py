@@ -1,0 +1,251 @@
+"""Effective parameters, the closed form ``F = P X M_l``, and the symmetries of the model.
+
+``W_i = K_i^T Q_i``, ``P_i = V_i ... V_1`` (``P_0 = I``); the effective scores
+are ``What_i = P_{i-1}^T W_i P_{i-1}`` and the combined value map is ``P = P_l``.
+The output depends on the parameters only through them:
+``M_0 = I``, ``M_i = M_{i-1} S(M_{i-1}^T X^T What_i X M_{i-1})``, ``F = P X M_l``.
+
+Examples
+--------
+>>> from symattn.model import Architecture
+>>> from symattn.effective import effective_dimension, gauge_dimension, sign_group_order
+>>> arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="cosh")
+>>> effective_dimension(arch), gauge_dimension(arch), sign_group_order(arch)
+(10, 6, 4)
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from .errors import ShapeError
+from .model import Architecture, Parameters
+
+__all__ = [
+    "effective_scores",
+    "combined_value_map",
+    "effective_forward",
+    "effective_closed_form",
+    "gauge_action",
+    "sign_flip",
+    "effective_dimension",
+    "effective_block_dimensions",
+    "gauge_dimension",
+    "sign_group_order",
+    "rank_matrix_dimension",
+]
+
+
+def _mat(m) -> sp.Matrix:
+    return m if isinstance(m, sp.MatrixBase) else sp.Matrix(m)
+
+
+def combined_value_map(params: Parameters, upto: int | None = None) -> sp.Matrix:
+    """``P_i = V_i ... V_1`` (all layers by default).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> combined_value_map(Architecture.uniform(layers=2, width=1).symbols())
+    Matrix([[V1_11*V2_11]])
+    """
+    layers = params.layers if upto is None else upto
+    if layers == 0:
+        return sp.eye(sp.Matrix(params.V[0]).shape[1])
+    out = _mat(params.V[0])
+    for v in params.V[1:layers]:
+        out = _mat(v) * out
+    return out
+
+
+def effective_scores(params: Parameters) -> list[sp.Matrix]:
+    """``What_i = P_{i-1}^T K_i^T Q_i P_{i-1}`` for every layer, in input coordinates.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> effective_scores(Architecture.uniform(layers=1, width=1).symbols())
+    [Matrix([[K1_11*Q1_11]])]
+    """
+    out = []
+    for i in range(params.layers):
+        prefix = combined_value_map(params, upto=i)
+        out.append(prefix.T * _mat(params.K[i]).T * _mat(params.Q[i]) * prefix)
+    return out
+
+
+def effective_forward(arch: Architecture, scores, value_map, X, domain):
+    """``F = P X M_l`` in a domain, from effective scores and the combined value map.
+
+    This is an independent computation of the output: tests compare it with
+    :func:`symattn.model.forward`.
+    """
+    if len(scores) != arch.layers:
+        raise ShapeError(f"{arch.layers} layers need {arch.layers} effective score matrices, got {len(scores)}")
+    X = domain.matrix(X)
+    t = arch.tokens
+    mixing = domain.matrix(sp.eye(t))
+    for i in range(arch.layers):
+        W = domain.matrix(scores[i])
+        mixed = domain.matmul(X, mixing)
+        argument = domain.matmul(domain.matmul(domain.transpose(mixed), W), mixed)
+        mixing = domain.matmul(mixing, domain.attention(argument, arch.normalizers[i]))
+    return domain.matmul(domain.matmul(domain.matrix(value_map), X), mixing)
+
+
+def effective_closed_form(arch: Architecture, unevaluated_normalizer: bool = True) -> sp.Expr:
+    """The closed form as sympy matrix expressions ``P X M_l`` with the ``M_i`` recursion.
+
+    Returns the tuple ``(F, definitions)`` where ``definitions`` maps each
+    ``M_i`` to its defining expression.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> F, defs = effective_closed_form(Architecture.uniform(layers=2))
+    >>> F
+    P*X*M_2
+    >>> defs[sp.Symbol("M_1")]
+    'M_0 S(M_0^T X^T What_1 X M_0)'
+    """
+    d0, t = arch.input_shape
+    P = sp.MatrixSymbol("P", arch.widths[-1], d0)
+    X = sp.MatrixSymbol("X", d0, t)
+    M = [sp.MatrixSymbol(f"M_{i}", t, t) for i in range(arch.layers + 1)]
+    definitions = {sp.Symbol("M_0"): "I"}
+    for i in range(1, arch.layers + 1):
+        definitions[sp.Symbol(f"M_{i}")] = f"M_{i-1} S(M_{i-1}^T X^T What_{i} X M_{i-1})"
+    return P * X * M[-1], definitions
+
+
+def effective_closed_form_latex(arch: Architecture) -> str:
+    """LaTeX of ``F = P X M_l`` with the recursion for ``M_i``."""
+    lines = [r"F_\theta(X) = P\,X\,M_{%d}" % arch.layers, r"M_0 = I"]
+    for i in range(1, arch.layers + 1):
+        lines.append(
+            rf"M_{{{i}}} = M_{{{i-1}}}\,S\!\left(M_{{{i-1}}}^\top X^\top \widehat W_{{{i}}} X M_{{{i-1}}}\right)"
+        )
+    lines.append(r"\widehat W_i = P_{i-1}^\top K_i^\top Q_i P_{i-1},\quad P_i = V_i \cdots V_1,\quad P = P_{%d}" % arch.layers)
+    return ",\\\\\n".join(lines)
+
+
+def gauge_action(params: Parameters, G, H) -> Parameters:
+    """Act with ``G_i`` in GL(a_i) and ``H_i`` in GL(d_i) (hidden widths, ``i < l``).
+
+    ``Q_i -> G_i Q_i``, ``K_i -> G_i^{-T} K_i``; ``V_i -> H_i V_i`` and
+    ``Q_{i+1}, K_{i+1}, V_{i+1} -> (.) H_i^{-1}``.  The output does not change.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> p = Architecture.uniform(layers=1, width=1).symbols()
+    >>> gauge_action(p, [sp.Matrix([[2]])], []).K[0]
+    Matrix([[K1_11/2]])
+    """
+    layers = params.layers
+    G = [_mat(g) for g in G]
+    H = [_mat(h) for h in H]
+    if len(G) != layers or len(H) != layers - 1:
+        raise ShapeError(f"need {layers} matrices G_i and {layers - 1} matrices H_i, got {len(G)} and {len(H)}")
+    Q, K, V = [], [], []
+    for i in range(layers):
+        q, k, v = _mat(params.Q[i]), _mat(params.K[i]), _mat(params.V[i])
+        if G[i].shape != (q.shape[0], q.shape[0]):
+            raise ShapeError(f"G_{i+1} must be {q.shape[0]} x {q.shape[0]}, got {G[i].shape}")
+        if i > 0:
+            h_inv = H[i - 1].inv()
+            q, k, v = q * h_inv, k * h_inv, v * h_inv
+        if i < layers - 1:
+            if H[i].shape != (v.shape[0], v.shape[0]):
+                raise ShapeError(f"H_{i+1} must be {v.shape[0]} x {v.shape[0]}, got {H[i].shape}")
+            v = H[i] * v
+        Q.append(G[i] * q)
+        K.append(G[i].inv().T * k)
+        V.append(v)
+    return Parameters(tuple(Q), tuple(K), tuple(V))
+
+
+def sign_flip(params: Parameters, layers) -> Parameters:
+    """Flip ``What_i -> -What_i`` for the given (1-based) layers by ``Q_i -> -Q_i``.
+
+    For an even normalizer the output does not change.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> p = Architecture.uniform(layers=2, width=1).symbols()
+    >>> effective_scores(sign_flip(p, [2]))[1]
+    Matrix([[-K2_11*Q2_11*V1_11**2]])
+    """
+    layers = set(layers)
+    bad = [i for i in layers if not 1 <= i <= params.layers]
+    if bad:
+        raise ShapeError(f"layers to flip must be in 1..{params.layers}, got {sorted(bad)}")
+    Q = tuple(-_mat(q) if i + 1 in layers else q for i, q in enumerate(params.Q))
+    return Parameters(Q, params.K, params.V)
+
+
+def rank_matrix_dimension(rows: int, cols: int, rank: int) -> int:
+    """Dimension of the variety of ``rows x cols`` matrices of rank at most ``rank``.
+
+    Examples
+    --------
+    >>> rank_matrix_dimension(2, 2, 1)
+    3
+    """
+    r = min(rank, rows, cols)
+    return r * (rows + cols - r)
+
+
+def effective_block_dimensions(arch: Architecture) -> dict[str, int]:
+    """Dimension of each effective block: ``scores:i`` and ``values``.
+
+    The rank of ``What_i`` is at most ``min(a_i, d_0, ..., d_{i-1})``, that of
+    ``P`` at most ``min(d_0, ..., d_l)``.
+
+    Examples
+    --------
+    >>> effective_block_dimensions(Architecture.uniform(layers=2, width=2, rank=1))
+    {'values': 4, 'scores:1': 3, 'scores:2': 3}
+    """
+    d0 = arch.widths[0]
+    out = {"values": rank_matrix_dimension(arch.widths[-1], d0, min(arch.widths))}
+    for i in range(1, arch.layers + 1):
+        bottleneck = min([arch.score_ranks[i - 1], *arch.widths[:i]])
+        out[f"scores:{i}"] = rank_matrix_dimension(d0, d0, bottleneck)
+    return out
+
+
+def effective_dimension(arch: Architecture) -> int:
+    """Dimension of the effective parameters ``(What_1, ..., What_l, P)``.
+
+    For constant widths ``d`` and ranks ``a <= d``: ``l a (2d - a) + d^2``.
+
+    Examples
+    --------
+    >>> effective_dimension(Architecture.uniform(layers=2, width=3, rank=2))
+    25
+    """
+    return sum(effective_block_dimensions(arch).values())
+
+
+def gauge_dimension(arch: Architecture) -> int:
+    """Dimension of the gauge group: ``sum_i a_i^2 + sum_{i<l} d_i^2``.
+
+    Examples
+    --------
+    >>> gauge_dimension(Architecture.uniform(layers=3, width=2, rank=1))
+    11
+    """
+    return sum(a * a for a in arch.score_ranks) + sum(d * d for d in arch.widths[1:-1])
+
+
+def sign_group_order(arch: Architecture) -> int:
+    """Order of the group of sign flips: ``2^(number of layers with an even normalizer)``.
+
+    Examples
+    --------
+    >>> sign_group_order(Architecture.uniform(layers=3, normalizer="gauss"))
+    8
+    """
+    return 2 ** sum(1 for n in arch.normalizers if n.is_even)

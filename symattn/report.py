@@ -1,0 +1,443 @@
+"""A summary of an architecture: sizes, effective parameters, symmetries, closed form.
+
+:func:`architecture_report` computes an :class:`ArchitectureReport`, a value
+that renders itself as JSON, Markdown, LaTeX and a plain-text table.  Further
+results (a decay spectrum, identification orders, ...) are appended to a
+report as :class:`Section` objects with :meth:`ArchitectureReport.with_sections`;
+every output format then includes them, in order.
+
+Examples
+--------
+>>> from symattn.model import Architecture
+>>> from symattn.report import architecture_report
+>>> report = architecture_report(Architecture.uniform(layers=2, width=2, rank=1, tokens=3))
+>>> report.params, report.effective_dim, report.gauge_dim, report.sign_group_order
+(16, 10, 6, 1)
+>>> print(report.to_markdown().splitlines()[0])
+# symattn report
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .effective import (
+    effective_block_dimensions,
+    effective_closed_form_latex,
+    effective_dimension,
+    gauge_dimension,
+    sign_group_order,
+)
+from .model import Architecture
+
+__all__ = ["ArchitectureReport", "Section", "architecture_report", "latex_document"]
+
+#: How the numbers of an :class:`ArchitectureReport` are obtained.
+METHOD = (
+    "exact closed formulas: native parameter count, dimensions of the rank-bounded "
+    "effective blocks, gauge group GL(a_i) x GL(d_i), sign flips of even normalizers"
+)
+
+_LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+    "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+
+
+def _latex_text(text: str) -> str:
+    """Escape ``text`` for LaTeX text mode.
+
+    Examples
+    --------
+    >>> _latex_text("scores:1 & 50%")
+    'scores:1 \\\\& 50\\\\%'
+    """
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in str(text))
+
+
+def latex_document(body: str) -> str:
+    """Wrap a LaTeX fragment in a standalone ``article`` document with amsmath.
+
+    Examples
+    --------
+    >>> print(latex_document("Hello."))
+    \\documentclass{article}
+    \\usepackage{amsmath}
+    \\begin{document}
+    Hello.
+    \\end{document}
+    """
+    return (
+        "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n"
+        f"{body.rstrip()}\n\\end{{document}}"
+    )
+
+
+def _markdown_table(rows, header=("quantity", "value")) -> str:
+    lines = [f"| {header[0]} | {header[1]} |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+def _latex_table(rows) -> str:
+    body = "".join(f"{_latex_text(name)} & {value} \\\\\n" for name, value in rows)
+    return "\\begin{tabular}{ll}\n\\hline\n" + body + "\\hline\n\\end{tabular}"
+
+
+def _text_table(rows, indent: str = "  ") -> str:
+    rows = [(str(name), str(value)) for name, value in rows]
+    width = max((len(name) for name, _ in rows), default=0)
+    return "\n".join(f"{indent}{name.ljust(width)}  {value}" for name, value in rows)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One titled part of a report, ready in every output format.
+
+    Parameters
+    ----------
+    title : str
+        Heading, e.g. ``"Decay spectrum"`` (plain text; escaped for LaTeX).
+    key : str
+        Key under which ``data`` appears in the report's JSON.
+    data : JSON-ready value
+    markdown : str
+        Markdown body, without the heading.
+    latex : str
+        LaTeX body (text mode: a ``tabular``, or math in ``\\[ ... \\]``), without the heading.
+    text : str, optional
+        Plain-text body for ``str(report)``; defaults to ``markdown``.
+
+    Examples
+    --------
+    >>> s = Section("Note", "note", {"ok": True}, "All **fine**.", r"All \\textbf{fine}.")
+    >>> s.text
+    'All **fine**.'
+    """
+
+    title: str
+    key: str
+    data: Any
+    markdown: str
+    latex: str
+    text: str = ""
+
+    def __post_init__(self):
+        if not self.text:
+            object.__setattr__(self, "text", self.markdown)
+
+    @classmethod
+    def from_result(cls, title: str, key: str, result, markdown: str | None = None) -> "Section":
+        """A section from a result value with ``to_json()``, ``to_latex()`` and ``__str__``.
+
+        The Markdown body is ``markdown`` if given, else ``str(result)`` in a code block.
+
+        Examples
+        --------
+        >>> class Answer:
+        ...     def to_json(self): return {"answer": 42}
+        ...     def to_latex(self): return r"\\[ 42 \\]"
+        ...     def __str__(self): return "answer  42"
+        >>> s = Section.from_result("The answer", "answer", Answer())
+        >>> s.data, s.markdown
+        ({'answer': 42}, '```\\nanswer  42\\n```')
+        """
+        text = str(result)
+        return cls(
+            title=title,
+            key=key,
+            data=result.to_json(),
+            markdown=markdown if markdown is not None else f"```\n{text}\n```",
+            latex=result.to_latex(),
+            text=text,
+        )
+
+
+@dataclass(frozen=True)
+class ArchitectureReport:
+    """Sizes, effective parameters and symmetries of an :class:`~symattn.model.Architecture`.
+
+    Build it with :func:`architecture_report`.  Every number is exact (see ``method``).
+
+    Attributes
+    ----------
+    architecture : dict
+        :meth:`Architecture.to_json`.
+    params : int
+        Number of native parameters (entries of every ``Q_i, K_i, V_i``).
+    effective_dim : int
+        Dimension of the effective parameters ``(What_1, ..., What_l, P)``.
+    effective_blocks : dict
+        Dimension of each effective block (``values``, ``scores:i``).
+    gauge_dim : int
+        Dimension of the gauge group.
+    sign_group_order : int
+        Order of the group of sign flips of layers with an even normalizer.
+    degenerate : bool
+        One token: every attention matrix is the constant 1.
+    normalizers : tuple of dict
+        :meth:`Normalizer.to_json` of each layer's normalizer, plus its ``latex``.
+    closed_form_latex : str
+        ``F = P X M_l`` and the recursion for ``M_i``, in LaTeX (lines joined by ``\\\\``).
+    method : str
+        How the numbers were obtained.
+    sections : tuple of Section
+        Further results, rendered after the built-in sections.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> report = architecture_report(Architecture.uniform(layers=2, tokens=3, normalizer="cosh"))
+    >>> report.sign_group_order, report.effective_blocks
+    (4, {'values': 4, 'scores:1': 3, 'scores:2': 3})
+    >>> print(report)  # doctest: +ELLIPSIS
+    symattn report
+    Architecture
+      layers       2
+      widths       2, 2, 2
+      score ranks  1, 1
+      tokens       3
+      normalizer   cosh (k = 2, even)
+    Closed form
+      F(X) = P X M_2,  M_0 = I,  M_i = M_{i-1} S(M_{i-1}^T X^T What_i X M_{i-1}),
+      What_i = P_{i-1}^T K_i^T Q_i P_{i-1},  P_i = V_i ... V_1,  P = P_2
+    Effective parameters and symmetries
+      native parameters      16
+      effective dimension    10  (values 4, scores:1 3, scores:2 3)
+      gauge group dimension  6
+      sign group order       4
+      degenerate (t = 1)     no
+      method                 exact closed formulas: ...
+    """
+
+    architecture: dict
+    params: int
+    effective_dim: int
+    effective_blocks: dict
+    gauge_dim: int
+    sign_group_order: int
+    degenerate: bool
+    normalizers: tuple
+    closed_form_latex: str
+    method: str = METHOD
+    sections: tuple = field(default=())
+
+    # -- extension ------------------------------------------------------------------
+    def with_sections(self, *sections: Section) -> "ArchitectureReport":
+        """A copy of the report with ``sections`` appended.
+
+        Raises
+        ------
+        ValueError
+            If a section's key is already used in the report's JSON.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> report = architecture_report(Architecture.uniform(layers=1))
+        >>> extra = Section("Note", "note", "checked", "Checked.", "Checked.")
+        >>> longer = report.with_sections(extra)
+        >>> longer.to_json()["note"], longer.to_markdown().splitlines()[-3:]
+        ('checked', ['## Note', '', 'Checked.'])
+        >>> longer.with_sections(extra)
+        Traceback (most recent call last):
+        ...
+        ValueError: report section key 'note' is already used
+        """
+        used = set(self._core_json())
+        used.update(s.key for s in self.sections)
+        for section in sections:
+            if section.key in used:
+                raise ValueError(f"report section key {section.key!r} is already used")
+            used.add(section.key)
+        return replace(self, sections=self.sections + tuple(sections))
+
+    # -- rows shared by the formats -----------------------------------------------
+    def _normalizer_rows(self, fmt) -> list[tuple[str, str]]:
+        def describe(n):
+            parity = "even" if n["even"] else "not even"
+            return f"{fmt(n)} (k = {n['k']}, {parity})"
+
+        names = {n["name"] for n in self.normalizers}
+        if len(names) == 1:
+            return [("normalizer", describe(self.normalizers[0]))]
+        return [(f"normalizer, layer {i}", describe(n)) for i, n in enumerate(self.normalizers, 1)]
+
+    def _architecture_rows(self, fmt=lambda n: n["name"]) -> list[tuple[str, str]]:
+        arch = self.architecture
+        return [
+            ("layers", str(arch["layers"])),
+            ("widths", ", ".join(map(str, arch["widths"]))),
+            ("score ranks", ", ".join(map(str, arch["score_ranks"]))),
+            ("tokens", str(arch["tokens"])),
+        ] + self._normalizer_rows(fmt)
+
+    def _effective_rows(self) -> list[tuple[str, str]]:
+        blocks = ", ".join(f"{name} {dim}" for name, dim in self.effective_blocks.items())
+        return [
+            ("native parameters", str(self.params)),
+            ("effective dimension", f"{self.effective_dim}  ({blocks})"),
+            ("gauge group dimension", str(self.gauge_dim)),
+            ("sign group order", str(self.sign_group_order)),
+            ("degenerate (t = 1)", "yes" if self.degenerate else "no"),
+        ]
+
+    def _closed_form_text(self) -> str:
+        layers = self.architecture["layers"]
+        return (
+            f"F(X) = P X M_{layers},  M_0 = I,  M_i = M_{{i-1}} S(M_{{i-1}}^T X^T What_i X M_{{i-1}}),\n"
+            f"What_i = P_{{i-1}}^T K_i^T Q_i P_{{i-1}},  P_i = V_i ... V_1,  P = P_{layers}"
+        )
+
+    # -- formats --------------------------------------------------------------------
+    def _core_json(self) -> dict:
+        return {
+            "architecture": self.architecture,
+            "params": self.params,
+            "effective_dim": self.effective_dim,
+            "effective_blocks": dict(self.effective_blocks),
+            "gauge_dim": self.gauge_dim,
+            "sign_group_order": self.sign_group_order,
+            "degenerate": self.degenerate,
+            "normalizers": [dict(n) for n in self.normalizers],
+            "closed_form_latex": self.closed_form_latex,
+            "method": self.method,
+        }
+
+    def to_json(self) -> dict:
+        """A JSON-serializable dict; each extra section adds its ``key``.
+
+        Examples
+        --------
+        >>> import json
+        >>> from symattn.model import Architecture
+        >>> data = architecture_report(Architecture.uniform(layers=2)).to_json()
+        >>> sorted(data)[:5]
+        ['architecture', 'closed_form_latex', 'degenerate', 'effective_blocks', 'effective_dim']
+        >>> json.loads(json.dumps(data))["gauge_dim"]
+        6
+        """
+        out = self._core_json()
+        out.update({section.key: section.data for section in self.sections})
+        return out
+
+    def to_markdown(self) -> str:
+        """The report in Markdown (GitHub tables, ``$$`` display math).
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> md = architecture_report(Architecture.uniform(layers=2)).to_markdown()
+        >>> [line for line in md.splitlines() if line.startswith("#")]
+        ['# symattn report', '## Architecture', '## Closed form', '## Effective parameters and symmetries']
+        >>> "| native parameters | 16 |" in md
+        True
+        """
+        parts = [
+            "# symattn report",
+            "## Architecture",
+            _markdown_table(self._architecture_rows(lambda n: f"`{n['name']}`")),
+            "## Closed form",
+            "$$\n\\begin{gathered}\n" + self.closed_form_latex + "\n\\end{gathered}\n$$",
+            "## Effective parameters and symmetries",
+            _markdown_table(self._effective_rows()),
+            f"Method: {self.method}.",
+        ]
+        for section in self.sections:
+            parts += [f"## {section.title}", section.markdown.strip()]
+        return "\n\n".join(parts) + "\n"
+
+    def to_latex(self, standalone: bool = False) -> str:
+        """The report as a LaTeX section; ``standalone=True`` gives a whole document.
+
+        Needs ``amsmath`` (for ``gather*``), which the standalone document loads.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> report = architecture_report(Architecture.uniform(layers=1, normalizer="1 + x**2"))
+        >>> print(report.to_latex().splitlines()[0])
+        \\section*{symattn report}
+        >>> r"normalizer & $s(x) = x^{2} + 1$ (k = 2, even)" in report.to_latex()
+        True
+        >>> report.to_latex(standalone=True).startswith(r"\\documentclass{article}")
+        True
+        """
+        parts = [
+            "\\section*{symattn report}",
+            "\\subsection*{Architecture}",
+            _latex_table(self._architecture_rows(lambda n: f"$s(x) = {n['latex']}$")),
+            "\\subsection*{Closed form}",
+            "\\begin{gather*}\n" + self.closed_form_latex + "\n\\end{gather*}",
+            "\\subsection*{Effective parameters and symmetries}",
+            _latex_table(self._effective_rows()),
+            f"Method: {_latex_text(self.method)}.",
+        ]
+        for section in self.sections:
+            parts += [f"\\subsection*{{{_latex_text(section.title)}}}", section.latex.strip()]
+        body = "\n\n".join(parts) + "\n"
+        return latex_document(body) + "\n" if standalone else body
+
+    def _repr_latex_(self) -> str:
+        """Closed form and numbers as display math, for Jupyter."""
+        rows = "".join(
+            rf"\text{{{_latex_text(name)}}} & \text{{{_latex_text(value)}}} \\ "
+            for name, value in self._effective_rows()
+        )
+        return (
+            "$$\\begin{gathered}\n" + self.closed_form_latex + "\\\\[1ex]\n"
+            "\\begin{array}{ll}\n" + rows + "\n\\end{array}\n\\end{gathered}$$"
+        )
+
+    def _repr_markdown_(self) -> str:
+        """The whole report, for Jupyter front ends that render Markdown."""
+        return self.to_markdown()
+
+    def __str__(self) -> str:
+        parts = [
+            "symattn report",
+            "Architecture",
+            _text_table(self._architecture_rows()),
+            "Closed form",
+            "\n".join("  " + line for line in self._closed_form_text().splitlines()),
+            "Effective parameters and symmetries",
+            _text_table(self._effective_rows() + [("method", self.method)]),
+        ]
+        for section in self.sections:
+            parts += [section.title, "\n".join("  " + line for line in section.text.splitlines())]
+        return "\n".join(parts)
+
+
+def architecture_report(arch: Architecture) -> ArchitectureReport:
+    """Summarize ``arch``: parameter count, effective dimension, gauge and sign symmetries.
+
+    Parameters
+    ----------
+    arch : Architecture
+
+    Returns
+    -------
+    ArchitectureReport
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture([2, 2, 2], [1, 1], tokens=3, normalizer="softmax")
+    >>> report = architecture_report(arch)
+    >>> report.params, report.effective_dim, report.gauge_dim, report.sign_group_order
+    (16, 10, 6, 1)
+    >>> report.normalizers[0]["name"], report.normalizers[0]["latex"]
+    ('softmax', 'e^{x}')
+    """
+    return ArchitectureReport(
+        architecture=arch.to_json(),
+        params=arch.param_count,
+        effective_dim=effective_dimension(arch),
+        effective_blocks=effective_block_dimensions(arch),
+        gauge_dim=gauge_dimension(arch),
+        sign_group_order=sign_group_order(arch),
+        degenerate=arch.degenerate,
+        normalizers=tuple({**n.to_json(), "latex": n.latex()} for n in arch.normalizers),
+        closed_form_latex=effective_closed_form_latex(arch),
+    )

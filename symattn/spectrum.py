@@ -1,0 +1,636 @@
+"""The native Jacobian along a curve, its exact decay spectrum, and the predicted one.
+
+The native Jacobian ``J(eps)`` stacks the derivatives of every output entry,
+on every input of a bank, in every native parameter, at the point
+``theta_eps`` of a curve.  Its Smith-form valuations over ``GF(p)[[eps]]``
+are the exponents ``e_j`` in ``sigma_j(eps) ~ c_j eps^e_j`` (MATH.md, sections
+5-6).  One forward pass over first-order jets of truncated series computes
+``J(eps)`` for the whole bank at once.
+
+Examples
+--------
+>>> from symattn.model import Architecture
+>>> from symattn.spectrum import decay_spectrum
+>>> arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="softmax")
+>>> result = decay_spectrum(arch, progress=False)
+>>> result.exponents
+{0: 4, 1: 3, 5: 3}
+>>> result.kernel, result.unresolved, result.separating
+(6, 0, True)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .algebra.degrees import NONE, DegreeBoundDomain
+from .algebra.domains import is_prime
+from .algebra.modseries import MAX_PRIME, ModSeriesDomain
+from .algebra.valuations import smith_valuations
+from .curves import Curve, collapse
+from .effective import effective_block_dimensions, effective_dimension, gauge_dimension
+from .errors import BankError, DomainError, SymattnError, TruncationError
+from .model import Architecture, Parameters, forward
+
+__all__ = [
+    "Spectrum",
+    "PredictedSpectrum",
+    "decay_spectrum",
+    "predicted_spectrum",
+    "contact_order",
+    "spectrum_at",
+    "random_bank",
+    "DEFAULT_PRIMES",
+]
+
+#: Primes below 2**28 used by default (the first computes, the second confirms).
+DEFAULT_PRIMES = (268435399, 268435367)
+
+
+def contact_order(layer: int, k: int) -> int:
+    """The contact order ``2k 3^(i-1) - 1`` claimed for layer ``i`` (MATH.md section 5).
+
+    Examples
+    --------
+    >>> [contact_order(i, 1) for i in (1, 2, 3, 4)]
+    [1, 5, 17, 53]
+    >>> [contact_order(i, 2) for i in (1, 2, 3)]
+    [3, 11, 35]
+    """
+    if layer < 1 or k < 1:
+        raise SymattnError(f"contact_order needs layer >= 1 and k >= 1, got layer={layer}, k={k}")
+    return 2 * k * 3 ** (layer - 1) - 1
+
+
+def _histogram(values) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for v in values:
+        out[int(v)] = out.get(int(v), 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _histogram_difference(larger: dict, smaller: dict) -> dict:
+    out = {}
+    for key in sorted(set(larger) | set(smaller)):
+        diff = larger.get(key, 0) - smaller.get(key, 0)
+        if diff:
+            out[key] = diff
+    return out
+
+
+@dataclass(frozen=True)
+class PredictedSpectrum:
+    """The spectrum the theory predicts: exponents per block and the kernel.
+
+    ``exponents`` is ``None`` when the layers have different ``k`` (no formula is claimed).
+    """
+
+    exponents: dict | None
+    blocks: dict | None
+    kernel: int
+    rank: int
+    note: str
+
+    def to_json(self) -> dict:
+        return {
+            "spectrum": None if self.exponents is None else {str(e): m for e, m in self.exponents.items()},
+            "blocks": self.blocks,
+            "kernel": self.kernel,
+            "rank": self.rank,
+            "note": self.note,
+        }
+
+
+def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
+    """Contact orders ``2k 3^(i-1) - 1``, multiplicities from the effective block dimensions.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> predicted_spectrum(Architecture.uniform(layers=3, normalizer="cosh")).exponents
+    {0: 4, 3: 3, 11: 3, 35: 3}
+    """
+    dims = effective_block_dimensions(arch)
+    ks = {n.k for n in arch.normalizers}
+    rank = effective_dimension(arch)
+    kernel = arch.param_count - rank
+    if len(ks) != 1:
+        return PredictedSpectrum(None, None, kernel, rank,
+                                 "layers have different k: no formula is claimed; the spectrum is computed")
+    (k,) = ks
+    blocks = {"values": {"0": dims["values"]}}
+    exponents: dict[int, int] = {0: dims["values"]}
+    for i in range(1, arch.layers + 1):
+        e = contact_order(i, k)
+        blocks[f"scores:{i}"] = {str(e): dims[f"scores:{i}"]}
+        exponents[e] = exponents.get(e, 0) + dims[f"scores:{i}"]
+    note = (f"contact order 2k 3^(i-1) - 1 with k = {k}; multiplicities are the effective "
+            f"block dimensions; kernel = #params - effective dimension = {kernel}")
+    return PredictedSpectrum(dict(sorted(exponents.items())), blocks, kernel, rank, note)
+
+
+def random_bank(arch: Architecture, size: int, p: int, seed: int) -> np.ndarray:
+    """``size`` random inputs as residues mod ``p``: shape ``(size, d_0, t)``."""
+    rng = np.random.default_rng([seed, 7919])
+    d0, t = arch.input_shape
+    return rng.integers(1, p, size=(size, d0, t), dtype=np.int64)
+
+
+def _bank_residues(arch: Architecture, bank, p: int) -> np.ndarray:
+    from .algebra.domains import PrimeFieldDomain
+
+    d0, t = arch.input_shape
+    try:
+        inputs = [np.array(x.tolist() if hasattr(x, "tolist") and not isinstance(x, np.ndarray) else x,
+                           dtype=object) for x in bank]
+    except TypeError as err:
+        raise BankError(f"a bank is a list of d_0 x t = {d0} x {t} matrices; got {bank!r}") from err
+    if not inputs:
+        raise BankError("a bank needs at least one input")
+    field = PrimeFieldDomain(p)
+    out = np.zeros((len(inputs), d0, t), dtype=np.int64)
+    for b, x in enumerate(inputs):
+        if x.shape != (d0, t):
+            raise BankError(
+                f"bank input {b} has shape {x.shape}; every input must be d_0 x t = {d0} x {t} "
+                "(one token per column)"
+            )
+        for index, value in np.ndenumerate(x):
+            out[(b, *index)] = int(field.convert(value))
+    return out
+
+
+def _random_point(arch: Architecture, p: int, seed: int):
+    rng = np.random.default_rng([seed, 104729])
+    blocks = {}
+    for i in range(1, arch.layers + 1):
+        for name, shape in arch.block_shapes(i).items():
+            blocks[(name, i)] = rng.integers(1, p, size=shape, dtype=np.int64)
+    coefficient_values = {}
+    for n in arch.normalizers:
+        if n.is_generic:
+            # generic Taylor coefficients are specialized at random residues
+            for m in range(1, 1024):
+                coefficient_values[n.coefficient_symbol(m)] = int(rng.integers(1, p))
+    return blocks, coefficient_values
+
+
+def _block_columns(arch: Architecture) -> dict[str, list[int]]:
+    columns: dict[str, list[int]] = {f"scores:{i}": [] for i in range(1, arch.layers + 1)}
+    columns["values"] = []
+    for position, (name, layer, _, _) in enumerate(arch.parameter_index()):
+        key = "values" if name == "V" else f"scores:{layer}"
+        columns[key].append(position)
+    return columns
+
+
+def _curve_parameters(arch, curve: Curve, point, domain: ModSeriesDomain, jets: bool):
+    blocks = {"Q": [], "K": [], "V": []}
+    position = 0
+    for i in range(1, arch.layers + 1):
+        for name, (rows, cols) in arch.block_shapes(i).items():
+            coefficients = curve.block_coefficients(name, i, point[(name, i)], domain.residue, domain.truncation)
+            tangent = position + np.arange(rows * cols).reshape(rows, cols) if jets else None
+            blocks[name].append(domain.from_coefficients(coefficients[:, :, None, :], tangent))
+            position += rows * cols
+    return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+
+
+def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p: int, truncation: int,
+                    coefficient_values=None) -> np.ndarray:
+    """``J(eps)`` mod ``eps^truncation`` over GF(p): shape ``(d_l * t * |bank|, #params, N)``.
+
+    Rows run over output entries (row-major) and then bank inputs.
+    """
+    P = arch.param_count
+    domain = ModSeriesDomain(p, truncation, directions=P, coefficient_values=coefficient_values)
+    params = _curve_parameters(arch, curve, point, domain, jets=True)
+    inputs = np.zeros((*arch.input_shape, len(bank), truncation), dtype=np.int64)
+    if curve.input_power < truncation:
+        inputs[..., curve.input_power] = np.moveaxis(bank, 0, -1)
+    X = domain.from_coefficients(inputs)
+    output = forward(arch, params, X, domain, convert=False)
+    tangents = domain.tangents(output)  # (d_l, t, B, P, N)
+    return np.moveaxis(tangents, 2, 0).reshape(-1, P, truncation)
+
+
+def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
+    """Tangent vectors of the gauge orbit at ``theta_eps``: shape ``(gauge_dim, #params, N)``."""
+    from .algebra.modseries import series_mul_mod
+
+    domain = ModSeriesDomain(p, truncation)
+    series = {}
+    for i in range(1, arch.layers + 1):
+        for name in ("Q", "K", "V"):
+            series[(name, i)] = curve.block_coefficients(name, i, point[(name, i)], domain.residue, truncation)
+    offsets, position = {}, 0
+    for i in range(1, arch.layers + 1):
+        for name, (rows, cols) in arch.block_shapes(i).items():
+            offsets[(name, i)] = position
+            position += rows * cols
+    vectors = []
+
+    def blank():
+        return np.zeros((arch.param_count, truncation), dtype=np.int64)
+
+    def put(vector, key, matrix_series):
+        rows, cols = matrix_series.shape[:2]
+        start = offsets[key]
+        vector[start:start + rows * cols] = (vector[start:start + rows * cols]
+                                             + matrix_series.reshape(rows * cols, truncation)) % p
+
+    def left(E, M):  # E (r x r) constant, M series (r x c)
+        return np.einsum("ab,bcn->acn", E, M) % p
+
+    def right(M, E):
+        return np.einsum("abn,bc->acn", M, E) % p
+
+    for i in range(1, arch.layers + 1):
+        a = arch.score_ranks[i - 1]
+        for r in range(a):
+            for c in range(a):
+                E = np.zeros((a, a), dtype=np.int64)
+                E[r, c] = 1
+                v = blank()
+                put(v, ("Q", i), left(E, series[("Q", i)]))
+                put(v, ("K", i), (-left(E.T, series[("K", i)])) % p)
+                vectors.append(v)
+    for i in range(1, arch.layers):
+        d = arch.widths[i]
+        for r in range(d):
+            for c in range(d):
+                E = np.zeros((d, d), dtype=np.int64)
+                E[r, c] = 1
+                v = blank()
+                put(v, ("V", i), left(E, series[("V", i)]))
+                for name in ("Q", "K", "V"):
+                    put(v, (name, i + 1), (-right(series[(name, i + 1)], E)) % p)
+                vectors.append(v)
+    del series_mul_mod
+    if not vectors:
+        return np.zeros((0, arch.param_count, truncation), dtype=np.int64)
+    return np.stack(vectors)
+
+
+def degree_bound(arch: Architecture, curve: Curve, truncation: int) -> int:
+    """A bound on the degree, in the random point, of every coefficient of ``J(eps)``."""
+    domain = DegreeBoundDomain(truncation, generic_coefficients=any(n.is_generic for n in arch.normalizers))
+
+    def block(name, layer, shape):
+        out = np.full((*shape, truncation), NONE)
+        for b, i, matrix in curve.polynomials:
+            if (b, i) == (name, layer):
+                out[..., :] = 0.0  # fixed rational coefficients
+                return out
+        power = 1 if curve.scaled(name, layer) else 0
+        if power < truncation:
+            out[..., power] = 1.0
+        return out
+
+    Q, K, V = [], [], []
+    for i in range(1, arch.layers + 1):
+        shapes = arch.block_shapes(i)
+        Q.append(block("Q", i, shapes["Q"]))
+        K.append(block("K", i, shapes["K"]))
+        V.append(block("V", i, shapes["V"]))
+    X = np.full((*arch.input_shape, truncation), NONE)
+    if curve.input_power < truncation:
+        X[..., curve.input_power] = 1.0
+    output = forward(arch, Parameters(tuple(Q), tuple(K), tuple(V)), X, domain, convert=False)
+    finite = output[np.isfinite(output)]
+    return int(finite.max()) if finite.size else 0
+
+
+@dataclass(frozen=True)
+class SpectrumRun:
+    """One computation at one prime, point and bank."""
+
+    prime: int
+    seed: int
+    bank_size: int
+    truncation: int
+    exponents: dict
+    blocks: dict
+    resolved_rank: int
+    gauge_rank: int
+    unresolved: int
+    gauge_annihilated: bool
+
+    def same_result(self, other: "SpectrumRun") -> bool:
+        return (self.exponents, self.resolved_rank, self.unresolved) == (
+            other.exponents, other.resolved_rank, other.unresolved)
+
+
+def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed: int, truncation: int,
+                progress=None) -> SpectrumRun:
+    """The spectrum at one prime, point (from ``seed``) and bank of residues."""
+    point, coefficient_values = _random_point(arch, p, seed)
+    J = jacobian_series(arch, curve, bank, point, p, truncation, coefficient_values)
+    columns = _block_columns(arch)
+    order = [f"scores:{i}" for i in range(1, arch.layers + 1)] + ["values"]
+    blocks, previous, chosen = {}, {}, []
+    full = None
+    for name in order:
+        chosen = chosen + columns[name]
+        if not columns[name]:
+            continue
+        result = smith_valuations(J[:, chosen, :], p, progress=progress)
+        histogram = _histogram(result.exponents)
+        blocks[name] = {str(e): m for e, m in _histogram_difference(histogram, previous).items()}
+        previous = histogram
+        full = result
+    gauge = gauge_tangent_series(arch, curve, point, p, truncation)
+    gauge_rank = smith_valuations(gauge, p).resolved_rank if len(gauge) else 0
+    # the gauge directions must lie in the kernel of J(eps), exactly mod eps^N
+    annihilated = True
+    if len(gauge):
+        from .algebra.modseries import series_mul_mod
+
+        product = series_mul_mod(J[:, None, :, :], gauge[None, :, :, :], p).sum(axis=2) % p
+        annihilated = not product.any()
+    unresolved = max(0, arch.param_count - full.resolved_rank - gauge_rank)
+    return SpectrumRun(p, seed, len(bank), truncation, _histogram(full.exponents), blocks,
+                       full.resolved_rank, gauge_rank, unresolved, annihilated)
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """The exact decay spectrum of the native Jacobian along a curve.
+
+    Attributes
+    ----------
+    exponents : dict
+        Exponent -> multiplicity, every one exact below the truncation.
+    blocks : dict
+        Block name (``scores:i``, ``values``) -> {exponent (str): multiplicity}:
+        the exponents that appear when that block's columns join those of the
+        earlier blocks (order ``scores:1 .. scores:l``, then ``values``).
+    rank, kernel : int
+        Rank of ``J(eps)`` and ``#params - rank`` when certified; otherwise
+        the rank is a lower bound and the kernel the gauge-orbit lower bound.
+    unresolved : int
+        Directions neither resolved below the truncation nor in the gauge
+        kernel: valuation ``>= truncation``, never reported as an exponent.
+    """
+
+    architecture: dict
+    curve: str
+    params: int
+    exponents: dict
+    blocks: dict
+    rank: int
+    kernel: int
+    unresolved: int
+    truncation: int
+    bank: int
+    primes: tuple
+    seeds: tuple
+    separating: bool
+    separation_note: str
+    confirmed: bool
+    rank_certified: bool
+    gauge_kernel_checked: bool
+    error_bound: float
+    degree_bound: int
+    predicted: PredictedSpectrum
+    method: str = field(default="")
+
+    @property
+    def matches_prediction(self) -> bool | None:
+        if self.predicted.exponents is None:
+            return None
+        return self.exponents == self.predicted.exponents and self.kernel == self.predicted.kernel \
+            and self.unresolved == 0
+
+    def multiplicity(self, exponent: int) -> int:
+        return self.exponents.get(exponent, 0)
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict with the keys of ``symattn spectrum --json``."""
+        return {
+            "architecture": self.architecture,
+            "curve": self.curve,
+            "params": self.params,
+            "rank": self.rank,
+            "kernel": self.kernel,
+            "spectrum": {str(e): m for e, m in self.exponents.items()},
+            "blocks": self.blocks,
+            "unresolved": self.unresolved,
+            "unresolved_valuation": f">= {self.truncation}" if self.unresolved else None,
+            "truncation": self.truncation,
+            "bank": self.bank,
+            "separating": self.separating,
+            "separation_note": self.separation_note,
+            "primes": list(self.primes),
+            "seeds": list(self.seeds),
+            "confirmed": self.confirmed,
+            "rank_certified": self.rank_certified,
+            "error_bound": self.error_bound,
+            "degree_bound": self.degree_bound,
+            "predicted": self.predicted.to_json()["spectrum"],
+            "predicted_kernel": self.predicted.kernel,
+            "matches_prediction": self.matches_prediction,
+            "method": self.method,
+        }
+
+    def _rows(self):
+        predicted = self.predicted.exponents or {}
+        keys = sorted(set(self.exponents) | set(predicted))
+        return [(e, self.exponents.get(e, 0), predicted.get(e, 0) if self.predicted.exponents else None)
+                for e in keys]
+
+    def __str__(self) -> str:
+        lines = [f"decay spectrum along {self.curve}",
+                 f"{'exponent':>9} {'computed':>9} {'predicted':>10}"]
+        for e, m, q in self._rows():
+            lines.append(f"{e:>9} {m:>9} {'-' if q is None else q:>10}")
+        if self.unresolved:
+            lines.append(f"{'>= ' + str(self.truncation):>9} {self.unresolved:>9} {'':>10}")
+        lines.append(f"rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel}"
+                     f" (predicted {self.predicted.kernel}), params {self.params}")
+        lines.append(f"bank {self.bank} inputs, separating: {self.separating} ({self.separation_note})")
+        lines.append(f"truncation eps^{self.truncation}, primes {list(self.primes)}, confirmed: {self.confirmed}, "
+                     f"error probability <= {self.error_bound:.1e}")
+        return "\n".join(lines)
+
+    def to_latex(self, standalone: bool = False) -> str:
+        """A LaTeX table of computed against predicted exponents."""
+        rows = []
+        for e, m, q in self._rows():
+            rows.append(f"{e} & {m} & {'--' if q is None else q} \\\\")
+        if self.unresolved:
+            rows.append(rf"$\geq {self.truncation}$ & {self.unresolved} & \\")
+        body = "\n".join([
+            r"\begin{tabular}{rrr}",
+            r"\hline",
+            r"exponent $e$ & computed & predicted \\",
+            r"\hline",
+            *rows,
+            r"\hline",
+            rf"\multicolumn{{3}}{{l}}{{rank {self.rank}, kernel {self.kernel}, {self.params} parameters}} \\",
+            r"\end{tabular}",
+        ])
+        if standalone:
+            return "\\documentclass{article}\n\\begin{document}\n" + body + "\n\\end{document}\n"
+        return body
+
+    def _repr_latex_(self) -> str:
+        return "$$" + self.to_latex() + "$$"
+
+    def to_json_string(self) -> str:
+        return json.dumps(self.to_json(), indent=2)
+
+
+def _check_prime(p) -> int:
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not is_prime(int(p)):
+        raise DomainError(f"{p!r} is not a prime; give a prime below 2**28, e.g. {DEFAULT_PRIMES[0]}")
+    if p >= MAX_PRIME or p < 1000:
+        raise DomainError(f"prime {p} is outside 1000 < p < 2**28 = {MAX_PRIME}")
+    return int(p)
+
+
+def _initial_truncation(arch: Architecture, curve: Curve) -> int:
+    ks = [n.k for n in arch.normalizers]
+    # contact orders grow by a factor 3 per layer; start above the deepest predicted one
+    deepest = max(contact_order(i, ks[i - 1]) for i in range(1, arch.layers + 1))
+    if curve.input_power:
+        deepest = 2 * deepest + 2
+    return deepest + 2
+
+
+def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", order="auto", seed: int = 0,
+                   primes=DEFAULT_PRIMES, confirm: bool = True, progress: bool = True,
+                   max_bank: int = 64, max_order: int = 1024) -> Spectrum:
+    """The exact decay spectrum of the native Jacobian along ``curve`` (default: collapse).
+
+    Parameters
+    ----------
+    arch : Architecture
+    curve : Curve, optional
+        Default :func:`symattn.curves.collapse`.
+    bank : "auto", int or list of matrices
+        ``"auto"`` grows a random bank until it is certified separating;
+        an int is a random bank of that size; a list is used as given.
+    order : "auto" or int
+        Truncation ``N`` (coefficients of ``eps^0 .. eps^(N-1)``); ``"auto"``
+        starts above the predicted deepest exponent and doubles until nothing
+        is unresolved or ``max_order`` is reached.
+    seed : int
+        Seed of the random point and bank.
+    primes : sequence of int
+        The first computes; the second, at another point and an independent
+        bank, confirms (``confirm=True``).
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    Spectrum
+    """
+    curve = collapse() if curve is None else curve
+    curve.validate(arch)
+    primes = tuple(_check_prime(p) for p in primes)
+    if not primes:
+        raise DomainError("give at least one prime")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SymattnError(f"seed must be a non-negative integer, got {seed!r}")
+    if order == "auto":
+        truncation, auto_order = _initial_truncation(arch, curve), True
+    else:
+        if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
+            raise TruncationError(f"order must be a positive integer or 'auto', got {order!r}")
+        truncation, auto_order = int(order), False
+    if truncation > max_order:
+        raise TruncationError(f"order {truncation} exceeds max_order {max_order}")
+
+    d_out, t = arch.widths[-1], arch.tokens
+    eff = effective_dimension(arch)
+    user_bank = None
+    if isinstance(bank, str):
+        if bank != "auto":
+            raise BankError(f"bank must be 'auto', a positive integer or a list of inputs, got {bank!r}")
+        bank_size, auto_bank = max(1, math.ceil(eff / (d_out * t)) + 1), True
+    elif isinstance(bank, (int, np.integer)) and not isinstance(bank, bool):
+        if bank < 1:
+            raise BankError(f"bank size must be at least 1, got {bank}")
+        bank_size, auto_bank = int(bank), False
+    else:
+        user_bank = list(bank)
+        bank_size, auto_bank = len(user_bank), False
+        _bank_residues(arch, user_bank, primes[0])  # shape check before any work
+
+    def bank_for(p, size, bank_seed):
+        if user_bank is not None:
+            return _bank_residues(arch, user_bank, p)
+        return random_bank(arch, size, p, bank_seed)
+
+    bar = _progress_bar(progress, arch)
+
+    def run(p, size, run_seed, bank_seed, N):
+        return spectrum_at(arch, curve, bank_for(p, size, bank_seed), p, run_seed, N,
+                           progress=(bar.update if bar is not None else None))
+
+    try:
+        while True:
+            main = run(primes[0], bank_size, seed, seed, truncation)
+            if auto_order and main.unresolved and truncation * 2 <= max_order:
+                truncation *= 2
+                continue
+            larger_size = bank_size + max(1, bank_size // 2)
+            check = run(primes[0], larger_size, seed, seed + 1_000_003, truncation)
+            separating = check.same_result(main) and main.resolved_rank == eff
+            if separating or not auto_bank or bank_size * 2 > max_bank:
+                break
+            bank_size *= 2
+        if not check.same_result(main):
+            note = (f"a larger independent bank ({larger_size} inputs) gives {check.exponents}, "
+                    f"rank {check.resolved_rank}: this bank is too small")
+        elif main.resolved_rank != eff:
+            note = (f"rank {main.resolved_rank} stays below the effective dimension {eff}"
+                    + (" (unresolved directions remain)" if main.unresolved else ""))
+        else:
+            note = (f"an independent bank of {larger_size} inputs gives the same spectrum and the rank "
+                    f"reaches the effective dimension {eff}")
+        confirmation = None
+        if confirm and len(primes) > 1:
+            confirmation = run(primes[1], bank_size, seed + 1, seed + 2_000_003, truncation)
+    finally:
+        if bar is not None:
+            bar.close()
+
+    confirmed = confirmation is not None and confirmation.same_result(main)
+    P = arch.param_count
+    rank_certified = main.unresolved == 0
+    kernel = P - main.resolved_rank if rank_certified else main.gauge_rank
+    degree = degree_bound(arch, curve, truncation)
+    r = main.resolved_rank
+    bound = min(1.0, (r * (r + 1) // 2 * max(degree, 1) + main.gauge_rank ** 2) / primes[0])
+    if confirmed:
+        bound = min(bound, (r * (r + 1) // 2 * max(degree, 1) + main.gauge_rank ** 2) / primes[1]) * bound \
+            if False else bound * min(1.0, (r * (r + 1) // 2 * max(degree, 1) + main.gauge_rank ** 2) / primes[1])
+    method = (f"Smith-form valuations of J(eps) mod eps^{truncation} over GF(p) at a random point, "
+              f"one forward pass over jets of truncated series; rank lower bound from resolved pivots, "
+              f"kernel lower bound from the gauge-orbit tangent space"
+              + ("; confirmed at a second prime and point" if confirmed else ""))
+    return Spectrum(
+        architecture=arch.to_json(), curve=curve.describe(arch.layers), params=P,
+        exponents=main.exponents, blocks=main.blocks, rank=main.resolved_rank, kernel=kernel,
+        unresolved=main.unresolved, truncation=truncation, bank=bank_size,
+        primes=tuple(p for p in primes[: 2 if confirmation is not None else 1]),
+        seeds=(seed,) + ((seed + 1,) if confirmation is not None else ()),
+        separating=bool(separating), separation_note=note, confirmed=confirmed,
+        rank_certified=rank_certified, gauge_kernel_checked=main.gauge_annihilated,
+        error_bound=float(bound), degree_bound=degree, predicted=predicted_spectrum(arch), method=method,
+    )
+
+
+def _progress_bar(progress: bool, arch: Architecture):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(desc="Smith pivots", unit="pivot", leave=False)
