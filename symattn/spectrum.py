@@ -326,35 +326,45 @@ class SpectrumRun:
 
 
 def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed: int, truncation: int,
-                progress=None) -> SpectrumRun:
-    """The spectrum at one prime, point (from ``seed``) and bank of residues."""
+                progress=None, extra_banks=()) -> SpectrumRun | list[SpectrumRun]:
+    """The spectrum at one prime, point (from ``seed``) and bank of residues.
+
+    With ``extra_banks``, the same point is used for every bank, one forward
+    pass computes all of them, and a list of runs (``bank`` first) is returned.
+    """
     point, coefficient_values = _random_point(arch, p, seed)
-    J = jacobian_series(arch, curve, bank, point, p, truncation, coefficient_values)
-    columns = _block_columns(arch)
-    order = [f"scores:{i}" for i in range(1, arch.layers + 1)] + ["values"]
-    blocks, previous, chosen = {}, {}, []
-    full = None
-    for name in order:
-        chosen = chosen + columns[name]
-        if not columns[name]:
-            continue
-        result = smith_valuations(J[:, chosen, :], p, progress=progress)
-        histogram = _histogram(result.exponents)
-        blocks[name] = {str(e): m for e, m in _histogram_difference(histogram, previous).items()}
-        previous = histogram
-        full = result
+    banks = [bank, *extra_banks]
+    J_all = jacobian_series(arch, curve, np.concatenate(banks), point, p, truncation, coefficient_values)
+    rows_per_input = arch.widths[-1] * arch.tokens
     gauge = gauge_tangent_series(arch, curve, point, p, truncation)
     gauge_rank = smith_valuations(gauge, p).resolved_rank if len(gauge) else 0
-    # the gauge directions must lie in the kernel of J(eps), exactly mod eps^N
-    annihilated = True
-    if len(gauge):
-        from .algebra.modseries import series_mul_mod
+    columns = _block_columns(arch)
+    order = [f"scores:{i}" for i in range(1, arch.layers + 1)] + ["values"]
+    runs, start = [], 0
+    for inputs in banks:
+        J = J_all[start:start + rows_per_input * len(inputs)]
+        start += rows_per_input * len(inputs)
+        blocks, previous, chosen, full = {}, {}, [], None
+        for name in order:
+            if not columns[name]:
+                continue
+            chosen = chosen + columns[name]
+            result = smith_valuations(J[:, chosen, :], p, progress=progress)
+            histogram = _histogram(result.exponents)
+            blocks[name] = {str(e): m for e, m in _histogram_difference(histogram, previous).items()}
+            previous = histogram
+            full = result
+        # the gauge directions must lie in the kernel of J(eps), exactly mod eps^N
+        annihilated = True
+        if len(gauge):
+            from .algebra.modseries import series_mul_mod
 
-        product = series_mul_mod(J[:, None, :, :], gauge[None, :, :, :], p).sum(axis=2) % p
-        annihilated = not product.any()
-    unresolved = max(0, arch.param_count - full.resolved_rank - gauge_rank)
-    return SpectrumRun(p, seed, len(bank), truncation, _histogram(full.exponents), blocks,
-                       full.resolved_rank, gauge_rank, unresolved, annihilated)
+            product = series_mul_mod(J[:, None, :, :], gauge[None, :, :, :], p).sum(axis=2) % p
+            annihilated = not product.any()
+        unresolved = max(0, arch.param_count - full.resolved_rank - gauge_rank)
+        runs.append(SpectrumRun(p, seed, len(inputs), truncation, _histogram(full.exponents), blocks,
+                                full.resolved_rank, gauge_rank, unresolved, annihilated))
+    return runs if extra_banks else runs[0]
 
 
 @dataclass(frozen=True)
@@ -553,7 +563,9 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     if isinstance(bank, str):
         if bank != "auto":
             raise BankError(f"bank must be 'auto', a positive integer or a list of inputs, got {bank!r}")
-        bank_size, auto_bank = max(1, math.ceil(eff / (d_out * t)) + 1), True
+        # starting guess: each input adds about one direction of the score blocks
+        score_dims = eff - effective_block_dimensions(arch)["values"]
+        bank_size, auto_bank = max(1, math.ceil(eff / (d_out * t)) + 1, score_dims), True
     elif isinstance(bank, (int, np.integer)) and not isinstance(bank, bool):
         if bank < 1:
             raise BankError(f"bank size must be at least 1, got {bank}")
@@ -570,22 +582,24 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 
     bar = _progress_bar(progress, arch)
 
-    def run(p, size, run_seed, bank_seed, N):
-        return spectrum_at(arch, curve, bank_for(p, size, bank_seed), p, run_seed, N,
-                           progress=(bar.update if bar is not None else None))
+    def run_pair(size, N):
+        larger = size + max(1, size // 2)
+        main, check = spectrum_at(arch, curve, bank_for(primes[0], size, seed), primes[0], seed, N,
+                                  progress=(bar.update if bar is not None else None),
+                                  extra_banks=[bank_for(primes[0], larger, seed + 1_000_003)])
+        return main, check, larger
 
     try:
         while True:
-            main = run(primes[0], bank_size, seed, seed, truncation)
+            main, check, larger_size = run_pair(bank_size, truncation)
+            if not check.same_result(main) and auto_bank and larger_size <= max_bank:
+                bank_size = larger_size  # the bank was too small: grow it before deepening
+                continue
             if auto_order and main.unresolved and truncation * 2 <= max_order:
                 truncation *= 2
                 continue
-            larger_size = bank_size + max(1, bank_size // 2)
-            check = run(primes[0], larger_size, seed, seed + 1_000_003, truncation)
             separating = check.same_result(main) and main.resolved_rank == eff
-            if separating or not auto_bank or bank_size * 2 > max_bank:
-                break
-            bank_size *= 2
+            break
         if not check.same_result(main):
             note = (f"a larger independent bank ({larger_size} inputs) gives {check.exponents}, "
                     f"rank {check.resolved_rank}: this bank is too small")
@@ -597,7 +611,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
                     f"reaches the effective dimension {eff}")
         confirmation = None
         if confirm and len(primes) > 1:
-            confirmation = run(primes[1], bank_size, seed + 1, seed + 2_000_003, truncation)
+            confirmation = spectrum_at(arch, curve, bank_for(primes[1], bank_size, seed + 2_000_003), primes[1],
+                                       seed + 1, truncation, progress=(bar.update if bar is not None else None))
     finally:
         if bar is not None:
             bar.close()
