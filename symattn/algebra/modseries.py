@@ -149,13 +149,18 @@ class ModSeriesDomain(Domain):
 
         With ``tangent_index`` (an int array of shape ``(rows, cols)``), entry
         ``(r, c)`` gets derivative 1 in jet direction ``tangent_index[r, c]``.
+        The jet axis is only as long as the last direction used: directions of
+        later layers stay implicit zeros until they meet this element.
         """
         coefficients = np.asarray(coefficients, dtype=np.int64) % self.p
         rows, cols, batch, n = coefficients.shape
-        out = np.zeros((rows, cols, batch, self.width, self.truncation), dtype=np.int64)
+        width = 1
+        if tangent_index is not None and self.directions:
+            width = 1 + int(np.max(tangent_index)) + 1
+        out = np.zeros((rows, cols, batch, width, self.truncation), dtype=np.int64)
         m = min(n, self.truncation)
         out[..., 0, :m] = coefficients[..., :m]
-        if tangent_index is not None:
+        if tangent_index is not None and self.directions:
             for (r, c), direction in np.ndenumerate(tangent_index):
                 out[r, c, :, 1 + direction, 0] = 1
         return out
@@ -166,7 +171,13 @@ class ModSeriesDomain(Domain):
 
     def tangents(self, a: np.ndarray) -> np.ndarray:
         """The jet part of a matrix: shape ``(rows, cols, batch, directions, N)``."""
-        return a[..., 1:, :]
+        tangent = a[..., 1:, :]
+        missing = self.directions - tangent.shape[-2]
+        if missing > 0:
+            pad = [(0, 0)] * tangent.ndim
+            pad[-2] = (0, missing)
+            tangent = np.pad(tangent, pad)
+        return tangent
 
     # -- arithmetic -----------------------------------------------------------------
     def _mul(self, a, b):
@@ -175,8 +186,17 @@ class ModSeriesDomain(Domain):
             return series_mul_mod(a, b, p)
         a0, b0 = a[..., :1, :], b[..., :1, :]
         value = series_mul_mod(a0, b0, p)
-        tangent = (series_mul_mod(a0, b[..., 1:, :], p) + series_mul_mod(a[..., 1:, :], b0, p)) % p
-        return np.concatenate([value, tangent], axis=-2)
+        da, db = a.shape[-2] - 1, b.shape[-2] - 1
+        if not (da or db):
+            return value
+        out = np.zeros((*value.shape[:-2], 1 + max(da, db), value.shape[-1]), dtype=np.int64)
+        out[..., :1, :] = value
+        if db:
+            out[..., 1:1 + db, :] += series_mul_mod(a0, b[..., 1:, :], p)
+        if da:
+            out[..., 1:1 + da, :] += series_mul_mod(a[..., 1:, :], b0, p)
+        out[..., 1:, :] %= p
+        return out
 
     def shape(self, a):
         return a.shape[0], a.shape[1]
