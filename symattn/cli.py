@@ -1,0 +1,374 @@
+"""The ``symattn`` command.
+
+Each subcommand builds an :class:`~symattn.model.Architecture` from the common
+flags, computes one result in the library and prints it as Markdown (the
+default), JSON (``--json``) or LaTeX (``--latex``).  The CLI computes nothing
+itself.
+
+Exit status: 0 on success; 2 for a user error (any
+:class:`~symattn.errors.SymattnError`, or a usage error found by argparse),
+reported as one line ``symattn: error: <message>`` on standard error; 1 for an
+internal failure (set ``SYMATTN_DEBUG=1`` to see the traceback).
+
+Adding a subcommand is one call to :func:`add_subcommand`::
+
+    def _run_spectrum(args, arch):
+        return decay_spectrum(arch, order=args.order)   # a result value
+
+    add_subcommand(
+        "spectrum", "decay spectrum near collapse", _run_spectrum,
+        configure=lambda parser: parser.add_argument("--order", type=int, default=6),
+    )
+
+Examples
+--------
+>>> main(["report", "--json", "--layers", "1", "--width", "1", "--quiet"])  # doctest: +ELLIPSIS
+{
+  "architecture": {
+    "layers": 1,
+...
+0
+>>> main(["report", "--tokens", "0"])
+2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import __version__
+from .errors import ShapeError, SymattnError
+from .model import Architecture
+from .report import architecture_report, latex_document
+
+__all__ = [
+    "main", "add_subcommand", "add_common_arguments", "build_parser", "architecture_from_args",
+    "Subcommand",
+]
+
+PROG = "symattn"
+DEFAULT_LAYERS = 3
+DEFAULT_WIDTH = 2
+DEFAULT_RANK = 1
+DEFAULT_TOKENS = 3
+DEFAULT_NORMALIZER = "softmax"
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """A registered subcommand: ``symattn NAME [common flags] [its own flags]``.
+
+    ``run(args, arch)`` returns a result value with ``to_json()`` and
+    ``to_latex()``; ``to_markdown()`` is used when present, else ``str()``.
+    ``configure(parser)`` adds the subcommand's own arguments.
+    """
+
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace, Architecture], Any]
+    configure: Callable[[argparse.ArgumentParser], None] | None = None
+
+
+#: Registered subcommands, in the order ``symattn --help`` lists them.
+SUBCOMMANDS: dict[str, Subcommand] = {}
+
+
+def add_subcommand(name: str, help: str, run, configure=None) -> Subcommand:
+    """Register the subcommand ``symattn NAME``.
+
+    Parameters
+    ----------
+    name : str
+        The subcommand, e.g. ``"spectrum"``; also the base name of the files
+        ``--out DIR`` writes (``DIR/NAME.md``, ``DIR/NAME.tex``, ``DIR/NAME.json``).
+    help : str
+        One line for ``symattn --help``.
+    run : callable
+        ``run(args, arch) -> result``: ``args`` is the parsed namespace (common
+        flags and the subcommand's own), ``arch`` the Architecture they
+        describe.  The result needs ``to_json()`` and ``to_latex()``, and
+        ``to_markdown()`` or a readable ``__str__``.  Raise a
+        :class:`~symattn.errors.SymattnError` for a user's mistake.
+    configure : callable, optional
+        ``configure(parser)`` adds the subcommand's own arguments.
+
+    Returns
+    -------
+    Subcommand
+
+    Examples
+    --------
+    >>> class Hello:
+    ...     def to_json(self): return {"hello": 1}
+    ...     def to_latex(self): return "hello"
+    ...     def __str__(self): return "hello"
+    >>> _ = add_subcommand("hello", "say hello", lambda args, arch: Hello(),
+    ...                    configure=lambda p: p.add_argument("--loud", action="store_true"))
+    >>> main(["hello", "--json", "--loud"])
+    {
+      "hello": 1
+    }
+    0
+    >>> del SUBCOMMANDS["hello"]
+    """
+    if name in SUBCOMMANDS:
+        raise ValueError(f"subcommand {name!r} is already registered")
+    command = Subcommand(name, help, run, configure)
+    SUBCOMMANDS[name] = command
+    return command
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that reports a usage error on one line and exits with status 2."""
+
+    def error(self, message):
+        print(f"{PROG}: error: {_one_line(message)} (see '{self.prog} --help')", file=sys.stderr)
+        raise SystemExit(2)
+
+
+# -- common flags -------------------------------------------------------------------------
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the flags every subcommand accepts: the network and the output format.
+
+    :func:`build_parser` calls it for every registered subcommand.  (A function
+    rather than an argparse parent parser: parents lose the placement of
+    mutually exclusive flags in their groups in ``--help``.)
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> args = parser.parse_args(["--widths", "2,3,2", "--latex"])
+    >>> args.widths, args.latex, args.layers, args.normalizer
+    ('2,3,2', True, None, 'softmax')
+    """
+    net = parser.add_argument_group("network")
+    net.add_argument("--layers", metavar="L", type=int, default=None,
+                     help=f"number of attention layers (default {DEFAULT_LAYERS}, "
+                          "or the number given by --widths / --ranks)")
+    widths = net.add_mutually_exclusive_group()
+    widths.add_argument("--width", metavar="D", type=int, default=None,
+                        help=f"every width d_0 = ... = d_l = D (default {DEFAULT_WIDTH})")
+    widths.add_argument("--widths", metavar="d0,...,dl", default=None,
+                        help="all widths, l + 1 comma-separated positive integers")
+    ranks = net.add_mutually_exclusive_group()
+    ranks.add_argument("--rank", metavar="A", type=int, default=None,
+                       help=f"every score rank a_1 = ... = a_l = A (default {DEFAULT_RANK})")
+    ranks.add_argument("--ranks", metavar="a1,...,al", default=None,
+                       help="all score ranks, l comma-separated positive integers")
+    net.add_argument("--tokens", metavar="T", type=int, default=DEFAULT_TOKENS,
+                     help=f"number of tokens (default {DEFAULT_TOKENS})")
+    net.add_argument("--normalizer", metavar="NAME|EXPR", default=DEFAULT_NORMALIZER,
+                     help="a preset (softmax, cosh, quadratic, gauss, softplus, sigmoid) or an "
+                          f"expression in x such as '1 + x**2' (default {DEFAULT_NORMALIZER})")
+    out = parser.add_argument_group("output")
+    fmt = out.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    fmt.add_argument("--latex", action="store_true", help="print the result as LaTeX")
+    out.add_argument("--quiet", action="store_true",
+                     help="print only the result, no progress or commentary")
+    out.add_argument("--out", metavar="DIR", default=None,
+                     help="also write NAME.md, NAME.tex (a standalone document) and NAME.json "
+                          "into DIR, creating it")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, with one subparser per registered subcommand.
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["report", "--widths", "2,3,2", "--json"])
+    >>> args.command, args.widths, args.json, args.tokens
+    ('report', '2,3,2', True, 3)
+    """
+    parser = _Parser(
+        prog=PROG,
+        description="Identifiability and observability of deep normalized attention.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in SUBCOMMANDS.values():
+        subparser = sub.add_parser(command.name, help=command.help, description=command.help)
+        add_common_arguments(subparser)
+        if command.configure is not None:
+            command.configure(subparser)
+    return parser
+
+
+def _int_list(text: str, flag: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ShapeError(
+            f"{flag} must be comma-separated positive integers such as 2,3,2, got {text!r}"
+        ) from None
+
+
+def _layers(count: int) -> str:
+    return f"{count} layer{'s' if count != 1 else ''}"
+
+
+def architecture_from_args(args: argparse.Namespace) -> Architecture:
+    """The Architecture described by the common flags.
+
+    The number of layers comes from ``--widths`` (one less than the number
+    of widths), ``--ranks`` or ``--layers``; those given must agree.
+
+    Raises
+    ------
+    ShapeError
+        When the flags disagree or a size is not a positive integer.
+
+    Examples
+    --------
+    >>> parse = build_parser().parse_args
+    >>> architecture_from_args(parse(["report", "--widths", "2,3,2"]))
+    Architecture(widths=[2, 3, 2], score_ranks=[1, 1], tokens=3, normalizer=['softmax', 'softmax'])
+    >>> architecture_from_args(parse(["report", "--layers", "3", "--widths", "2,3,2"]))
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ShapeError: --layers 3 (3 layers) disagrees with --widths 2,3,2 (2 layers); give matching values or drop one of them
+    """
+    widths = _int_list(args.widths, "--widths") if args.widths is not None else None
+    ranks = _int_list(args.ranks, "--ranks") if args.ranks is not None else None
+    sources = []  # (flag text, number of layers it gives)
+    if args.layers is not None:
+        if args.layers < 1:
+            raise ShapeError(f"--layers must be a positive integer, got {args.layers}")
+        sources.append((f"--layers {args.layers}", args.layers))
+    if widths is not None:
+        if len(widths) < 2:
+            raise ShapeError(
+                f"--widths needs d_0, ..., d_l: at least two widths, got {args.widths!r}"
+            )
+        sources.append((f"--widths {args.widths}", len(widths) - 1))
+    if ranks is not None:
+        sources.append((f"--ranks {args.ranks}", len(ranks)))
+    layers = sources[0][1] if sources else DEFAULT_LAYERS
+    for flag, count in sources[1:]:
+        if count != layers:
+            raise ShapeError(
+                f"{sources[0][0]} ({_layers(layers)}) disagrees with {flag} ({_layers(count)}); "
+                "give matching values or drop one of them"
+            )
+    if widths is None:
+        widths = [DEFAULT_WIDTH if args.width is None else args.width] * (layers + 1)
+    if ranks is None:
+        ranks = [DEFAULT_RANK if args.rank is None else args.rank] * layers
+    return Architecture(widths, ranks, tokens=args.tokens, normalizer=args.normalizer)
+
+
+# -- output ---------------------------------------------------------------------------------
+def _markdown(result) -> str:
+    if hasattr(result, "to_markdown"):
+        return result.to_markdown()
+    return str(result)
+
+
+def _render(result, args) -> str:
+    if args.json:
+        return json.dumps(result.to_json(), indent=2)
+    if args.latex:
+        return result.to_latex()
+    return _markdown(result)
+
+
+def _write_files(name: str, result, directory: str) -> list[Path]:
+    folder = Path(directory)
+    files = {
+        folder / f"{name}.md": _markdown(result),
+        folder / f"{name}.tex": latex_document(result.to_latex()),
+        folder / f"{name}.json": json.dumps(result.to_json(), indent=2),
+    }
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for path, text in files.items():
+            path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+    except OSError as err:
+        raise SymattnError(f"cannot write to --out {directory}: {err.strerror or err}") from None
+    return list(files)
+
+
+# -- main ---------------------------------------------------------------------------------
+def _one_line(message: str) -> str:
+    return " ".join(str(message).split()) or "(no message)"
+
+
+def _debug() -> bool:
+    return os.environ.get("SYMATTN_DEBUG", "") not in ("", "0")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``symattn`` command; return the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 2 for a user error, 1 for an internal failure.
+
+    Examples
+    --------
+    >>> main(["report", "--quiet", "--layers", "1"])  # doctest: +ELLIPSIS
+    # symattn report
+    ...
+    0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: usage error (2), --help or --version (0)
+        return exit_.code if isinstance(exit_.code, int) else 2
+    command = SUBCOMMANDS[args.command]
+    try:
+        arch = architecture_from_args(args)
+        result = command.run(args, arch)
+        text = _render(result, args)
+        if args.out is not None:
+            written = _write_files(command.name, result, args.out)
+            if not args.quiet:
+                print(f"{PROG}: wrote " + ", ".join(map(str, written)), file=sys.stderr)
+        print(text)
+        return 0
+    except SymattnError as err:
+        if _debug():
+            traceback.print_exc()
+        print(f"{PROG}: error: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `symattn report | head -1`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except Exception as err:
+        if _debug():
+            traceback.print_exc()
+        print(f"{PROG}: internal error: {type(err).__name__}: {_one_line(err)}", file=sys.stderr)
+        print(f"{PROG}: this is a bug in symattn; please report it with the command you ran "
+              "(set SYMATTN_DEBUG=1 to see the traceback)", file=sys.stderr)
+        return 1
+
+
+# -- subcommands ----------------------------------------------------------------------------
+def _run_report(args: argparse.Namespace, arch: Architecture):
+    return architecture_report(arch)
+
+
+add_subcommand(
+    "report",
+    "summarize the architecture: parameters, effective dimension, gauge and sign symmetries",
+    _run_report,
+)

@@ -1,0 +1,278 @@
+"""The ``symattn`` command: flags, output formats, exit status and error reporting."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import symattn.cli as cli
+from symattn.cli import add_subcommand, main
+from symattn.report import ArchitectureReport, Section, architecture_report
+from symattn.model import Architecture
+
+REPO = Path(__file__).resolve().parent.parent
+
+NETWORK = ["--layers", "2", "--width", "2", "--rank", "1", "--tokens", "3"]
+
+
+@pytest.fixture(autouse=True)
+def no_debug(monkeypatch):
+    monkeypatch.delenv("SYMATTN_DEBUG", raising=False)
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def run_json(capsys, *argv):
+    status, out, err = run(capsys, "report", "--json", *argv)
+    assert status == 0, err
+    return json.loads(out)
+
+
+def assert_user_error(status, out, err):
+    assert status == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("symattn: error: ")
+    assert "Traceback" not in err
+
+
+# -- the numbers the issue fixes --------------------------------------------------------------
+def test_report_json_softmax(capsys):
+    data = run_json(capsys, *NETWORK, "--normalizer", "softmax")
+    assert data["params"] == 16
+    assert data["effective_dim"] == 10
+    assert data["gauge_dim"] == 6
+    assert data["sign_group_order"] == 1
+    assert data["architecture"] == {
+        "layers": 2, "widths": [2, 2, 2], "score_ranks": [1, 1], "tokens": 3,
+        "normalizers": ["softmax", "softmax"], "degenerate": False,
+    }
+    assert data["effective_blocks"] == {"values": 4, "scores:1": 3, "scores:2": 3}
+    assert data["degenerate"] is False
+    assert [n["k"] for n in data["normalizers"]] == [1, 1]
+
+
+def test_report_json_cosh_has_four_sign_flips(capsys):
+    data = run_json(capsys, *NETWORK, "--normalizer", "cosh")
+    assert (data["params"], data["effective_dim"], data["gauge_dim"]) == (16, 10, 6)
+    assert data["sign_group_order"] == 4
+    assert [n["even"] for n in data["normalizers"]] == [True, True]
+
+
+def test_report_json_matches_library(capsys):
+    data = run_json(capsys, "--widths", "3,2,2", "--ranks", "2,1", "--normalizer", "1 + x**2")
+    arch = Architecture([3, 2, 2], [2, 1], tokens=3, normalizer="1 + x**2")
+    assert data == architecture_report(arch).to_json()
+    # hand count: Q1, K1 2x3, V1 2x3; Q2, K2 1x2, V2 2x2
+    assert data["params"] == 6 + 6 + 6 + 2 + 2 + 4 == 26
+    # P: 2x3 of rank 2 -> 6; What_1: 3x3 of rank 2 -> 8; What_2: 3x3 of rank 1 -> 5
+    assert data["effective_dim"] == 19
+    assert data["gauge_dim"] == 2 * 2 + 1 + 2 * 2 == 9
+    assert data["sign_group_order"] == 4
+
+
+def test_defaults(capsys):
+    data = run_json(capsys)
+    assert data["architecture"]["widths"] == [2, 2, 2, 2]
+    assert data["architecture"]["score_ranks"] == [1, 1, 1]
+    assert data["architecture"]["tokens"] == 3
+    assert data["architecture"]["normalizers"] == ["softmax"] * 3
+    assert data["params"] == 24
+
+
+def test_widths_give_the_number_of_layers(capsys):
+    data = run_json(capsys, "--widths", "2,3,2")
+    assert data["architecture"]["layers"] == 2
+    assert data["architecture"]["widths"] == [2, 3, 2]
+    assert data["architecture"]["score_ranks"] == [1, 1]
+
+
+def test_ranks_give_the_number_of_layers(capsys):
+    data = run_json(capsys, "--ranks", "2,1,1,1", "--width", "3")
+    assert data["architecture"]["layers"] == 4
+    assert data["architecture"]["widths"] == [3] * 5
+
+
+def test_matching_layers_and_widths(capsys):
+    data = run_json(capsys, "--layers", "2", "--widths", "2,3,2", "--rank", "2")
+    assert data["architecture"]["score_ranks"] == [2, 2]
+
+
+def test_degenerate_single_token(capsys):
+    data = run_json(capsys, "--tokens", "1")
+    assert data["degenerate"] is True
+
+
+# -- formats -----------------------------------------------------------------------------------
+def test_markdown_is_the_default(capsys):
+    status, out, err = run(capsys, "report", *NETWORK, "--normalizer", "cosh")
+    assert status == 0 and err == ""
+    headings = [line for line in out.splitlines() if line.startswith("#")]
+    assert headings == ["# symattn report", "## Architecture", "## Closed form",
+                        "## Effective parameters and symmetries"]
+    assert "| native parameters | 16 |" in out
+    assert "| sign group order | 4 |" in out
+    assert "| normalizer | `cosh` (k = 2, even) |" in out
+
+
+def test_latex(capsys):
+    status, out, err = run(capsys, "report", "--latex", *NETWORK)
+    assert status == 0 and err == ""
+    assert "\\begin" in out
+    assert "\\begin{gather*}" in out and "\\end{gather*}" in out
+    assert out.count("\\begin{tabular}") == out.count("\\end{tabular}") == 2
+    assert "native parameters & 16 \\\\" in out
+    assert "\\documentclass" not in out
+
+
+def test_out_writes_markdown_and_latex(capsys, tmp_path):
+    target = tmp_path / "new" / "dir"
+    status, out, err = run(capsys, "report", *NETWORK, "--out", str(target))
+    assert status == 0
+    markdown = (target / "report.md").read_text()
+    latex = (target / "report.tex").read_text()
+    assert markdown.startswith("# symattn report")
+    assert markdown.strip() == out.strip()
+    assert latex.startswith("\\documentclass{article}")
+    assert "\\usepackage{amsmath}" in latex
+    assert latex.rstrip().endswith("\\end{document}")
+    assert json.loads((target / "report.json").read_text())["params"] == 16
+    assert "report.md" in err and "report.tex" in err
+
+
+def test_out_quiet_says_nothing(capsys, tmp_path):
+    status, out, err = run(capsys, "report", "--quiet", "--json", "--out", str(tmp_path))
+    assert status == 0 and err == ""
+    assert json.loads(out)["params"] == 24
+    assert (tmp_path / "report.md").exists() and (tmp_path / "report.tex").exists()
+
+
+def test_out_into_a_file_is_a_user_error(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert_user_error(*run(capsys, "report", "--out", str(blocker / "sub")))
+
+
+# -- user errors: exit 2, one line, no traceback ---------------------------------------------------
+@pytest.mark.parametrize("argv, fragment", [
+    (["--normalizer", "1+x**3"], "not positive"),
+    (["--normalizer", "Abs(x)+1"], "not real-analytic"),
+    (["--normalizer", "exp(x"], "cannot parse"),
+    (["--normalizer", "nosuchpreset"], "normalizer"),
+    (["--layers", "3", "--widths", "2,3,2"], "--layers 3 (3 layers) disagrees with --widths 2,3,2"),
+    (["--widths", "2,2", "--ranks", "1,1"], "disagrees"),
+    (["--ranks", "1,1", "--layers", "3"], "disagrees"),
+    (["--tokens", "0"], "tokens"),
+    (["--layers", "0"], "--layers"),
+    (["--width", "0"], "widths"),
+    (["--widths", "2,x,2"], "--widths"),
+    (["--widths", "2"], "--widths"),
+    (["--ranks", "1,-1"], "score ranks"),
+])
+def test_user_errors(capsys, argv, fragment):
+    status, out, err = run(capsys, "report", *argv)
+    assert_user_error(status, out, err)
+    assert fragment in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "--width", "2", "--widths", "2,2"],
+    ["report", "--rank", "1", "--ranks", "1,1"],
+    ["report", "--json", "--latex"],
+    ["report", "--layers", "two"],
+    ["report", "--no-such-flag"],
+    ["nosuchcommand"],
+    [],
+])
+def test_usage_errors(capsys, argv):
+    assert_user_error(*run(capsys, *argv))
+
+
+def test_help_exits_zero(capsys):
+    status, out, err = run(capsys, "report", "--help")
+    assert status == 0
+    for flag in ("--layers", "--widths", "--ranks", "--tokens", "--normalizer", "--json",
+                 "--latex", "--quiet", "--out"):
+        assert flag in out
+
+
+# -- internal errors: exit 1 ---------------------------------------------------------------
+def _boom(arch):
+    raise RuntimeError("something broke\ninside")
+
+
+def test_internal_error(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "architecture_report", _boom)
+    status, out, err = run(capsys, "report")
+    assert status == 1
+    assert out == ""
+    lines = err.splitlines()
+    assert lines[0] == "symattn: internal error: RuntimeError: something broke inside"
+    assert "bug" in err and "SYMATTN_DEBUG=1" in err
+    assert "Traceback" not in err
+
+
+def test_internal_error_traceback_with_debug(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "architecture_report", _boom)
+    monkeypatch.setenv("SYMATTN_DEBUG", "1")
+    status, out, err = run(capsys, "report")
+    assert status == 1
+    assert "Traceback" in err and "RuntimeError" in err
+
+
+# -- extension points ------------------------------------------------------------------------
+def test_add_subcommand(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "SUBCOMMANDS", dict(cli.SUBCOMMANDS))
+
+    def run_sizes(args, arch):
+        report = architecture_report(arch)
+        note = Section("Scale", "scale", {"scale": args.scale, "layers": arch.layers},
+                       f"scale {args.scale}", f"scale {args.scale}")
+        return report.with_sections(note)
+
+    add_subcommand("sizes", "test subcommand", run_sizes,
+                   configure=lambda p: p.add_argument("--scale", type=int, default=1))
+    status, out, err = run(capsys, "sizes", "--json", "--widths", "2,3,2", "--scale", "5")
+    assert status == 0, err
+    data = json.loads(out)
+    assert data["scale"] == {"scale": 5, "layers": 2}
+    assert data["params"] == architecture_report(Architecture([2, 3, 2], [1, 1])).params
+    status, out, err = run(capsys, "sizes")
+    assert out.rstrip().endswith("## Scale\n\nscale 1")
+    with pytest.raises(ValueError):
+        add_subcommand("sizes", "again", run_sizes)
+
+
+def test_report_is_a_frozen_value():
+    report = architecture_report(Architecture.uniform(layers=2))
+    assert isinstance(report, ArchitectureReport)
+    with pytest.raises(AttributeError):
+        report.params = 0
+    assert json.loads(json.dumps(report.to_json())) == report.to_json()
+    assert report._repr_latex_().startswith("$$") and report._repr_latex_().endswith("$$")
+    assert "native parameters" in str(report)
+
+
+# -- the installed entry points -----------------------------------------------------------------
+def test_python_dash_m(tmp_path):
+    env = dict(os.environ)
+    env.pop("SYMATTN_DEBUG", None)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    command = [sys.executable, "-m", "symattn", "report", "--json", *NETWORK, "--normalizer", "cosh"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["sign_group_order"] == 4
+
+    bad = subprocess.run([sys.executable, "-m", "symattn", "report", "--normalizer", "1+x**3"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stdout == ""
+    assert len(bad.stderr.splitlines()) == 1 and "Traceback" not in bad.stderr
