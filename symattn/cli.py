@@ -364,11 +364,58 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # -- subcommands ----------------------------------------------------------------------------
 def _run_report(args: argparse.Namespace, arch: Architecture):
-    return architecture_report(arch)
+    from .report import Section
+    from .spectrum import decay_spectrum
+
+    from .errors import DomainError
+
+    report = architecture_report(arch)
+    title = "Decay spectrum near query/key collapse"
+    try:
+        spectrum = decay_spectrum(arch, progress=not args.quiet)
+    except DomainError as err:  # e.g. Taylor coefficients in Q(log 2): no exact engine
+        note = f"not computed exactly: {err}"
+        return report.with_sections(Section(title, "spectrum", {"error": note}, note, note))
+    return report.with_sections(
+        Section.from_result(title, "spectrum", spectrum, markdown=spectrum.to_markdown()))
+
+
+def _auto_or_int(what: str):
+    def parse(text: str):
+        if text == "auto":
+            return "auto"
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be 'auto' or an integer, got {text!r}") from None
+        return value
+    return parse
+
+
+def _configure_spectrum(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bank", type=_auto_or_int("--bank"), default="auto",
+                        help="'auto' (grow until separating) or the number of random inputs")
+    parser.add_argument("--order", type=_auto_or_int("--order"), default="auto",
+                        help="'auto' or the truncation N (coefficients of eps^0..eps^(N-1))")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
+
+
+def _run_spectrum(args: argparse.Namespace, arch: Architecture):
+    from .spectrum import decay_spectrum
+
+    return decay_spectrum(arch, bank=args.bank, order=args.order, seed=args.seed, progress=not args.quiet)
 
 
 add_subcommand(
     "report",
     "summarize the architecture: parameters, effective dimension, gauge and sign symmetries",
     _run_report,
+)
+
+
+add_subcommand(
+    "spectrum",
+    "exact decay spectrum of the native Jacobian near simultaneous query/key collapse",
+    _run_spectrum,
+    configure=_configure_spectrum,
 )

@@ -26,6 +26,7 @@ __all__ = [
     "combined_value_map",
     "effective_forward",
     "effective_closed_form",
+    "effective_closed_form_latex",
     "gauge_action",
     "sign_flip",
     "effective_dimension",

@@ -167,6 +167,19 @@ def _parse(expression) -> sp.Expr:
             raise NormalizerError(f"cannot use {expression!r} as a normalizer") from err
     if not isinstance(expr, sp.Expr):
         raise NormalizerError(f"normalizer {expression!r} is not an expression in x")
+    if expr.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+        raise NormalizerError(f"normalizer {expression!r} is not finite; give a finite expression in x")
+    undefined = sorted({str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef)})
+    if undefined:
+        raise NormalizerError(
+            f"normalizer {expression!r} uses unknown function(s) {', '.join(undefined)}; "
+            "use functions such as exp, cosh, log, sin, or a preset: " + ", ".join(sorted(PRESETS))
+        )
+    if isinstance(expr, sp.Symbol) and expr != x:
+        raise NormalizerError(
+            f"unknown normalizer {expression!r}: presets are {', '.join(sorted(PRESETS))}; "
+            "or give an expression in x such as 'exp(x)'"
+        )
     free = expr.free_symbols
     if len(free) > 1:
         names = ", ".join(sorted(str(s) for s in free))

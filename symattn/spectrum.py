@@ -467,6 +467,26 @@ class Spectrum:
                      f"error probability <= {self.error_bound:.1e}")
         return "\n".join(lines)
 
+    def to_markdown(self) -> str:
+        """A Markdown table of computed against predicted exponents, with how it was obtained."""
+        lines = ["| exponent | computed | predicted |", "|---:|---:|---:|"]
+        for e, m, q in self._rows():
+            lines.append(f"| {e} | {m} | {'-' if q is None else q} |")
+        if self.unresolved:
+            lines.append(f"| >= {self.truncation} (unresolved) | {self.unresolved} | |")
+        lines += [
+            "",
+            f"- curve: {self.curve}",
+            f"- rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel} "
+            f"(predicted {self.predicted.kernel}), {self.params} parameters",
+            f"- matches the prediction: {self.matches_prediction}",
+            f"- bank of {self.bank} inputs, separating: {self.separating} ({self.separation_note})",
+            f"- truncation eps^{self.truncation}; primes {list(self.primes)}; confirmed: {self.confirmed}; "
+            f"error probability <= {self.error_bound:.1e}",
+            f"- method: {self.method}",
+        ]
+        return "\n".join(lines)
+
     def to_latex(self, standalone: bool = False) -> str:
         """A LaTeX table of computed against predicted exponents."""
         rows = []
@@ -648,4 +668,5 @@ def _progress_bar(progress: bool, arch: Architecture):
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(desc="Smith pivots", unit="pivot", leave=False)
+    # disable=None: no bar when stderr is not a terminal (pipes, CI logs)
+    return tqdm(desc="Smith pivots", unit="pivot", leave=False, disable=None)

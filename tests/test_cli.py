@@ -70,7 +70,9 @@ def test_report_json_cosh_has_four_sign_flips(capsys):
 def test_report_json_matches_library(capsys):
     data = run_json(capsys, "--widths", "3,2,2", "--ranks", "2,1", "--normalizer", "1 + x**2")
     arch = Architecture([3, 2, 2], [2, 1], tokens=3, normalizer="1 + x**2")
+    spectrum = data.pop("spectrum")
     assert data == architecture_report(arch).to_json()
+    assert spectrum["params"] == 26 and spectrum["rank"] <= 19
     # hand count: Q1, K1 2x3, V1 2x3; Q2, K2 1x2, V2 2x2
     assert data["params"] == 6 + 6 + 6 + 2 + 2 + 4 == 26
     # P: 2x3 of rank 2 -> 6; What_1: 3x3 of rank 2 -> 8; What_2: 3x3 of rank 1 -> 5

@@ -1,0 +1,884 @@
+"""Numerical sensitivity: the native Jacobian in mpmath and float64, and its decay slopes.
+
+The exact decay spectrum (:func:`symattn.spectrum.decay_spectrum`) says that
+the singular values of the native Jacobian ``J(eps)`` along the collapse curve
+``Q_i = eps Qt_i, K_i = eps Kt_i, V_i = Vt_i`` behave as
+``sigma_j(eps) ~ c_j eps^e_j`` (MATH.md, sections 5-6).  This module measures
+the same exponents a second, independent way: it evaluates ``J(eps)`` with
+forward-mode dual numbers (:class:`NumericJetDomain`, one pass of
+:func:`symattn.model.forward` per input, no finite differences) at several
+``eps``, takes singular values, and fits the slopes of ``log sigma_j`` against
+``log eps``.  mpmath at enough digits recovers the exact exponents; float64
+loses the deep layers, whose singular values sink below its round-off.
+
+Examples
+--------
+>>> from symattn.model import Architecture
+>>> from symattn.numeric import sensitivity
+>>> result = sensitivity(Architecture.uniform(layers=1, width=2, rank=1, tokens=3))
+>>> result.exponents
+(0, 0, 0, 0, 1, 1, 1)
+>>> [round(s) for s in result.mpmath_slopes[:result.exact_rank]]
+[0, 0, 0, 0, 1, 1, 1]
+>>> result.recovered
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from numbers import Number
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .algebra.domains import Domain
+from .errors import BankError, DomainError, ShapeError, SymattnError
+from .model import Architecture, Parameters, forward
+from .normalizers import Normalizer, x as _x
+
+__all__ = [
+    "NumericJetDomain",
+    "numeric_jacobian",
+    "singular_values",
+    "fit_slopes",
+    "sensitivity",
+    "Sensitivity",
+    "DIGIT_MARGIN",
+    "FLOAT64_FLOOR",
+]
+
+#: Extra decimal digits kept by mpmath above the deepest expected singular value.
+DIGIT_MARGIN = 30
+
+#: A float64 singular value below this fraction of the largest one is round-off.
+FLOAT64_FLOOR = 1e-16
+
+#: The default ``eps`` values start at ``10^-FIRST_DECADE``: at ``eps = 0.1`` singular
+#: values of neighbouring exponents can still cross (pre-asymptotic), which biases slopes.
+FIRST_DECADE = 2
+
+#: Default number of ``eps`` values, one per decade.
+DEFAULT_DECADES = 4
+
+#: The automatic precision never exceeds this many digits (fewer decades instead).
+MAX_AUTO_DIGITS = 640
+
+_BASES = ("mpmath", "float64")
+
+
+# -- scalars ---------------------------------------------------------------------------
+def _as_fraction(value) -> Fraction | None:
+    """An exact rational for ints, Fractions, decimal strings and sympy Rationals."""
+    if isinstance(value, bool):
+        raise DomainError(f"a boolean {value!r} is not a number")
+    if isinstance(value, (int, np.integer)):
+        return Fraction(int(value))
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, str):
+        try:
+            return Fraction(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, sp.Basic) and value.is_Rational:
+        return Fraction(int(value.p), int(value.q))
+    return None
+
+
+def _to_mpf(value, dps: int):
+    """``value`` as an mpf at ``dps`` digits (exact rationals rounded once)."""
+    with mpmath.workdps(dps):
+        exact = _as_fraction(value)
+        if exact is not None:
+            return mpmath.mpf(exact.numerator) / exact.denominator
+        if isinstance(value, mpmath.mpf):
+            return +value
+        if isinstance(value, sp.Basic):
+            if not value.is_real or not value.is_number:
+                raise DomainError(f"{value} is not a real number")
+            return mpmath.mpf(sp.N(value, dps + 5))
+        if isinstance(value, (float, np.floating, Number, str)):
+            try:
+                return mpmath.mpf(value)
+            except (TypeError, ValueError) as err:
+                raise DomainError(f"cannot read {value!r} as a real number") from err
+        raise DomainError(f"cannot read {value!r} as a real number; give an int, Fraction, float or string")
+
+
+def _to_float(value) -> float:
+    exact = _as_fraction(value)
+    if exact is not None:
+        return float(exact)
+    try:
+        return float(value)
+    except (TypeError, ValueError) as err:
+        raise DomainError(f"cannot read {value!r} as a real number; give an int, Fraction, float or string") from err
+
+
+# -- the domain -------------------------------------------------------------------------
+class NumericJetDomain(Domain):
+    """First-order jets (dual numbers) over float64 or mpmath reals.
+
+    An element is a 1-d array ``[value, d_1, ..., d_P]``: a value and its
+    derivatives in ``P`` directions.  A matrix is an array of shape
+    ``(rows, cols, 1 + P)``; products, the normalizer and the column
+    reciprocal carry the derivatives by the chain rule, so one pass of
+    :func:`symattn.model.forward` (with ``convert=False``) gives the outputs and
+    their exact derivatives (up to round-off) in all ``P`` directions.
+
+    Parameters
+    ----------
+    base : {"float64", "mpmath"}
+        float64 arrays (vectorized numpy) or numpy object arrays of ``mpf``.
+    dps : int
+        Decimal digits for ``base="mpmath"`` (ignored for float64).
+    directions : int
+        ``P``, the number of derivative directions.
+
+    Raises
+    ------
+    DomainError
+        For an unknown base, a non-positive ``dps`` or a negative ``directions``.
+
+    Examples
+    --------
+    >>> from symattn.normalizers import Normalizer
+    >>> D = NumericJetDomain("float64", directions=1)
+    >>> a = D.variable(0.0, 0)          # a = 0 with da = (1,)
+    >>> D.normalizer_value(Normalizer("exp(x)"), a)     # (e^a, e^a da)
+    array([1., 1.])
+    >>> D.reciprocal(D.variable(2.0, 0))                # (1/a, -da/a^2)
+    array([ 0.5 , -0.25])
+    >>> M = NumericJetDomain("mpmath", dps=30, directions=2)
+    >>> M.reciprocal(M.variable(3, 1))[2]
+    mpf('-0.111111111111111111111111111111109')
+    """
+
+    def __init__(self, base: str = "float64", dps: int = 50, directions: int = 0):
+        if base not in _BASES:
+            raise DomainError(f"base must be 'float64' or 'mpmath', got {base!r}")
+        if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)) or directions < 0:
+            raise DomainError(f"directions must be a non-negative integer, got {directions!r}")
+        if base == "mpmath" and (isinstance(dps, bool) or not isinstance(dps, (int, np.integer)) or dps < 5):
+            raise DomainError(f"dps must be an integer >= 5 for mpmath, got {dps!r}")
+        self.base = base
+        self.dps = int(dps) if base == "mpmath" else 16
+        self.directions = int(directions)
+        self.name = (f"mpmath({self.dps} digits)" if base == "mpmath" else "float64") + \
+            f" with {self.directions}-direction jets"
+        self._float_functions: dict = {}
+
+    @property
+    def width(self) -> int:
+        """``1 + P``: the length of an element."""
+        return 1 + self.directions
+
+    def __repr__(self) -> str:
+        digits = f", dps={self.dps}" if self.base == "mpmath" else ""
+        return f"NumericJetDomain({self.base!r}{digits}, directions={self.directions})"
+
+    # -- construction ------------------------------------------------------------------
+    def scalar(self, value):
+        """A plain number of the base (``float`` or ``mpf``), not a jet."""
+        return _to_mpf(value, self.dps) if self.base == "mpmath" else _to_float(value)
+
+    def _zeros(self, shape):
+        if self.base == "float64":
+            return np.zeros(shape, dtype=np.float64)
+        out = np.empty(shape, dtype=object)
+        out.fill(mpmath.mpf(0))
+        return out
+
+    def convert(self, value):
+        """A constant jet: the value of ``value`` and zero derivatives."""
+        out = self._zeros(self.width)
+        out[0] = self.scalar(value)
+        return out
+
+    def variable(self, value, direction: int):
+        """A jet with derivative 1 in ``direction`` (0-based) and 0 in the others."""
+        if not 0 <= direction < self.directions:
+            raise DomainError(f"direction must be in 0..{self.directions - 1}, got {direction}")
+        out = self.convert(value)
+        out[1 + direction] = self.scalar(1)
+        return out
+
+    def matrix(self, rows, first_direction: int | None = None, scale=None):
+        """A matrix ``(rows, cols, 1 + P)`` from nested lists / arrays of numbers.
+
+        With ``first_direction``, entry ``(r, c)`` is a variable with
+        derivative 1 in direction ``first_direction + r * cols + c`` (row-major,
+        as :meth:`symattn.model.Architecture.parameter_index`).  With
+        ``scale``, every value is multiplied by it (in the domain's precision).
+        """
+        if isinstance(rows, sp.MatrixBase):
+            rows = rows.tolist()
+        values = np.array(rows, dtype=object)
+        if values.ndim != 2:
+            raise ShapeError(f"a matrix needs 2 dimensions, got shape {values.shape}")
+        r, c = values.shape
+        out = self._zeros((r, c, self.width))
+        factor = None if scale is None else self.scalar(scale)
+        with mpmath.workdps(self.dps):
+            for (i, j), v in np.ndenumerate(values):
+                value = self.scalar(v)
+                out[i, j, 0] = value if factor is None else value * factor
+        if first_direction is not None:
+            if first_direction + r * c > self.directions:
+                raise DomainError(f"directions {first_direction}..{first_direction + r * c - 1} exceed "
+                                  f"the {self.directions} directions of this domain")
+            for i in range(r):
+                for j in range(c):
+                    out[i, j, 1 + first_direction + i * c + j] = self.scalar(1)
+        return out
+
+    def values(self, a):
+        """The value part of a matrix: ``(rows, cols)``."""
+        return a[..., 0]
+
+    def tangents(self, a):
+        """The derivative part of a matrix: ``(rows, cols, P)``."""
+        return a[..., 1:]
+
+    # -- arithmetic --------------------------------------------------------------------
+    def shape(self, a) -> tuple[int, int]:
+        return a.shape[0], a.shape[1]
+
+    def matmul(self, a, b):
+        """``(A B)``, with ``d(AB) = dA B + A dB``."""
+        with mpmath.workdps(self.dps):
+            a0, b0 = a[..., 0], b[..., 0]
+            out = self._zeros((a.shape[0], b.shape[1], self.width))
+            out[..., 0] = a0 @ b0
+            if self.directions:
+                # directions first: (P, r, k) @ (k, c) and (r, k) @ (P, k, c)
+                da = np.moveaxis(a[..., 1:], -1, 0)
+                db = np.moveaxis(b[..., 1:], -1, 0)
+                out[..., 1:] = np.moveaxis(da @ b0 + a0 @ db, 0, -1)
+            return out
+
+    def transpose(self, a):
+        return a.swapaxes(0, 1)
+
+    def _check_normalizer(self, normalizer: Normalizer) -> None:
+        if normalizer.is_generic:
+            raise DomainError(
+                f"normalizer {normalizer.name} has only generic Taylor data and cannot be "
+                "evaluated numerically; give an expression such as exp(x) or cosh(x)"
+            )
+
+    def _float_pair(self, normalizer: Normalizer):
+        key = id(normalizer)
+        if key not in self._float_functions:
+            derivative = sp.lambdify(_x, sp.diff(normalizer.expr, _x), modules="numpy")
+            self._float_functions[key] = (normalizer, normalizer.numeric_float, derivative)
+        return self._float_functions[key][1:]
+
+    def _normalizer_parts(self, normalizer: Normalizer, values):
+        """``s(v)`` and ``s'(v)`` entrywise for an array ``values`` of base numbers."""
+        self._check_normalizer(normalizer)
+        if self.base == "float64":
+            function, derivative = self._float_pair(normalizer)
+            with np.errstate(over="raise", invalid="raise"):
+                try:
+                    s = np.asarray(function(values), dtype=np.float64) * np.ones_like(values)
+                    ds = np.asarray(derivative(values), dtype=np.float64) * np.ones_like(values)
+                except FloatingPointError as err:
+                    raise DomainError(f"normalizer {normalizer.name} overflows in float64: {err}") from err
+            return s, ds
+        with mpmath.workdps(self.dps):
+            s = np.empty(values.shape, dtype=object)
+            ds = np.empty(values.shape, dtype=object)
+            for index, v in np.ndenumerate(values):
+                s[index] = mpmath.mpf(normalizer.numeric(v))
+                ds[index] = mpmath.mpf(normalizer.derivative_numeric(v))
+            return s, ds
+
+    def normalizer_value(self, normalizer: Normalizer, value):
+        """``s`` of one jet: ``(s(v), s'(v) dv)``."""
+        out = self.apply_normalizer(np.asarray(value)[None, None, :], normalizer)
+        return out[0, 0]
+
+    def apply_normalizer(self, a, normalizer: Normalizer):
+        """``s`` entrywise on a matrix of jets."""
+        s, ds = self._normalizer_parts(normalizer, a[..., 0])
+        with mpmath.workdps(self.dps):
+            out = self._zeros(a.shape)
+            out[..., 0] = s
+            out[..., 1:] = ds[..., None] * a[..., 1:]
+            return out
+
+    def reciprocal(self, value):
+        """``1 / v`` of one jet: ``(1/v, -dv / v^2)``."""
+        return self._reciprocal_array(np.asarray(value)[None, :])[0]
+
+    def _reciprocal_array(self, a):
+        with mpmath.workdps(self.dps):
+            v = a[..., 0]
+            if np.any(v == 0):
+                raise ZeroDivisionError("a column of s(A) sums to 0")
+            inverse = 1 / v
+            out = self._zeros(a.shape)
+            out[..., 0] = inverse
+            out[..., 1:] = -(inverse * inverse)[..., None] * a[..., 1:]
+            return out
+
+    def _multiply(self, a, b):
+        """Entrywise product of jets (broadcasting over leading axes)."""
+        with mpmath.workdps(self.dps):
+            out = self._zeros(np.broadcast_shapes(a.shape, b.shape))
+            out[..., 0] = a[..., 0] * b[..., 0]
+            out[..., 1:] = a[..., 0, None] * b[..., 1:] + a[..., 1:] * b[..., 0, None]
+            return out
+
+    def attention(self, scores, normalizer: Normalizer):
+        """Column normalization ``S(A)`` of a matrix of jets: every column sums to 1."""
+        weights = self.apply_normalizer(scores, normalizer)
+        with mpmath.workdps(self.dps):
+            totals = weights.sum(axis=0)  # (cols, 1 + P): sums of jets are jets
+        inverse = self._reciprocal_array(totals)
+        return self._multiply(weights, inverse[None, :, :])
+
+
+# -- the Jacobian -----------------------------------------------------------------------
+def _as_flat_parameters(arch: Architecture, params) -> list:
+    if isinstance(params, Parameters):
+        if params.layers != arch.layers:
+            raise ShapeError(f"parameters have {params.layers} layers, the architecture {arch.layers}")
+        flat = []
+        for i in range(arch.layers):
+            for name, block in (("Q", params.Q[i]), ("K", params.K[i]), ("V", params.V[i])):
+                rows = block.tolist() if isinstance(block, (sp.MatrixBase, np.ndarray)) else block
+                shape = np.shape(np.array(rows, dtype=object))
+                expected = arch.block_shapes(i + 1)[name]
+                if tuple(shape) != expected:
+                    raise ShapeError(f"{name}_{i + 1} must be {expected[0]} x {expected[1]}, got shape {shape}")
+                flat.extend(v for row in rows for v in row)
+        return flat
+    flat = list(np.asarray(params, dtype=object).ravel())
+    if len(flat) != arch.param_count:
+        raise ShapeError(f"expected {arch.param_count} parameter values in parameter_index() order "
+                         f"(or a Parameters object), got {len(flat)}")
+    return flat
+
+
+def _as_bank(arch: Architecture, bank) -> list:
+    d0, t = arch.input_shape
+    try:
+        inputs = [np.array(x.tolist() if isinstance(x, sp.MatrixBase) else x, dtype=object) for x in bank]
+    except TypeError as err:
+        raise BankError(f"a bank is a list of d_0 x t = {d0} x {t} matrices; got {bank!r}") from err
+    if not inputs:
+        raise BankError("a bank needs at least one input")
+    for b, x in enumerate(inputs):
+        if x.shape != (d0, t):
+            raise BankError(f"bank input {b} has shape {x.shape}; every input must be d_0 x t = {d0} x {t} "
+                            "(one token per column)")
+    return inputs
+
+
+def numeric_jacobian(arch: Architecture, params_tilde, bank, eps, base: str = "float64", dps: int = 50):
+    """The native Jacobian ``J(eps)`` at ``Q_i = eps Qt_i, K_i = eps Kt_i, V_i = Vt_i``.
+
+    Forward-mode: one pass of :func:`symattn.model.forward` over
+    :class:`NumericJetDomain` per input, with every native parameter seeded
+    with its unit tangent.  No finite differences.
+
+    Parameters
+    ----------
+    arch : Architecture
+    params_tilde : Parameters or sequence
+        The base point ``Qt_i, Kt_i, Vt_i``: a :class:`~symattn.model.Parameters`
+        or a flat list in :meth:`~symattn.model.Architecture.parameter_index`
+        order; entries are ints, Fractions, decimal strings, floats or sympy numbers.
+    bank : sequence of matrices
+        Inputs ``X`` (``d_0 x t`` each).
+    eps : number
+        The curve parameter (a decimal string or Fraction is read exactly).
+    base : {"float64", "mpmath"}
+    dps : int
+        Decimal digits for mpmath.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(d_l * t * len(bank), P)``: rows run over the bank, then the
+        output entries row-major; columns in ``parameter_index()`` order.
+        dtype float64, or object (``mpf``) for mpmath.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2, normalizer="softmax")
+    >>> J = numeric_jacobian(arch, [1, 1, 1], [[[1, 0]]], eps="0.5")
+    >>> J.shape
+    (2, 3)
+    >>> J.round(6).tolist()     # columns Q, K, V; the output is V x S(eps^2 Q K x^T x)
+    [[0.05, 0.05, 0.53444], [-0.05, -0.05, 0.46556]]
+    """
+    P = arch.param_count
+    domain = NumericJetDomain(base, dps=dps, directions=P)
+    flat = _as_flat_parameters(arch, params_tilde)
+    inputs = _as_bank(arch, bank)
+    blocks = {"Q": [], "K": [], "V": []}
+    position = 0
+    for i in range(1, arch.layers + 1):
+        for name, (rows, cols) in arch.block_shapes(i).items():
+            values = [flat[position + r * cols: position + (r + 1) * cols] for r in range(rows)]
+            scale = eps if name in ("Q", "K") else None
+            blocks[name].append(domain.matrix(values, first_direction=position, scale=scale))
+            position += rows * cols
+    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    rows_per_input = arch.widths[-1] * arch.tokens
+    out = domain._zeros((rows_per_input * len(inputs), P))
+    for b, X in enumerate(inputs):
+        output = forward(arch, params, domain.matrix(X), domain, convert=False)
+        out[b * rows_per_input:(b + 1) * rows_per_input] = domain.tangents(output).reshape(rows_per_input, P)
+    return out
+
+
+def singular_values(J, base: str = "float64", dps: int = 50) -> list:
+    """Singular values of ``J``, largest first (numpy SVD, or mpmath ``svd_r`` at ``dps`` digits).
+
+    Examples
+    --------
+    >>> singular_values([[3, 0], [0, 4]])
+    [4.0, 3.0]
+    >>> [mpmath.nstr(s, 12) for s in singular_values([["1/3", 0], [0, "1e-40"]], "mpmath", 60)]
+    ['0.333333333333', '1.0e-40']
+    """
+    if base == "float64":
+        values = np.linalg.svd(np.asarray(J, dtype=np.float64), compute_uv=False)
+        return sorted((float(v) for v in values), reverse=True)
+    if base != "mpmath":
+        raise DomainError(f"base must be 'float64' or 'mpmath', got {base!r}")
+    with mpmath.workdps(dps):
+        rows = [[_to_mpf(v, dps) for v in row] for row in np.asarray(J, dtype=object).tolist()]
+        values = mpmath.svd_r(mpmath.matrix(rows), compute_uv=False)
+        return sorted((abs(values[i]) for i in range(len(values))), reverse=True)
+
+
+def fit_slopes(eps_values, sigmas) -> list:
+    """Least-squares slopes of ``log10 sigma_j`` against ``log10 eps``, one per index ``j``.
+
+    ``sigmas[e][j]`` is the ``j``-th largest singular value at ``eps_values[e]``.
+    A slope is ``nan`` when some ``sigma_j`` is zero.
+
+    Examples
+    --------
+    >>> [round(s, 9) for s in fit_slopes([0.1, 0.01, 0.001], [[2, 0.3], [2, 0.003], [2, 3e-5]])]
+    [0.0, 2.0]
+    """
+    x = np.array([float(mpmath.log10(_to_mpf(e, 30))) for e in eps_values])
+    if len(x) < 2:
+        raise SymattnError("fitting slopes needs at least two eps values")
+    count = min(len(row) for row in sigmas)
+    slopes = []
+    for j in range(count):
+        column = [sigmas[e][j] for e in range(len(x))]
+        if any(not v > 0 for v in column):
+            slopes.append(float("nan"))
+            continue
+        y = np.array([float(mpmath.log10(v)) for v in column])
+        slope, _ = np.polyfit(x, y, 1)
+        slopes.append(float(slope))
+    return slopes
+
+
+# -- the sensitivity report -------------------------------------------------------------
+def _log10(value) -> float:
+    return float(mpmath.log10(value)) if value > 0 else float("-inf")
+
+
+def _json_number(value):
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Singular values of ``J(eps)`` in mpmath and float64 and their slopes, against the exact spectrum.
+
+    Attributes
+    ----------
+    architecture : dict
+    curve : str
+    eps : tuple of float
+        The ``eps`` values, largest first.
+    dps : int
+        mpmath digits.
+    seed : int
+        Seed of the base point and the bank.
+    bank : int
+        Number of inputs.
+    params : int
+        Number of native parameters.
+    mpmath_singular_values, float64_singular_values : tuple of tuple
+        Per ``eps``, every singular value, largest first (``mpf`` / float).
+    mpmath_slopes, float64_slopes : tuple of float
+        Fitted slope of ``log10 sigma_j`` against ``log10 eps`` per index ``j``.
+    exponents : tuple of int
+        The exact decay exponents, with multiplicity, ascending (so index ``j``
+        matches the ``j``-th largest singular value).
+    exact_rank, kernel : int
+        From the exact spectrum.
+    recovered : bool
+        Whether the rounded mpmath slopes equal the exact exponents for every
+        nonzero singular value (the kernel ones are excluded).
+    mpmath_ranks : tuple of int
+        mpmath numerical rank per ``eps`` with tolerance
+        ``sigma_max * 10^-(dps - DIGIT_MARGIN / 2)``.
+    float64_lost : tuple of int
+        Exponents (with multiplicity) that float64 does not resolve over the
+        ``eps`` range: its slope is off by more than 0.5, or at the smallest
+        ``eps`` its singular value is below ``FLOAT64_FLOOR * sigma_max`` or
+        differs from mpmath's by more than a factor 2.
+    float64_resolved : tuple of int
+        Per ``eps``, how many of the nonzero singular values float64 gets
+        within a factor 2 of mpmath.
+    float64_rank_estimate : int
+        ``numpy.linalg.matrix_rank`` of the float64 ``J`` at ``float64_rank_eps``
+        (default tolerance ``sigma_max * max(rows, P) * 2.2e-16``): an estimate.
+    float64_rank_eps : float
+    exact_spectrum : dict
+        Exponent -> multiplicity.
+    unresolved : int
+        Directions the exact computation left at valuation ``>= truncation``.
+    method : str
+    """
+
+    architecture: dict
+    curve: str
+    eps: tuple
+    dps: int
+    seed: int
+    bank: int
+    params: int
+    mpmath_singular_values: tuple
+    float64_singular_values: tuple
+    mpmath_slopes: tuple
+    float64_slopes: tuple
+    exponents: tuple
+    exact_rank: int
+    kernel: int
+    recovered: bool
+    mpmath_ranks: tuple
+    float64_lost: tuple
+    float64_resolved: tuple
+    float64_rank_estimate: int
+    float64_rank_eps: float
+    exact_spectrum: dict
+    unresolved: int = 0
+    method: str = field(default="")
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict (mpmath singular values as 20-digit strings)."""
+        return {
+            "architecture": self.architecture,
+            "curve": self.curve,
+            "eps": list(self.eps),
+            "dps": self.dps,
+            "seed": self.seed,
+            "bank": self.bank,
+            "params": self.params,
+            "exact_rank": self.exact_rank,
+            "kernel": self.kernel,
+            "exact_spectrum": {str(e): m for e, m in self.exact_spectrum.items()},
+            "exponents": list(self.exponents),
+            "unresolved": self.unresolved,
+            "mpmath_singular_values": [[mpmath.nstr(v, 20) for v in row] for row in self.mpmath_singular_values],
+            "float64_singular_values": [list(row) for row in self.float64_singular_values],
+            "mpmath_slopes": [_json_number(s) for s in self.mpmath_slopes],
+            "float64_slopes": [_json_number(s) for s in self.float64_slopes],
+            "recovered": self.recovered,
+            "mpmath_ranks": list(self.mpmath_ranks),
+            "float64_lost": list(self.float64_lost),
+            "float64_resolved": list(self.float64_resolved),
+            "float64_rank_estimate": self.float64_rank_estimate,
+            "float64_rank_estimate_eps": self.float64_rank_eps,
+            "float64_rank_estimate_note": "numpy.linalg.matrix_rank with its default tolerance: an estimate",
+            "method": self.method,
+        }
+
+    def to_json_string(self) -> str:
+        return json.dumps(self.to_json(), indent=2)
+
+    def _rows(self):
+        rows = []
+        for j in range(len(self.mpmath_slopes)):
+            exact = self.exponents[j] if j < self.exact_rank else None
+            rows.append((j + 1, exact, self.mpmath_slopes[j],
+                         self.float64_slopes[j] if j < len(self.float64_slopes) else float("nan")))
+        return rows
+
+    def __str__(self) -> str:
+        lines = [f"numerical sensitivity along {self.curve}",
+                 f"eps = {', '.join(f'{e:g}' for e in self.eps)}; mpmath {self.dps} digits; "
+                 f"bank {self.bank} inputs; {self.params} parameters",
+                 f"{'j':>4} {'exact':>7} {'mpmath':>9} {'float64':>9}"]
+        for j, exact, slope, slope64 in self._rows():
+            label = "kernel" if exact is None else str(exact)
+            lines.append(f"{j:>4} {label:>7} {slope:>9.3f} {slope64:>9.3f}")
+        lines.append(f"exact rank {self.exact_rank}, kernel {self.kernel}; mpmath ranks per eps "
+                     f"{list(self.mpmath_ranks)}; recovered: {self.recovered}")
+        lost = ", ".join(str(e) for e in self.float64_lost) or "none"
+        lines.append(f"float64 loses exponents: {lost}; float64 resolves per eps {list(self.float64_resolved)}")
+        lines.append(f"float64 rank estimate at eps = {self.float64_rank_eps:g} (numpy default tolerance): "
+                     f"{self.float64_rank_estimate} (exact {self.exact_rank})")
+        return "\n".join(lines)
+
+    def _table_rows(self, kernel_label: str):
+        out = []
+        for j, exact, slope, slope64 in self._rows():
+            s64 = "--" if math.isnan(slope64) else f"{slope64:.3f}"
+            out.append(f"{j} & {kernel_label if exact is None else exact} & {slope:.3f} & {s64} \\\\")
+        return out
+
+    def to_latex(self, standalone: bool = False) -> str:
+        """A LaTeX table: exact exponent against mpmath and float64 slopes per singular value."""
+        lost = ", ".join(str(e) for e in self.float64_lost) or "none"
+        body = "\n".join([
+            r"\begin{tabular}{rrrr}",
+            r"\hline",
+            r"$j$ & exact $e_j$ & mpmath slope & float64 slope \\",
+            r"\hline",
+            *self._table_rows("kernel"),
+            r"\hline",
+            rf"\multicolumn{{4}}{{l}}{{exact rank {self.exact_rank}, kernel {self.kernel}; "
+            rf"mpmath {self.dps} digits, recovered: {'yes' if self.recovered else 'no'}}} \\",
+            rf"\multicolumn{{4}}{{l}}{{float64 loses: {lost}; rank estimate at "
+            rf"$\varepsilon = {self.float64_rank_eps:g}$: {self.float64_rank_estimate}}} \\",
+            r"\end{tabular}",
+        ])
+        if standalone:
+            return "\\documentclass{article}\n\\begin{document}\n" + body + "\n\\end{document}\n"
+        return body
+
+    def _repr_latex_(self) -> str:
+        rows = self._table_rows(r"\text{kernel}")
+        return "\n".join([
+            r"$$\begin{array}{rrrr}",
+            r"j & e_j\ (\text{exact}) & \text{mpmath slope} & \text{float64 slope} \\ \hline",
+            *rows,
+            r"\end{array}$$",
+        ])
+
+    def plot(self, path):
+        """Draw ``log10 sigma_j`` against ``log10 eps`` and save a PNG to ``path``.
+
+        mpmath solid, float64 dashed, one colour per singular value; kernel
+        directions thin grey; the float64 round-off floor dotted.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from symattn.model import Architecture
+        >>> result = sensitivity(Architecture.uniform(layers=1), eps_values=["0.1", "0.01"])
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = result.plot(os.path.join(folder, "slopes.png"))
+        ...     os.path.getsize(path) > 1000
+        True
+        """
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=(7, 5))
+        FigureCanvasAgg(figure)
+        axes = figure.add_subplot(1, 1, 1)
+        x = [math.log10(e) for e in self.eps]
+        cmap = _colour_map()
+        count = len(self.mpmath_slopes)
+        for j in range(count):
+            y = [_log10(row[j]) for row in self.mpmath_singular_values]
+            if j < self.exact_rank:
+                colour = cmap(j / max(1, self.exact_rank - 1))
+                axes.plot(x, y, "-", color=colour, marker="o", markersize=3,
+                          label=f"e = {self.exponents[j]}" if j == 0 or self.exponents[j] != self.exponents[j - 1]
+                          else None)
+                y64 = [_log10(row[j]) if j < len(row) else float("nan") for row in self.float64_singular_values]
+                axes.plot(x, y64, "--", color=colour, linewidth=1)
+            else:
+                axes.plot(x, y, "-", color="0.75", linewidth=0.6)
+        floor = [_log10(FLOAT64_FLOOR * row[0]) for row in self.float64_singular_values]
+        axes.plot(x, floor, ":", color="black", linewidth=1, label="float64 round-off")
+        axes.set_xlabel(r"$\log_{10} \varepsilon$")
+        axes.set_ylabel(r"$\log_{10} \sigma_j$")
+        axes.set_title(f"J(eps): mpmath {self.dps} digits (solid), float64 (dashed)")
+        axes.legend(loc="lower right", fontsize="small")
+        bottom = min(_log10(row[self.exact_rank - 1]) for row in self.mpmath_singular_values) \
+            if self.exact_rank else -20
+        axes.set_ylim(bottom=min(bottom, min(floor)) - 5)
+        figure.tight_layout()
+        figure.savefig(path, format="png", dpi=100)
+        return path
+
+
+def _colour_map():
+    from matplotlib import colormaps
+
+    return colormaps["viridis"]
+
+
+def _default_eps(deepest: int, dps) -> list[Fraction]:
+    """``10^-FIRST_DECADE .. 10^-(FIRST_DECADE + m - 1)``, ``m <= DEFAULT_DECADES``, fitting the digits."""
+    budget = MAX_AUTO_DIGITS if dps == "auto" else int(dps)
+    last = FIRST_DECADE + DEFAULT_DECADES - 1
+    if deepest > 0:
+        last = min(last, (budget - DIGIT_MARGIN) // deepest)
+    if last < FIRST_DECADE + 1:
+        raise SymattnError(
+            f"dps={dps} leaves fewer than 2 decades of eps for the deepest exponent {deepest}: give dps >= "
+            f"{(FIRST_DECADE + 1) * deepest + DIGIT_MARGIN}, dps='auto', or eps_values"
+        )
+    return [Fraction(1, 10 ** k) for k in range(FIRST_DECADE, last + 1)]
+
+
+def _random_point(arch: Architecture, seed: int, bank_size: int):
+    rng = np.random.default_rng([seed, 271828])
+    params = [float(v) for v in rng.standard_normal(arch.param_count)]
+    d0, t = arch.input_shape
+    bank = [rng.standard_normal((d0, t)).tolist() for _ in range(bank_size)]
+    return params, bank
+
+
+def sensitivity(arch: Architecture, eps_values=None, seed: int = 0, bank=None, dps="auto",
+                params_tilde=None, spectrum=None) -> Sensitivity:
+    """Singular values of ``J(eps)`` in mpmath and float64, their slopes, and the exact exponents.
+
+    Parameters
+    ----------
+    arch : Architecture
+    eps_values : sequence, optional
+        Default ``10^-2, 10^-3, 10^-4, 10^-5``, fewer (at least 2) when the
+        deepest exact exponent ``e_max`` would need more than 640 digits (or
+        more than a given ``dps``).  The range starts at ``10^-2`` because at
+        ``eps = 0.1`` singular values of neighbouring exponents may not yet be
+        separated, which biases the slopes by up to ~0.9 for some base points.
+        Decimal strings and Fractions are read exactly.
+    seed : int
+        Seed of the random base point (standard normal floats, read exactly)
+        and of the random bank.
+    bank : int or list of matrices, optional
+        Default: a random bank of the size the exact spectrum certified as
+        separating (:func:`symattn.spectrum.decay_spectrum`); an int is a
+        random bank of that size.
+    dps : "auto" or int
+        mpmath digits; ``"auto"`` is ``e_max * log10(1 / eps_min) + 30``, so
+        that the smallest nonzero singular value stays 30 digits above the
+        working precision.
+    params_tilde : Parameters or sequence, optional
+        The base point ``Qt_i, Kt_i, Vt_i`` instead of a random one.
+    spectrum : Spectrum, optional
+        A precomputed :func:`~symattn.spectrum.decay_spectrum` of ``arch``.
+
+    Returns
+    -------
+    Sensitivity
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> result = sensitivity(Architecture.uniform(layers=1, width=2, rank=1, tokens=3))
+    >>> result.eps, result.dps
+    ((0.01, 0.001, 0.0001, 1e-05), 35)
+    >>> result.recovered, result.float64_lost, result.exact_rank, result.float64_rank_estimate
+    (True, (), 7, 7)
+    """
+    from .spectrum import decay_spectrum
+
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SymattnError(f"seed must be a non-negative integer, got {seed!r}")
+    if dps != "auto" and (isinstance(dps, bool) or not isinstance(dps, (int, np.integer)) or dps < 10):
+        raise SymattnError(f"dps must be 'auto' or an integer >= 10, got {dps!r}")
+    if spectrum is None:
+        spectrum = decay_spectrum(arch, progress=False, seed=int(seed))
+    exponents = tuple(e for e, m in sorted(spectrum.exponents.items()) for _ in range(m))
+    deepest = max(exponents, default=0)
+
+    if eps_values is None:
+        eps_exact = _default_eps(deepest, dps)
+    else:
+        eps_exact = []
+        for e in eps_values:
+            exact = _as_fraction(e)
+            if exact is None:
+                exact = Fraction(str(_to_float(e))) if isinstance(e, (float, np.floating)) \
+                    else Fraction(mpmath.nstr(_to_mpf(e, 50), 40))
+            if exact <= 0:
+                raise SymattnError(f"eps values must be positive, got {e!r}")
+            eps_exact.append(exact)
+        if len(eps_exact) < 2:
+            raise SymattnError("give at least two eps values to fit slopes")
+        eps_exact = sorted(set(eps_exact), reverse=True)
+    smallest = min(eps_exact)
+    needed = math.ceil(deepest * max(0.0, -math.log10(smallest)) + DIGIT_MARGIN)
+    digits = needed if dps == "auto" else int(dps)
+
+    if bank is None or (isinstance(bank, (int, np.integer)) and not isinstance(bank, bool)):
+        size = spectrum.bank if bank is None else int(bank)
+        if size < 1:
+            raise BankError(f"bank size must be at least 1, got {size}")
+        random_params, inputs = _random_point(arch, int(seed), size)
+    else:
+        inputs = _as_bank(arch, bank)
+        random_params, _ = _random_point(arch, int(seed), 0)
+    point = random_params if params_tilde is None else params_tilde
+
+    sigmas_mp, sigmas_64, ranks_mp = [], [], []
+    rank_eps, rank_estimate = Fraction(1, 10), None
+    for e in eps_exact:
+        J_mp = numeric_jacobian(arch, point, inputs, e, "mpmath", digits)
+        J_64 = numeric_jacobian(arch, point, inputs, e, "float64")
+        s_mp = singular_values(J_mp, "mpmath", digits)
+        s_64 = singular_values(J_64, "float64")
+        sigmas_mp.append(tuple(s_mp))
+        sigmas_64.append(tuple(s_64))
+        with mpmath.workdps(digits):
+            tolerance = s_mp[0] * mpmath.mpf(10) ** (-(digits - DIGIT_MARGIN // 2))
+            ranks_mp.append(sum(1 for s in s_mp if s > tolerance))
+        if e == rank_eps:
+            rank_estimate = int(np.linalg.matrix_rank(J_64))
+    if rank_estimate is None:
+        rank_estimate = int(np.linalg.matrix_rank(numeric_jacobian(arch, point, inputs, rank_eps, "float64")))
+
+    eps_float = [float(e) for e in eps_exact]
+    slopes_mp = fit_slopes(eps_exact, sigmas_mp)
+    slopes_64 = fit_slopes(eps_exact, sigmas_64)
+    rank = spectrum.rank
+    nonzero = min(rank, len(slopes_mp))
+    recovered = nonzero == rank and all(round(slopes_mp[j]) == exponents[j] for j in range(rank))
+
+    def agrees(row64, rowmp, j):
+        if j >= len(row64) or not row64[j] > 0:
+            return False
+        return abs(math.log10(row64[j]) - _log10(rowmp[j])) <= math.log10(2)
+
+    lost = []
+    last64, lastmp = sigmas_64[-1], sigmas_mp[-1]
+    for j in range(nonzero):
+        slope_off = not abs(slopes_64[j] - exponents[j]) <= 0.5
+        below_floor = j >= len(last64) or last64[j] < FLOAT64_FLOOR * last64[0]
+        if slope_off or below_floor or not agrees(last64, lastmp, j):
+            lost.append(exponents[j])
+    resolved = tuple(sum(1 for j in range(nonzero) if agrees(r64, rmp, j))
+                     for r64, rmp in zip(sigmas_64, sigmas_mp))
+    method = (f"forward-mode jets (one forward pass per input, no finite differences) at "
+              f"Q_i = eps Qt_i, K_i = eps Kt_i, V_i = Vt_i with a random standard normal point and bank "
+              f"(seed {seed}); singular values by mpmath svd_r at {digits} digits and numpy float64 SVD; "
+              f"slopes by least squares of log10 sigma_j on log10 eps; exact exponents from "
+              f"decay_spectrum ({spectrum.method or 'exact series'})")
+    return Sensitivity(
+        architecture=arch.to_json(), curve=spectrum.curve, eps=tuple(eps_float), dps=digits, seed=int(seed),
+        bank=len(inputs), params=arch.param_count,
+        mpmath_singular_values=tuple(sigmas_mp), float64_singular_values=tuple(sigmas_64),
+        mpmath_slopes=tuple(slopes_mp), float64_slopes=tuple(slopes_64), exponents=exponents,
+        exact_rank=rank, kernel=spectrum.kernel, recovered=bool(recovered), mpmath_ranks=tuple(ranks_mp),
+        float64_lost=tuple(lost), float64_resolved=resolved, float64_rank_estimate=rank_estimate,
+        float64_rank_eps=float(rank_eps), exact_spectrum=dict(spectrum.exponents),
+        unresolved=spectrum.unresolved, method=method,
+    )
