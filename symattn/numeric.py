@@ -155,8 +155,8 @@ class NumericJetDomain(Domain):
     >>> D.reciprocal(D.variable(2.0, 0))                # (1/a, -da/a^2)
     array([ 0.5 , -0.25])
     >>> M = NumericJetDomain("mpmath", dps=30, directions=2)
-    >>> M.reciprocal(M.variable(3, 1))[2]
-    mpf('-0.111111111111111111111111111111109')
+    >>> mpmath.nstr(M.reciprocal(M.variable(3, 1))[2], 25)   # -1/9 in direction 1
+    '-0.1111111111111111111111111'
     """
 
     def __init__(self, base: str = "float64", dps: int = 50, directions: int = 0):
@@ -418,8 +418,11 @@ def numeric_jacobian(arch: Architecture, params_tilde, bank, eps, base: str = "f
     >>> J = numeric_jacobian(arch, [1, 1, 1], [[[1, 0]]], eps="0.5")
     >>> J.shape
     (2, 3)
-    >>> J.round(6).tolist()     # columns Q, K, V; the output is V x S(eps^2 Q K x^T x)
-    [[0.05, 0.05, 0.53444], [-0.05, -0.05, 0.46556]]
+    >>> J.round(6).tolist()     # columns Q, K, V at Q = K = 0.5, V = 1
+    [[0.123067, 0.123067, 0.562177], [0.0, 0.0, 0.5]]
+
+    Here the output is ``(sigma(QK), 1/2)`` with ``sigma`` the logistic
+    function, so ``d/dQ = K sigma (1 - sigma) = 0.5 * 0.562177 * 0.437823``.
     """
     P = arch.param_count
     domain = NumericJetDomain(base, dps=dps, directions=P)
@@ -495,6 +498,10 @@ def _log10(value) -> float:
     return float(mpmath.log10(value)) if value > 0 else float("-inf")
 
 
+def _plot_log10(value) -> float:
+    return float(mpmath.log10(value)) if value > 0 else float("nan")
+
+
 def _json_number(value):
     value = float(value)
     return None if math.isnan(value) else value
@@ -550,6 +557,17 @@ class Sensitivity:
     unresolved : int
         Directions the exact computation left at valuation ``>= truncation``.
     method : str
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> result = sensitivity(Architecture.uniform(layers=1), eps_values=["0.01", "0.001"])
+    >>> print(str(result).splitlines()[-1])
+    float64 rank estimate at eps = 0.1 (numpy default tolerance): 7 (exact 7)
+    >>> result.to_json()["exact_spectrum"], result.to_json()["float64_lost"]
+    ({'0': 4, '1': 3}, [])
+    >>> print(result.to_latex().splitlines()[0])
+    \\begin{tabular}{rrrr}
     """
 
     architecture: dict
@@ -694,25 +712,27 @@ class Sensitivity:
         cmap = _colour_map()
         count = len(self.mpmath_slopes)
         for j in range(count):
-            y = [_log10(row[j]) for row in self.mpmath_singular_values]
+            y = [_plot_log10(row[j]) for row in self.mpmath_singular_values]
             if j < self.exact_rank:
                 colour = cmap(j / max(1, self.exact_rank - 1))
                 axes.plot(x, y, "-", color=colour, marker="o", markersize=3,
                           label=f"e = {self.exponents[j]}" if j == 0 or self.exponents[j] != self.exponents[j - 1]
                           else None)
-                y64 = [_log10(row[j]) if j < len(row) else float("nan") for row in self.float64_singular_values]
+                y64 = [_plot_log10(row[j]) if j < len(row) else float("nan") for row in self.float64_singular_values]
                 axes.plot(x, y64, "--", color=colour, linewidth=1)
             else:
                 axes.plot(x, y, "-", color="0.75", linewidth=0.6)
-        floor = [_log10(FLOAT64_FLOOR * row[0]) for row in self.float64_singular_values]
+        floor = [_plot_log10(FLOAT64_FLOOR * row[0]) for row in self.float64_singular_values]
         axes.plot(x, floor, ":", color="black", linewidth=1, label="float64 round-off")
         axes.set_xlabel(r"$\log_{10} \varepsilon$")
         axes.set_ylabel(r"$\log_{10} \sigma_j$")
         axes.set_title(f"J(eps): mpmath {self.dps} digits (solid), float64 (dashed)")
         axes.legend(loc="lower right", fontsize="small")
-        bottom = min(_log10(row[self.exact_rank - 1]) for row in self.mpmath_singular_values) \
-            if self.exact_rank else -20
-        axes.set_ylim(bottom=min(bottom, min(floor)) - 5)
+        deepest = min(self.exact_rank, count) - 1
+        lows = [_plot_log10(row[deepest]) for row in self.mpmath_singular_values] if deepest >= 0 else []
+        lows = [v for v in lows + floor if math.isfinite(v)]
+        if lows:
+            axes.set_ylim(bottom=min(lows) - 5)
         figure.tight_layout()
         figure.savefig(path, format="png", dpi=100)
         return path
@@ -797,6 +817,13 @@ def sensitivity(arch: Architecture, eps_values=None, seed: int = 0, bank=None, d
         raise SymattnError(f"dps must be 'auto' or an integer >= 10, got {dps!r}")
     if spectrum is None:
         spectrum = decay_spectrum(arch, progress=False, seed=int(seed))
+    from .curves import collapse
+
+    if spectrum.curve != collapse().describe(arch.layers) or spectrum.params != arch.param_count:
+        raise SymattnError(
+            f"the given spectrum ({spectrum.curve}, {spectrum.params} parameters) is not the collapse-curve "
+            f"spectrum of this architecture ({arch.param_count} parameters); pass decay_spectrum(arch)"
+        )
     exponents = tuple(e for e, m in sorted(spectrum.exponents.items()) for _ in range(m))
     deepest = max(exponents, default=0)
 
@@ -818,6 +845,12 @@ def sensitivity(arch: Architecture, eps_values=None, seed: int = 0, bank=None, d
     smallest = min(eps_exact)
     needed = math.ceil(deepest * max(0.0, -math.log10(smallest)) + DIGIT_MARGIN)
     digits = needed if dps == "auto" else int(dps)
+    if digits < needed - DIGIT_MARGIN // 2:
+        raise SymattnError(
+            f"dps={dps} is too few for eps down to {float(smallest):g}: the deepest exponent {deepest} puts "
+            f"singular values near 1e-{needed - DIGIT_MARGIN}; give dps >= {needed - DIGIT_MARGIN // 2} "
+            "or dps='auto'"
+        )
 
     if bank is None or (isinstance(bank, (int, np.integer)) and not isinstance(bank, bool)):
         size = spectrum.bank if bank is None else int(bank)
@@ -868,8 +901,10 @@ def sensitivity(arch: Architecture, eps_values=None, seed: int = 0, bank=None, d
     resolved = tuple(sum(1 for j in range(nonzero) if agrees(r64, rmp, j))
                      for r64, rmp in zip(sigmas_64, sigmas_mp))
     method = (f"forward-mode jets (one forward pass per input, no finite differences) at "
-              f"Q_i = eps Qt_i, K_i = eps Kt_i, V_i = Vt_i with a random standard normal point and bank "
-              f"(seed {seed}); singular values by mpmath svd_r at {digits} digits and numpy float64 SVD; "
+              f"Q_i = eps Qt_i, K_i = eps Kt_i, V_i = Vt_i with "
+              f"{'a random standard normal' if params_tilde is None else 'the given'} point and "
+              f"{'a random standard normal' if bank is None or isinstance(bank, (int, np.integer)) else 'the given'}"
+              f" bank (seed {seed}); singular values by mpmath svd_r at {digits} digits and numpy float64 SVD; "
               f"slopes by least squares of log10 sigma_j on log10 eps; exact exponents from "
               f"decay_spectrum ({spectrum.method or 'exact series'})")
     return Sensitivity(
