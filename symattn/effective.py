@@ -30,6 +30,7 @@ __all__ = [
     "gauge_action",
     "sign_flip",
     "effective_dimension",
+    "effective_jacobian_rank",
     "effective_block_dimensions",
     "gauge_dimension",
     "sign_group_order",
@@ -217,16 +218,53 @@ def effective_block_dimensions(arch: Architecture) -> dict[str, int]:
     return out
 
 
+def _has_bottleneck(arch: Architecture) -> bool:
+    return min(arch.widths[1:-1], default=arch.widths[0]) < arch.widths[0]
+
+
+def effective_jacobian_rank(arch: Architecture, seed: int = 0) -> int:
+    """Exact rank over Q of the Jacobian of ``theta -> (What_1, ..., What_l, P)`` at a random integer point.
+
+    A lower bound for the dimension of the effective parameters, equal to it
+    unless the point is special (a nonzero minor vanishes there).
+
+    Examples
+    --------
+    >>> effective_jacobian_rank(Architecture([2, 1, 2], [1, 1]))
+    7
+    """
+    import random
+
+    import flint
+
+    params = arch.symbols()
+    entries = [e for W in effective_scores(params) for e in W] + list(combined_value_map(params))
+    symbols = params.flat()
+    rng = random.Random(seed)
+    point = {v: rng.randint(-50, 50) or 1 for v in symbols}
+    jacobian = sp.Matrix(entries).jacobian(symbols).subs(point)
+    return int(flint.fmpz_mat([[int(v) for v in row] for row in jacobian.tolist()]).rank())
+
+
 def effective_dimension(arch: Architecture) -> int:
     """Dimension of the effective parameters ``(What_1, ..., What_l, P)``.
 
-    For constant widths ``d`` and ranks ``a <= d``: ``l a (2d - a) + d^2``.
+    For constant widths ``d`` and ranks ``a <= d``: ``l a (2d - a) + d^2``;
+    in general the sum of :func:`effective_block_dimensions` while no hidden
+    width is below ``d_0``.  With such a bottleneck the blocks overlap (each
+    later ``What_i`` lives on the row space of ``P_{i-1}``, which ``P``
+    already fixes), and the dimension is the exact rank of the Jacobian of
+    the effective map (:func:`effective_jacobian_rank`, the larger of two points).
 
     Examples
     --------
     >>> effective_dimension(Architecture.uniform(layers=2, width=3, rank=2))
     25
+    >>> effective_dimension(Architecture([3, 2, 2], [1, 1]))
+    14
     """
+    if _has_bottleneck(arch):
+        return max(effective_jacobian_rank(arch, seed) for seed in (0, 1))
     return sum(effective_block_dimensions(arch).values())
 
 

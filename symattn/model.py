@@ -233,8 +233,12 @@ class Architecture:
 
 
 def _check_input(arch: Architecture, X) -> None:
-    shape = np.shape(X.tolist() if isinstance(X, sp.MatrixBase) else X)
-    if tuple(shape[:2]) != arch.input_shape:
+    try:
+        shape = np.shape(np.array(X.tolist() if isinstance(X, sp.MatrixBase) else X, dtype=object))
+    except ValueError as err:  # ragged nested lists
+        raise ShapeError(f"input X must be a d_0 x t = {arch.input_shape[0]} x {arch.input_shape[1]} "
+                         f"matrix; got ragged rows") from err
+    if tuple(shape) != arch.input_shape:
         raise ShapeError(
             f"input X must be d_0 x t = {arch.input_shape[0]} x {arch.input_shape[1]} "
             f"(one token per column), got shape {tuple(shape)}"

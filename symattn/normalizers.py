@@ -369,7 +369,15 @@ class Normalizer:
                         f"normalizer {self.name} is not real at x = {point}"
                     )
                 if mpmath.re(value) <= 0:
-                    return sp.nsimplify(point), mpmath.nstr(mpmath.re(value), 8)
+                    # sampled values can underflow to 0: confirm exactly before rejecting
+                    exact_point = sp.nsimplify(point)
+                    exact_value = self.expr.subs(x, exact_point)
+                    if exact_value.is_positive:
+                        continue
+                    numeric = sp.N(exact_value, 60)
+                    if exact_value.is_positive is None and numeric > 0:
+                        continue
+                    return exact_point, sp.N(exact_value, 8)
         return None
 
     # -- Taylor data --------------------------------------------------------------

@@ -220,8 +220,6 @@ def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p
 
 def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
     """Tangent vectors of the gauge orbit at ``theta_eps``: shape ``(gauge_dim, #params, N)``."""
-    from .algebra.modseries import series_mul_mod
-
     domain = ModSeriesDomain(p, truncation)
     series = {}
     for i in range(1, arch.layers + 1):
@@ -270,7 +268,6 @@ def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, trunca
                 for name in ("Q", "K", "V"):
                     put(v, (name, i + 1), (-right(series[(name, i + 1)], E)) % p)
                 vectors.append(v)
-    del series_mul_mod
     if not vectors:
         return np.zeros((0, arch.param_count, truncation), dtype=np.int64)
     return np.stack(vectors)
@@ -609,13 +606,18 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
                                   extra_banks=[bank_for(primes[0], larger, seed + 1_000_003)])
         return main, check, larger
 
+    previous_rank = None
     try:
         while True:
             main, check, larger_size = run_pair(bank_size, truncation)
             if not check.same_result(main) and auto_bank and larger_size <= max_bank:
                 bank_size = larger_size  # the bank was too small: grow it before deepening
                 continue
-            if auto_order and main.unresolved and truncation * 2 <= max_order:
+            if auto_order and main.unresolved and truncation * 2 <= max_order and \
+                    (previous_rank is None or main.resolved_rank > previous_rank):
+                # deepen while deepening still resolves directions; otherwise the rest may be
+                # kernel beyond the gauge orbit, which no truncation resolves
+                previous_rank = main.resolved_rank
                 truncation *= 2
                 continue
             separating = check.same_result(main) and main.resolved_rank == eff
@@ -643,10 +645,11 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     kernel = P - main.resolved_rank if rank_certified else main.gauge_rank
     degree = degree_bound(arch, curve, truncation)
     r = main.resolved_rank
-    bound = min(1.0, (r * (r + 1) // 2 * max(degree, 1) + main.gauge_rank ** 2) / primes[0])
-    if confirmed:
-        bound = min(bound, (r * (r + 1) // 2 * max(degree, 1) + main.gauge_rank ** 2) / primes[1]) * bound \
-            if False else bound * min(1.0, (r * (r + 1) // 2 * max(degree, 1) + main.gauge_rank ** 2) / primes[1])
+    # Schwartz-Zippel over the determinantal divisors (degree r * degree bound each) and the gauge minors
+    polynomial_degree = r * (r + 1) // 2 * max(degree, 1) + main.gauge_rank ** 2
+    bound = min(1.0, polynomial_degree / primes[0])
+    if confirmed:  # an independent point and prime must fail in the same way
+        bound *= min(1.0, polynomial_degree / primes[1])
     method = (f"Smith-form valuations of J(eps) mod eps^{truncation} over GF(p) at a random point, "
               f"one forward pass over jets of truncated series; rank lower bound from resolved pivots, "
               f"kernel lower bound from the gauge-orbit tangent space"

@@ -72,11 +72,12 @@ def test_report_json_matches_library(capsys):
     arch = Architecture([3, 2, 2], [2, 1], tokens=3, normalizer="1 + x**2")
     spectrum = data.pop("spectrum")
     assert data == architecture_report(arch).to_json()
-    assert spectrum["params"] == 26 and spectrum["rank"] <= 19
+    assert spectrum["params"] == 26 and spectrum["rank"] <= 17
     # hand count: Q1, K1 2x3, V1 2x3; Q2, K2 1x2, V2 2x2
     assert data["params"] == 6 + 6 + 6 + 2 + 2 + 4 == 26
-    # P: 2x3 of rank 2 -> 6; What_1: 3x3 of rank 2 -> 8; What_2: 3x3 of rank 1 -> 5
-    assert data["effective_dim"] == 19
+    # P: 2x3 of rank 2 -> 6; What_1: 3x3 of rank 2 -> 8; What_2: 3x3 of rank 1 -> 5, but
+    # What_2 lives on the row space of V_1, which P already fixes: 19 - 2 = 17 = 26 - 9
+    assert data["effective_dim"] == 17 == data["params"] - data["gauge_dim"]
     assert data["gauge_dim"] == 2 * 2 + 1 + 2 * 2 == 9
     assert data["sign_group_order"] == 4
 
@@ -119,7 +120,9 @@ def test_markdown_is_the_default(capsys):
     assert status == 0 and err == ""
     headings = [line for line in out.splitlines() if line.startswith("#")]
     assert headings == ["# symattn report", "## Architecture", "## Closed form",
-                        "## Effective parameters and symmetries"]
+                        "## Effective parameters and symmetries",
+                        "## Decay spectrum near query/key collapse"]
+    assert "| 0 | 4 | 4 |" in out and "| 3 | 3 | 3 |" in out and "| 11 | 3 | 3 |" in out
     assert "| native parameters | 16 |" in out
     assert "| sign group order | 4 |" in out
     assert "| normalizer | `cosh` (k = 2, even) |" in out
@@ -130,7 +133,8 @@ def test_latex(capsys):
     assert status == 0 and err == ""
     assert "\\begin" in out
     assert "\\begin{gather*}" in out and "\\end{gather*}" in out
-    assert out.count("\\begin{tabular}") == out.count("\\end{tabular}") == 2
+    # architecture, effective parameters and the spectrum table
+    assert out.count("\\begin{tabular}") == out.count("\\end{tabular}") == 3
     assert "native parameters & 16 \\\\" in out
     assert "\\documentclass" not in out
 

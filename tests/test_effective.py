@@ -381,11 +381,6 @@ def test_effective_dimension_is_the_jacobian_rank(widths, ranks):
     assert ranks_found == {effective_dimension(arch)}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG effective.effective_block_dimensions: with a hidden width d_i < d_0 (0 < i < l) "
-    "What_{i+1} lives on the row space of P_i, which P already fixes; summing the "
-    "determinantal dimensions overcounts ([2,1,2]/[1,1]: 9 vs Jacobian rank 7; "
-    "[3,2,2]/[1,1]: 16 vs 14; [3,2,3]/[2,2]: 24 vs 20)"))
 @pytest.mark.parametrize("widths, ranks", [([2, 1, 2], [1, 1]), ([3, 2, 2], [1, 1]), ([3, 2, 3], [2, 2])])
 def test_effective_dimension_with_bottleneck_is_the_jacobian_rank(widths, ranks):
     arch = Architecture(widths, ranks)

@@ -192,9 +192,6 @@ def test_forward_checks_input_shape():
         assert shape in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "BUG model._check_input compares only shape[:2]: a 2 x 2 x 1 input passes the check "
-    "and fails later with a TypeError from Fraction() instead of a ShapeError"))
 def test_forward_rejects_three_dimensional_input_with_shape_error():
     arch = Architecture([2, 2], [1], tokens=2, normalizer="1+x**2")
     params = arch.parameters_from([[[1, 0]]], [[[0, 1]]], [[[1, 0], [0, 1]]])
@@ -474,10 +471,6 @@ def test_symengine_closed_form_equals_sympy_closed_form_up_to_symbol_assumptions
         assert F_sympy[i, j].subs(subs) == expected
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG algebra.domains.SymEngineDomain.to_matrix: converting back from symengine drops "
-    "real=True, so closed_form(engine='symengine') uses symbols different from arch.symbols() "
-    "and its difference with the sympy closed form does not simplify to 0"))
 def test_symengine_closed_form_uses_the_architecture_symbols():
     arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=2, normalizer="1+x**2")
     F_se = closed_form(arch, engine="symengine")

@@ -165,7 +165,10 @@ class SymEngineDomain(Domain):
         return expr.subs({symbol: value})
 
     def to_matrix(self, a) -> sp.Matrix:
-        return sp.Matrix([[sp.sympify(v) for v in row] for row in a.tolist()])
+        matrix = sp.Matrix([[sp.sympify(v) for v in row] for row in a.tolist()])
+        # symengine keeps no assumptions: restore the real symbols of the architecture
+        real = {s: sp.Symbol(s.name, real=True) for s in matrix.free_symbols if isinstance(s, sp.Symbol)}
+        return matrix.xreplace(real)
 
 
 class RationalDomain(Domain):
