@@ -27,7 +27,7 @@ import sympy as sp
 from ..errors import DomainError, TruncationError
 from .domains import Domain, is_prime
 
-__all__ = ["ModSeriesDomain", "series_mul_mod", "modular_inverse", "MAX_PRIME"]
+__all__ = ["ModSeriesDomain", "ExactSeriesDomain", "series_mul_mod", "modular_inverse", "MAX_PRIME"]
 
 #: Largest prime accepted: products of two residues and 64 such sums fit in int64.
 MAX_PRIME = 2**28
@@ -140,7 +140,7 @@ class ModSeriesDomain(Domain):
         return int(value.p) * pow(q, -1, self.p) % self.p
 
     def convert(self, value):
-        out = np.zeros((self.width, self.truncation), dtype=np.int64)
+        out = self._zeros((self.width, self.truncation))
         out[0, 0] = self.residue(value)
         return out
 
@@ -152,12 +152,12 @@ class ModSeriesDomain(Domain):
         The jet axis is only as long as the last direction used: directions of
         later layers stay implicit zeros until they meet this element.
         """
-        coefficients = np.asarray(coefficients, dtype=np.int64) % self.p
+        coefficients = self._coefficient_array(coefficients)
         rows, cols, batch, n = coefficients.shape
         width = 1
         if tangent_index is not None and self.directions:
             width = 1 + int(np.max(tangent_index)) + 1
-        out = np.zeros((rows, cols, batch, width, self.truncation), dtype=np.int64)
+        out = self._zeros((rows, cols, batch, width, self.truncation))
         m = min(n, self.truncation)
         out[..., 0, :m] = coefficients[..., :m]
         if tangent_index is not None and self.directions:
@@ -179,23 +179,44 @@ class ModSeriesDomain(Domain):
             tangent = np.pad(tangent, pad)
         return tangent
 
+    # -- the coefficient field: GF(p) here, overridden by exact subclasses -------------
+    def _series_mul(self, a, b):
+        return series_mul_mod(a, b, self.p)
+
+    def _coefficient_array(self, coefficients):
+        return np.asarray(coefficients, dtype=np.int64) % self.p
+
+    def _reduce(self, a):
+        return a % self.p
+
+    def _zeros(self, shape):
+        return np.zeros(shape, dtype=np.int64)
+
+    def _invert_scalars(self, a):
+        return modular_inverse(a, self.p)
+
+    def _any_nonzero(self, a) -> bool:
+        return bool(np.any(a % self.p))
+
+    def _all_nonzero(self, a) -> bool:
+        return bool(np.all(a % self.p != 0))
+
     # -- arithmetic -----------------------------------------------------------------
     def _mul(self, a, b):
-        p = self.p
         if not self.directions:
-            return series_mul_mod(a, b, p)
+            return self._series_mul(a, b)
         a0, b0 = a[..., :1, :], b[..., :1, :]
-        value = series_mul_mod(a0, b0, p)
+        value = self._series_mul(a0, b0)
         da, db = a.shape[-2] - 1, b.shape[-2] - 1
         if not (da or db):
             return value
-        out = np.zeros((*value.shape[:-2], 1 + max(da, db), value.shape[-1]), dtype=np.int64)
+        out = self._zeros((*value.shape[:-2], 1 + max(da, db), value.shape[-1]))
         out[..., :1, :] = value
         if db:
-            out[..., 1:1 + db, :] += series_mul_mod(a0, b[..., 1:, :], p)
+            out[..., 1:1 + db, :] += self._series_mul(a0, b[..., 1:, :])
         if da:
-            out[..., 1:1 + da, :] += series_mul_mod(a[..., 1:, :], b0, p)
-        out[..., 1:, :] %= p
+            out[..., 1:1 + da, :] += self._series_mul(a[..., 1:, :], b0)
+        out[..., 1:, :] = self._reduce(out[..., 1:, :])
         return out
 
     def shape(self, a):
@@ -204,7 +225,7 @@ class ModSeriesDomain(Domain):
     def matmul(self, a, b):
         # (r, 1, k, ...) * (1, c, k, ...) summed over k
         product = self._mul(a[:, None, :], b.swapaxes(0, 1)[None, :, :])
-        return product.sum(axis=2) % self.p
+        return self._reduce(product.sum(axis=2))
 
     def transpose(self, a):
         return a.swapaxes(0, 1)
@@ -213,13 +234,13 @@ class ModSeriesDomain(Domain):
         key = (id(normalizer), degree)
         if key not in self._taylor_cache:
             coefficients = normalizer.taylor(degree)
-            self._taylor_cache[key] = np.array([self.residue(c) for c in coefficients], dtype=np.int64)
+            self._taylor_cache[key] = np.array([self.residue(c) for c in coefficients])
         return self._taylor_cache[key]
 
     def apply_normalizer(self, a, normalizer):
         """``s/s(0)`` entrywise, from its Taylor coefficients; needs zero constant terms."""
         value = a[..., :1, :]
-        if np.any(value[..., 0] % self.p):
+        if self._any_nonzero(value[..., 0]):
             raise DomainError(
                 "scores must vanish at eps = 0 to apply the normalizer by its Taylor series; "
                 "use a curve on which queries or keys collapse (or scale the input)"
@@ -228,43 +249,114 @@ class ModSeriesDomain(Domain):
         n = self.truncation
         degree = (n - 1) // v if v < n else 0
         taylor = self._taylor_residues(normalizer, degree + 1)
-        p = self.p
-        s_value = np.zeros(value.shape, dtype=np.int64)
-        s_deriv = np.zeros(value.shape, dtype=np.int64)
+        s_value = self._zeros(value.shape)
+        s_deriv = self._zeros(value.shape)
         for m in range(degree, -1, -1):
-            s_value = series_mul_mod(s_value, value, p)
-            s_value[..., 0] = (s_value[..., 0] + taylor[m]) % p
+            s_value = self._series_mul(s_value, value)
+            s_value[..., 0] = self._reduce(s_value[..., 0] + taylor[m])
             if self.directions and m + 1 <= degree + 1:
-                s_deriv = series_mul_mod(s_deriv, value, p)
-                s_deriv[..., 0] = (s_deriv[..., 0] + (m + 1) * taylor[m + 1]) % p
+                s_deriv = self._series_mul(s_deriv, value)
+                s_deriv[..., 0] = self._reduce(s_deriv[..., 0] + (m + 1) * taylor[m + 1])
         if not self.directions:
             return s_value
-        tangent = series_mul_mod(s_deriv, a[..., 1:, :], p)
+        tangent = self._series_mul(s_deriv, a[..., 1:, :])
         return np.concatenate([s_value, tangent], axis=-2)
 
     def reciprocal_matrix(self, a):
         """Entrywise inverse of series with unit constant terms (Newton's iteration)."""
-        p = self.p
         value = a[..., :1, :]
-        constant = value[..., 0] % p
-        if np.any(constant == 0):
-            raise ZeroDivisionError(f"a column of s(A) sums to 0 mod {p}: choose another prime")
-        inverse = np.zeros(value.shape, dtype=np.int64)
-        inverse[..., 0] = modular_inverse(constant, p)
+        constant = self._reduce(value[..., 0])
+        if not self._all_nonzero(constant):
+            raise ZeroDivisionError(f"a column of s(A) sums to 0 in {self.name}: choose another prime")
+        inverse = self._zeros(value.shape)
+        inverse[..., 0] = self._invert_scalars(constant)
         precision = 1
         while precision < self.truncation:
-            correction = series_mul_mod(value, inverse, p)
-            correction = (-correction) % p
-            correction[..., 0] = (correction[..., 0] + 2) % p
-            inverse = series_mul_mod(inverse, correction, p)
+            correction = self._series_mul(value, inverse)
+            correction = self._reduce(-correction)
+            correction[..., 0] = self._reduce(correction[..., 0] + 2)
+            inverse = self._series_mul(inverse, correction)
             precision *= 2
         if not self.directions:
             return inverse
-        square = series_mul_mod(inverse, inverse, p)
-        tangent = (-series_mul_mod(square, a[..., 1:, :], p)) % p
+        square = self._series_mul(inverse, inverse)
+        tangent = self._reduce(-self._series_mul(square, a[..., 1:, :]))
         return np.concatenate([inverse, tangent], axis=-2)
 
     def attention(self, scores, normalizer):
         weights = self.apply_normalizer(scores, normalizer)
-        totals = weights.sum(axis=0, keepdims=True) % self.p
+        totals = self._reduce(weights.sum(axis=0, keepdims=True))
         return self._mul(weights, self.reciprocal_matrix(totals))
+
+
+def _expand_entries(a):
+    out = np.empty(a.shape, dtype=object)
+    for index, value in np.ndenumerate(a):
+        out[index] = sp.expand(value)
+    return out
+
+
+class ExactSeriesDomain(ModSeriesDomain):
+    """Truncated series with exact sympy coefficients (rationals, parameters, ``c_j``).
+
+    The same arithmetic as :class:`ModSeriesDomain` with coefficients kept as
+    expanded sympy polynomials, so that generic normalizer coefficients and
+    symbolic parameters stay symbols.  Meant for small sizes (closed-form
+    expansions, exact checks over Q).
+
+    Examples
+    --------
+    >>> import numpy as np, sympy as sp
+    >>> from symattn.normalizers import Normalizer
+    >>> D = ExactSeriesDomain(truncation=5)
+    >>> a = sp.Symbol("a")
+    >>> scores = D.from_coefficients(np.array([[[[0, 0, a, 0, 0]]]], dtype=object))
+    >>> D.coefficients(D.apply_normalizer(scores, Normalizer.generic(k=1)))[0, 0, 0].tolist()
+    [1, 0, a*c_1, 0, a**2*c_2]
+    """
+
+    def __init__(self, truncation: int, directions: int = 0):
+        if not isinstance(truncation, (int, np.integer)) or truncation < 1:
+            raise TruncationError(f"truncation must be a positive integer, got {truncation!r}")
+        self.p = None
+        self.truncation = int(truncation)
+        self.directions = int(directions)
+        self.coefficient_values = {}
+        self.name = f"Q[params][[eps]]/eps^{self.truncation}" + (
+            f" with {self.directions}-direction jets" if self.directions else "")
+        self._taylor_cache = {}
+
+    def residue(self, value):
+        return sp.sympify(value)
+
+    def _series_mul(self, a, b):
+        n = a.shape[-1]
+        support_a = np.flatnonzero(a.reshape(-1, n).any(axis=0))
+        support_b = np.flatnonzero(b.reshape(-1, n).any(axis=0))
+        if len(support_b) < len(support_a):
+            a, b, support_a = b, a, support_b
+        out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=object)
+        for i in support_a:
+            out[..., i:] = out[..., i:] + a[..., i:i + 1] * b[..., :n - i]
+        return _expand_entries(out)
+
+    def _coefficient_array(self, coefficients):
+        return _expand_entries(np.asarray(coefficients, dtype=object))
+
+    def _reduce(self, a):
+        return _expand_entries(np.asarray(a, dtype=object))
+
+    def _zeros(self, shape):
+        return np.zeros(shape, dtype=object)
+
+    def _invert_scalars(self, a):
+        out = np.empty(a.shape, dtype=object)
+        for index, value in np.ndenumerate(a):
+            out[index] = 1 / sp.sympify(value)
+        return out
+
+    def _any_nonzero(self, a) -> bool:
+        return any(sp.sympify(v) != 0 for v in np.asarray(a).flat)
+
+    def _all_nonzero(self, a) -> bool:
+        return all(sp.sympify(v) != 0 for v in np.asarray(a).flat)
