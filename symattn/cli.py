@@ -154,8 +154,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                      help=f"number of attention layers (default {DEFAULT_LAYERS}, "
                           "or the number given by --widths / --ranks)")
     widths = net.add_mutually_exclusive_group()
-    widths.add_argument("--width", metavar="D", type=int, default=None,
-                        help=f"every width d_0 = ... = d_l = D (default {DEFAULT_WIDTH})")
+    widths.add_argument("--width", metavar="D", type=_width_spec, default=None,
+                        help=f"every width d_0 = ... = d_l = D (default {DEFAULT_WIDTH}); "
+                             "`symattn dimension` also takes a range A..B or a list A,B,...")
     widths.add_argument("--widths", metavar="d0,...,dl", default=None,
                         help="all widths, l + 1 comma-separated positive integers")
     ranks = net.add_mutually_exclusive_group()
@@ -215,6 +216,31 @@ def _layers(count: int) -> str:
     return f"{count} layer{'s' if count != 1 else ''}"
 
 
+def _width_spec(text: str):
+    """An int, or a tuple of ints for ``A..B`` and ``A,B,...`` (only some subcommands accept those)."""
+    text = text.strip()
+    try:
+        if ".." in text:
+            low, high = (int(part) for part in text.split("..", 1))
+            if low > high:
+                raise argparse.ArgumentTypeError(f"--width range {text!r} is empty: write A..B with A <= B")
+            return tuple(range(low, high + 1))
+        if "," in text:
+            return tuple(int(part) for part in text.split(","))
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--width must be a positive integer (or, for `symattn dimension`, a range A..B or a list), "
+            f"got {text!r}") from None
+
+
+def width_values(args: argparse.Namespace) -> tuple[int, ...]:
+    """The widths asked for with ``--width`` (several for a range or a list)."""
+    if isinstance(args.width, tuple):
+        return args.width
+    return (DEFAULT_WIDTH if args.width is None else args.width,)
+
+
 def architecture_from_args(args: argparse.Namespace) -> Architecture:
     """The Architecture described by the common flags.
 
@@ -258,6 +284,11 @@ def architecture_from_args(args: argparse.Namespace) -> Architecture:
                 f"{sources[0][0]} ({_layers(layers)}) disagrees with {flag} ({_layers(count)}); "
                 "give matching values or drop one of them"
             )
+    if isinstance(args.width, tuple):
+        if not getattr(args, "accepts_width_range", False):
+            raise ShapeError(f"--width takes one integer here; a range or list of widths is for "
+                             f"`symattn dimension`, got {','.join(map(str, args.width))}")
+        args = argparse.Namespace(**{**vars(args), "width": args.width[0]})
     if widths is None:
         widths = [DEFAULT_WIDTH if args.width is None else args.width] * (layers + 1)
     if ranks is None:
@@ -419,3 +450,24 @@ add_subcommand(
     _run_spectrum,
     configure=_configure_spectrum,
 )
+
+
+def _register_analysis_commands() -> None:
+    """Subcommands defined beside their analyses: each module's ``CLI_COMMANDS``.
+
+    ``CLI_COMMANDS`` is a list of dicts with the arguments of :func:`add_subcommand`.
+    """
+    import importlib
+
+    for module_name in ("numeric", "identify", "observe", "expand", "check"):
+        try:
+            module = importlib.import_module(f"symattn.{module_name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"symattn.{module_name}":
+                raise
+            continue
+        for spec in getattr(module, "CLI_COMMANDS", ()):
+            add_subcommand(**spec)
+
+
+_register_analysis_commands()
