@@ -277,7 +277,9 @@ def forward(arch: Architecture, params: Parameters, X, domain, convert: bool = T
         keys = domain.matmul(K[layer], hidden)
         queries = domain.matmul(Q[layer], hidden)
         scores = domain.matmul(domain.transpose(keys), queries)
-        weights = domain.attention(scores, arch.normalizers[layer])
+        normalizer = arch.normalizers[layer]
+        # lightning attention (HMK) uses the scores themselves as weights
+        weights = scores if normalizer.is_lightning else domain.attention(scores, normalizer)
         hidden = domain.matmul(domain.matmul(V[layer], hidden), weights)
     return hidden
 

@@ -225,6 +225,9 @@ class Normalizer:
     symattn.errors.NormalizerError: normalizer Abs(x) + 1 is not real-analytic: it uses Abs; use a smooth expression such as exp(x), cosh(x) or 1 + x**2
     """
 
+    #: Whether this is HMK's lightning attention (no normalization).
+    is_lightning = False
+
     def __init__(self, expression, name: str | None = None, assume_positive: bool = False):
         self.expr = _parse(expression)
         self.name = name or (expression.strip() if isinstance(expression, str) else str(self.expr))
@@ -256,6 +259,11 @@ class Normalizer:
         norm._symbols = {}
         norm._taylor = []
         return norm
+
+    @classmethod
+    def lightning(cls) -> "Normalizer":
+        """HMK's lightning attention (no normalization), a comparison case."""
+        return Lightning()
 
     @classmethod
     def generic(cls, k: int = 1, even: bool = False) -> "Normalizer":
@@ -543,6 +551,59 @@ class Normalizer:
         return hash(self.name if self.is_generic else self.expr)
 
 
+class Lightning(Normalizer):
+    """HMK's lightning attention: no normalization, ``S(A) = A``.
+
+    Not a normalizer (it is neither positive nor column-stochastic); it is the
+    comparison case of Henry, Marchetti and Kohn.  The forward pass uses the
+    scores themselves as attention weights.
+
+    Examples
+    --------
+    >>> lightning = Normalizer.lightning()
+    >>> lightning.is_lightning, lightning.is_even
+    (True, False)
+    """
+
+    is_lightning = True
+
+    def __init__(self):
+        self.expr = x
+        self.name = "lightning"
+        self.is_generic = False
+        self._symbols = {}
+        self._taylor = []
+
+    @property
+    def k(self):
+        """Lightning attention has no first nonconstant degree: ``None``."""
+        return None
+
+    @property
+    def is_even(self) -> bool:
+        return False
+
+    @property
+    def is_exponential(self) -> bool:
+        return False
+
+    def taylor(self, degree: int) -> list:
+        raise NormalizerError("lightning attention has no normalizer and no Taylor data")
+
+    def latex(self) -> str:
+        return r"\mathrm{id}"
+
+    def to_json(self) -> dict:
+        return {"name": "lightning", "expression": None, "k": None, "even": False, "generic": False,
+                "lightning": True}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Lightning)
+
+    def __hash__(self) -> int:
+        return hash("lightning")
+
+
 def as_normalizer(value) -> Normalizer:
     """A :class:`Normalizer` from a preset name, an expression or a Normalizer.
 
@@ -555,6 +616,8 @@ def as_normalizer(value) -> Normalizer:
     """
     if isinstance(value, Normalizer):
         return value
+    if isinstance(value, str) and value.strip().lower() == "lightning":
+        return Lightning()
     if isinstance(value, str) and value.strip().lower() in PRESETS:
         return Normalizer.preset(value)
     return Normalizer(value)

@@ -118,6 +118,9 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
     ks = {n.k for n in arch.normalizers}
     rank = effective_dimension(arch)
     kernel = arch.param_count - rank
+    if None in ks:
+        return PredictedSpectrum(None, None, kernel, rank,
+                                 "lightning attention: no formula is claimed; the spectrum is computed")
     if len(ks) != 1:
         return PredictedSpectrum(None, None, kernel, rank,
                                  "layers have different k: no formula is claimed; the spectrum is computed")
@@ -521,7 +524,7 @@ def _check_prime(p) -> int:
 
 
 def _initial_truncation(arch: Architecture, curve: Curve) -> int:
-    ks = [n.k for n in arch.normalizers]
+    ks = [n.k or 1 for n in arch.normalizers]  # lightning: k taken as 1 for the first guess
     # contact orders grow by a factor 3 per layer; start above the deepest predicted one
     deepest = max(contact_order(i, ks[i - 1]) for i in range(1, arch.layers + 1))
     if curve.input_power:
