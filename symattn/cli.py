@@ -407,8 +407,17 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
     except DomainError as err:  # e.g. Taylor coefficients in Q(log 2): no exact engine
         note = f"not computed exactly: {err}"
         return report.with_sections(Section(title, "spectrum", {"error": note}, note, note))
-    return report.with_sections(
-        Section.from_result(title, "spectrum", spectrum, markdown=spectrum.to_markdown()))
+    sections = [Section.from_result(title, "spectrum", spectrum, markdown=spectrum.to_markdown())]
+    from .numeric import sensitivity
+
+    sensitivity_title = "Numerical sensitivity (mpmath and float64)"
+    try:
+        numbers = sensitivity(arch, spectrum=spectrum)
+        sections.append(Section.from_result(sensitivity_title, "sensitivity", numbers))
+    except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
+        note = f"not computed: {err}"
+        sections.append(Section(sensitivity_title, "sensitivity", {"error": note}, note, note))
+    return report.with_sections(*sections)
 
 
 def _auto_or_int(what: str):

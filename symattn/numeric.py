@@ -917,3 +917,23 @@ def sensitivity(arch: Architecture, eps_values=None, seed: int = 0, bank=None, d
         float64_rank_eps=float(rank_eps), exact_spectrum=dict(spectrum.exponents),
         unresolved=spectrum.unresolved, method=method,
     )
+
+
+def _configure_sensitivity_command(parser) -> None:
+    parser.add_argument("--plot", metavar="FILE.png", default=None,
+                        help="draw log10 sigma_j against log10 eps for mpmath and float64")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
+
+
+def _run_sensitivity_command(args, arch):
+    result = sensitivity(arch, seed=args.seed)
+    if args.plot:
+        result.plot(args.plot)
+    return result
+
+
+CLI_COMMANDS = [
+    dict(name="sensitivity",
+         help="numerical sensitivity: mpmath and float64 singular values and slopes near collapse",
+         run=_run_sensitivity_command, configure=_configure_sensitivity_command),
+]

@@ -121,7 +121,8 @@ def test_markdown_is_the_default(capsys):
     headings = [line for line in out.splitlines() if line.startswith("#")]
     assert headings == ["# symattn report", "## Architecture", "## Closed form",
                         "## Effective parameters and symmetries",
-                        "## Decay spectrum near query/key collapse"]
+                        "## Decay spectrum near query/key collapse",
+                        "## Numerical sensitivity (mpmath and float64)"]
     assert "| 0 | 4 | 4 |" in out and "| 3 | 3 | 3 |" in out and "| 11 | 3 | 3 |" in out
     assert "| native parameters | 16 |" in out
     assert "| sign group order | 4 |" in out
