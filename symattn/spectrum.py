@@ -417,7 +417,25 @@ class Spectrum:
             and self.unresolved == 0
 
     def multiplicity(self, exponent: int) -> int:
+        """Multiplicity of ``exponent`` in the computed spectrum (0 when absent)."""
         return self.exponents.get(exponent, 0)
+
+    def block_comparison(self) -> list[dict]:
+        """Predicted against computed exponents, block by block (``scores:1..l``, ``values``).
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> s = decay_spectrum(Architecture.uniform(layers=2), progress=False)
+        >>> s.block_comparison()[1]
+        {'block': 'scores:2', 'computed': {'5': 3}, 'predicted': {'5': 3}, 'agrees': True}
+        """
+        rows = []
+        for block, computed in self.blocks.items():
+            predicted = None if self.predicted.blocks is None else self.predicted.blocks.get(block)
+            rows.append({"block": block, "computed": computed, "predicted": predicted,
+                         "agrees": None if predicted is None else predicted == computed})
+        return rows
 
     def to_json(self) -> dict:
         """A JSON-ready dict with the keys of ``symattn spectrum --json``."""
@@ -444,6 +462,7 @@ class Spectrum:
             "predicted": self.predicted.to_json()["spectrum"],
             "predicted_kernel": self.predicted.kernel,
             "matches_prediction": self.matches_prediction,
+            "block_comparison": self.block_comparison(),
             "method": self.method,
         }
 
@@ -474,6 +493,13 @@ class Spectrum:
             lines.append(f"| {e} | {m} | {'-' if q is None else q} |")
         if self.unresolved:
             lines.append(f"| >= {self.truncation} (unresolved) | {self.unresolved} | |")
+        lines += ["", "| block | computed | predicted |", "|---|---|---|"]
+        for row in self.block_comparison():
+            def show(histogram):
+                if histogram is None:
+                    return "no formula"
+                return ", ".join(f"{m} x eps^{e}" for e, m in histogram.items()) or "none"
+            lines.append(f"| {row['block']} | {show(row['computed'])} | {show(row['predicted'])} |")
         lines += [
             "",
             f"- curve: {self.curve}",
