@@ -71,6 +71,8 @@ def test_report_json_matches_library(capsys):
     data = run_json(capsys, "--widths", "3,2,2", "--ranks", "2,1", "--normalizer", "1 + x**2")
     arch = Architecture([3, 2, 2], [2, 1], tokens=3, normalizer="1 + x**2")
     spectrum = data.pop("spectrum")
+    sensitivity = data.pop("sensitivity")
+    assert sensitivity["exact_rank"] == spectrum["rank"]
     assert data == architecture_report(arch).to_json()
     assert spectrum["params"] == 26 and spectrum["rank"] <= 17
     # hand count: Q1, K1 2x3, V1 2x3; Q2, K2 1x2, V2 2x2
@@ -98,10 +100,14 @@ def test_widths_give_the_number_of_layers(capsys):
     assert data["architecture"]["score_ranks"] == [1, 1]
 
 
-def test_ranks_give_the_number_of_layers(capsys):
-    data = run_json(capsys, "--ranks", "2,1,1,1", "--width", "3")
-    assert data["architecture"]["layers"] == 4
-    assert data["architecture"]["widths"] == [3] * 5
+def test_ranks_give_the_number_of_layers():
+    # parsing only: a full report on four width-3 layers is a benchmark, not a unit test
+    from symattn.cli import architecture_from_args, build_parser
+
+    arch = architecture_from_args(build_parser().parse_args(["report", "--ranks", "2,1,1,1", "--width", "3"]))
+    assert arch.layers == 4
+    assert list(arch.widths) == [3] * 5
+    assert list(arch.score_ranks) == [2, 1, 1, 1]
 
 
 def test_matching_layers_and_widths(capsys):
@@ -134,8 +140,8 @@ def test_latex(capsys):
     assert status == 0 and err == ""
     assert "\\begin" in out
     assert "\\begin{gather*}" in out and "\\end{gather*}" in out
-    # architecture, effective parameters and the spectrum table
-    assert out.count("\\begin{tabular}") == out.count("\\end{tabular}") == 3
+    # architecture, effective parameters, the spectrum and the sensitivity tables
+    assert out.count("\\begin{tabular}") == out.count("\\end{tabular}") == 4
     assert "native parameters & 16 \\\\" in out
     assert "\\documentclass" not in out
 
