@@ -325,6 +325,31 @@ class SpectrumRun:
             other.exponents, other.resolved_rank, other.unresolved)
 
 
+def compress_rows(J: np.ndarray, p: int, seed: int) -> np.ndarray:
+    """``R J`` for a random constant ``R`` with ``#columns`` rows, when ``J`` has more rows.
+
+    By Cauchy-Binet each ``r x r`` minor of ``R J`` is a combination of those
+    of ``J`` with the minors of ``R`` as coefficients, so for a random ``R``
+    the least valuation of the ``r x r`` minors, hence every Smith exponent,
+    is unchanged except with probability at most ``r / p``.
+
+    Examples
+    --------
+    >>> J = np.zeros((5, 2, 3), dtype=np.int64); J[0, 0, 1] = 1; J[4, 1, 2] = 1
+    >>> from symattn.algebra.valuations import smith_valuations
+    >>> smith_valuations(compress_rows(J, 101, 0), 101).exponents
+    (1, 2)
+    """
+    rows, cols, _ = J.shape
+    if rows <= cols:
+        return J
+    R = np.random.default_rng([seed, 3571]).integers(0, p, size=(cols, rows), dtype=np.int64)
+    out = np.zeros((cols, *J.shape[1:]), dtype=np.int64)
+    for start in range(0, rows, 64):  # 64 products of residues < 2**28 fit in int64
+        out = (out + np.tensordot(R[:, start:start + 64], J[start:start + 64], axes=1)) % p
+    return out
+
+
 def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed: int, truncation: int,
                 progress=None, extra_banks=()) -> SpectrumRun | list[SpectrumRun]:
     """The spectrum at one prime, point (from ``seed``) and bank of residues.
@@ -342,7 +367,7 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     order = [f"scores:{i}" for i in range(1, arch.layers + 1)] + ["values"]
     runs, start = [], 0
     for inputs in banks:
-        J = J_all[start:start + rows_per_input * len(inputs)]
+        J = compress_rows(J_all[start:start + rows_per_input * len(inputs)], p, seed)
         start += rows_per_input * len(inputs)
         blocks, previous, chosen, full = {}, {}, [], None
         for name in order:
@@ -675,7 +700,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     degree = degree_bound(arch, curve, truncation)
     r = main.resolved_rank
     # Schwartz-Zippel over the determinantal divisors (degree r * degree bound each) and the gauge minors
-    polynomial_degree = r * (r + 1) // 2 * max(degree, 1) + main.gauge_rank ** 2
+    # (plus the random row compression: r / p for each r <= rank)
+    polynomial_degree = r * (r + 1) // 2 * (max(degree, 1) + 1) + main.gauge_rank ** 2
     bound = min(1.0, polynomial_degree / primes[0])
     if confirmed:  # an independent point and prime must fail in the same way
         bound *= min(1.0, polynomial_degree / primes[1])
