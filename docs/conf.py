@@ -3,8 +3,8 @@
 The worked notebooks live in ``notebooks/`` at the repository root, outside
 the docs source tree. At build time (``builder-inited``) they are copied into
 ``docs/tutorials/_generated/`` (git-ignored), where the glob toctree of
-``tutorials/index.md`` picks them up. They are rendered with their stored
-outputs and not executed here: the test suite executes them.
+``tutorials/index.md`` picks them up. myst-nb executes them during the
+build, so the pages show their outputs; an error in a cell fails the build.
 """
 
 import json
@@ -54,7 +54,9 @@ napoleon_use_rtype = False
 # MyST / myst-nb
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
-nb_execution_mode = "off"
+nb_execution_mode = "force"
+nb_execution_timeout = 600
+nb_execution_raise_on_error = True
 
 # -- HTML output -------------------------------------------------------------
 

@@ -560,7 +560,14 @@ class Spectrum:
         return body
 
     def _repr_latex_(self) -> str:
-        return "$$" + self.to_latex() + "$$"
+        # MathJax renders math only: an array, not a tabular
+        rows = [rf"{e} & {m} & {'-' if q is None else q} \\" for e, m, q in self._rows()]
+        if self.unresolved:
+            rows.append(rf"\geq {self.truncation} & {self.unresolved} & \\")
+        return ("$$\\begin{array}{rrr} e & \\text{computed} & \\text{predicted} \\\\ \\hline "
+                + " ".join(rows)
+                + rf" \hline \end{{array}} \qquad \text{{rank {self.rank}, kernel {self.kernel}, "
+                  rf"{self.params} parameters}}$$")
 
     def to_json_string(self) -> str:
         return json.dumps(self.to_json(), indent=2)
