@@ -44,6 +44,11 @@ __all__ = [
     "contact_order",
     "spectrum_at",
     "random_bank",
+    "random_point",
+    "check_prime",
+    "jacobian_series",
+    "jacobian_from_series",
+    "curve_series",
     "DEFAULT_PRIMES",
 ]
 
@@ -167,7 +172,16 @@ def _bank_residues(arch: Architecture, bank, p: int) -> np.ndarray:
     return out
 
 
-def _random_point(arch: Architecture, p: int, seed: int):
+def random_point(arch: Architecture, p: int, seed: int):
+    """A random point of parameter space mod ``p``: ``({(name, layer): residues}, generic coefficient values)``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> point, _ = random_point(Architecture.uniform(layers=1), 101, seed=0)
+    >>> sorted(point)
+    [('K', 1), ('Q', 1), ('V', 1)]
+    """
     rng = np.random.default_rng([seed, 104729])
     blocks = {}
     for i in range(1, arch.layers + 1):
@@ -191,34 +205,50 @@ def _block_columns(arch: Architecture) -> dict[str, list[int]]:
     return columns
 
 
-def _curve_parameters(arch, curve: Curve, point, domain: ModSeriesDomain, jets: bool):
+def jacobian_from_series(arch: Architecture, parameter_series: dict, input_series: np.ndarray, p: int,
+                         truncation: int, coefficient_values=None) -> np.ndarray:
+    """``J(eps)`` over GF(p) mod ``eps^N`` for parameters and inputs given as series.
+
+    ``parameter_series[(name, layer)]`` has shape ``(rows, cols, N)`` and
+    ``input_series`` shape ``(d_0, t, bank, N)``.  One pass of
+    :func:`symattn.model.forward` over jets; rows run over output entries
+    (row-major) and then bank inputs.
+    """
+    P = arch.param_count
+    domain = ModSeriesDomain(p, truncation, directions=P, coefficient_values=coefficient_values)
     blocks = {"Q": [], "K": [], "V": []}
     position = 0
     for i in range(1, arch.layers + 1):
         for name, (rows, cols) in arch.block_shapes(i).items():
-            coefficients = curve.block_coefficients(name, i, point[(name, i)], domain.residue, domain.truncation)
-            tangent = position + np.arange(rows * cols).reshape(rows, cols) if jets else None
-            blocks[name].append(domain.from_coefficients(coefficients[:, :, None, :], tangent))
+            tangent = position + np.arange(rows * cols).reshape(rows, cols)
+            blocks[name].append(domain.from_coefficients(parameter_series[(name, i)][:, :, None, :], tangent))
             position += rows * cols
-    return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    X = domain.from_coefficients(input_series)
+    output = forward(arch, Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"])), X,
+                     domain, convert=False)
+    tangents = domain.tangents(output)  # (d_l, t, B, P, N)
+    return np.moveaxis(tangents, 2, 0).reshape(-1, P, truncation)
+
+
+def curve_series(arch: Architecture, curve: Curve, point, bank: np.ndarray, p: int, truncation: int):
+    """Parameter and input series of ``curve`` through ``point`` and ``bank`` (residues mod ``p``)."""
+    residue = ModSeriesDomain(p, truncation).residue
+    parameters = {key: curve.block_coefficients(key[0], key[1], base, residue, truncation)
+                  for key, base in point.items()}
+    inputs = np.zeros((*arch.input_shape, len(bank), truncation), dtype=np.int64)
+    if curve.input_power < truncation:
+        inputs[..., curve.input_power] = np.moveaxis(bank, 0, -1)
+    return parameters, inputs
 
 
 def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p: int, truncation: int,
                     coefficient_values=None) -> np.ndarray:
-    """``J(eps)`` mod ``eps^truncation`` over GF(p): shape ``(d_l * t * |bank|, #params, N)``.
+    """``J(eps)`` mod ``eps^truncation`` over GF(p) along a curve: shape ``(d_l * t * |bank|, #params, N)``.
 
     Rows run over output entries (row-major) and then bank inputs.
     """
-    P = arch.param_count
-    domain = ModSeriesDomain(p, truncation, directions=P, coefficient_values=coefficient_values)
-    params = _curve_parameters(arch, curve, point, domain, jets=True)
-    inputs = np.zeros((*arch.input_shape, len(bank), truncation), dtype=np.int64)
-    if curve.input_power < truncation:
-        inputs[..., curve.input_power] = np.moveaxis(bank, 0, -1)
-    X = domain.from_coefficients(inputs)
-    output = forward(arch, params, X, domain, convert=False)
-    tangents = domain.tangents(output)  # (d_l, t, B, P, N)
-    return np.moveaxis(tangents, 2, 0).reshape(-1, P, truncation)
+    parameters, inputs = curve_series(arch, curve, point, bank, p, truncation)
+    return jacobian_from_series(arch, parameters, inputs, p, truncation, coefficient_values)
 
 
 def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
@@ -357,7 +387,7 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     With ``extra_banks``, the same point is used for every bank, one forward
     pass computes all of them, and a list of runs (``bank`` first) is returned.
     """
-    point, coefficient_values = _random_point(arch, p, seed)
+    point, coefficient_values = random_point(arch, p, seed)
     banks = [bank, *extra_banks]
     J_all = jacobian_series(arch, curve, np.concatenate(banks), point, p, truncation, coefficient_values)
     rows_per_input = arch.widths[-1] * arch.tokens
@@ -573,7 +603,14 @@ class Spectrum:
         return json.dumps(self.to_json(), indent=2)
 
 
-def _check_prime(p) -> int:
+def check_prime(p) -> int:
+    """``p`` as an int when it is a prime with ``1000 < p < 2**28``; a DomainError otherwise.
+
+    Examples
+    --------
+    >>> check_prime(268435399)
+    268435399
+    """
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not is_prime(int(p)):
         raise DomainError(f"{p!r} is not a prime; give a prime below 2**28, e.g. {DEFAULT_PRIMES[0]}")
     if p >= MAX_PRIME or p < 1000:
@@ -621,7 +658,7 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     """
     curve = collapse() if curve is None else curve
     curve.validate(arch)
-    primes = tuple(_check_prime(p) for p in primes)
+    primes = tuple(check_prime(p) for p in primes)
     if not primes:
         raise DomainError("give at least one prime")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -735,3 +772,7 @@ def _progress_bar(progress: bool, arch: Architecture):
 
     # disable=None: no bar when stderr is not a terminal (pipes, CI logs)
     return tqdm(desc="Smith pivots", unit="pivot", leave=False, disable=None)
+
+
+_random_point = random_point  # older name, kept for callers
+_check_prime = check_prime
