@@ -417,6 +417,16 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
     except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
         note = f"not computed: {err}"
         sections.append(Section(sensitivity_title, "sensitivity", {"error": note}, note, note))
+    from .observe import exceptional_fibers
+
+    observability_title = "Observability under collapse"
+    try:
+        fibers = exceptional_fibers(arch, max_events=1)
+        sections.append(Section.from_result(observability_title, "observability", fibers,
+                                            markdown=fibers.to_markdown()))
+    except SymattnError as err:  # e.g. lightning attention or one token: no verdicts to prove
+        note = f"not computed: {err}"
+        sections.append(Section(observability_title, "observability", {"error": note}, note, note))
     return report.with_sections(*sections)
 
 
