@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import sympy as sp
 
 from .algebra.degrees import NONE, DegreeBoundDomain
 from .algebra.domains import is_prime
@@ -168,7 +169,11 @@ def _bank_residues(arch: Architecture, bank, p: int) -> np.ndarray:
                 "(one token per column)"
             )
         for index, value in np.ndenumerate(x):
-            out[(b, *index)] = int(field.convert(value))
+            try:
+                out[(b, *index)] = int(field.convert(value))
+            except (TypeError, ValueError, sp.SympifyError) as err:
+                raise BankError(f"bank input {b} has entry {value!r} at {index}; entries must be rational "
+                                "numbers") from err
     return out
 
 
@@ -416,7 +421,8 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
 
             product = series_mul_mod(J[:, None, :, :], gauge[None, :, :, :], p).sum(axis=2) % p
             annihilated = not product.any()
-        unresolved = max(0, arch.param_count - full.resolved_rank - gauge_rank)
+        # the rank is at most the resolved pivots plus the rows left, and at most #params - gauge rank
+        unresolved = max(0, min(arch.param_count - full.resolved_rank - gauge_rank, full.remaining_rows))
         runs.append(SpectrumRun(p, seed, len(inputs), truncation, _histogram(full.exponents), blocks,
                                 full.resolved_rank, gauge_rank, unresolved, annihilated))
     return runs if extra_banks else runs[0]
@@ -681,12 +687,18 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         # starting guess: each input adds about one direction of the score blocks
         score_dims = eff - effective_block_dimensions(arch)["values"]
         bank_size, auto_bank = max(1, math.ceil(eff / (d_out * t)) + 1, score_dims), True
-    elif isinstance(bank, (int, np.integer)) and not isinstance(bank, bool):
+    elif isinstance(bank, (bool, float)):
+        raise BankError(f"bank must be 'auto', a positive integer or a list of inputs, got {bank!r}")
+    elif isinstance(bank, (int, np.integer)):
         if bank < 1:
             raise BankError(f"bank size must be at least 1, got {bank}")
         bank_size, auto_bank = int(bank), False
     else:
-        user_bank = list(bank)
+        try:
+            user_bank = list(bank)
+        except TypeError:
+            raise BankError(f"bank must be 'auto', a positive integer or a list of d_0 x t inputs, "
+                            f"got {bank!r}") from None
         bank_size, auto_bank = len(user_bank), False
         _bank_residues(arch, user_bank, primes[0])  # shape check before any work
 

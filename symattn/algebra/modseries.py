@@ -241,9 +241,14 @@ class ModSeriesDomain(Domain):
         """``s/s(0)`` entrywise, from its Taylor coefficients; needs zero constant terms."""
         value = a[..., :1, :]
         if self._any_nonzero(value[..., 0]):
+            if normalizer.is_polynomial:
+                return self._apply_polynomial(a, normalizer)
             raise DomainError(
-                "scores must vanish at eps = 0 to apply the normalizer by its Taylor series; "
-                "use a curve on which queries or keys collapse (or scale the input)"
+                f"scores that do not vanish at eps = 0 (a layer that does not collapse on this curve) "
+                f"need the Taylor expansion of {normalizer.name} at a nonzero point, which is not exact "
+                "over GF(p); the exact engine handles such layers for polynomial normalizers only. Use "
+                "a curve on which every layer's scores vanish (collapse of all layers, input scaling), "
+                "a polynomial normalizer, or the numerical slopes of symattn.numeric"
             )
         v = valuation(value)
         n = self.truncation
@@ -260,6 +265,26 @@ class ModSeriesDomain(Domain):
         if not self.directions:
             return s_value
         tangent = self._series_mul(s_deriv, a[..., 1:, :])
+        return np.concatenate([s_value, tangent], axis=-2)
+
+    def _apply_polynomial(self, a, normalizer):
+        # s itself (not s/s(0), which may not exist when s(0) = 0) by Horner on the whole series;
+        # S is unchanged by the constant factor
+        coefficients = [self.residue(c) for c in normalizer.polynomial_coefficients]
+        derivative = [(m + 1) * c for m, c in enumerate(coefficients[1:])]
+        value = a[..., :1, :]
+
+        def horner(coeffs):
+            out = self._zeros(value.shape)
+            for c in reversed(coeffs):
+                out = self._series_mul(out, value)
+                out[..., 0] = self._reduce(out[..., 0] + c)
+            return out
+
+        s_value = horner(coefficients)
+        if not self.directions:
+            return s_value
+        tangent = self._series_mul(horner(derivative or [0]), a[..., 1:, :])
         return np.concatenate([s_value, tangent], axis=-2)
 
     def reciprocal_matrix(self, a):
