@@ -39,7 +39,7 @@ import json
 import os
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -313,18 +313,26 @@ def _render(result, args) -> str:
 
 def _write_files(name: str, result, directory: str) -> list[Path]:
     folder = Path(directory)
+    figures = result.figures() if hasattr(result, "figures") else []
+    markdown, latex = _markdown(result), result.to_latex()
+    if figures:  # the figures are drawn beside the text files and referenced from them
+        markdown += "\n\n## Figures\n\n" + "\n\n".join(f"![{Path(f).stem}]({f})" for f, _ in figures)
+        latex += "\n\n\\subsection*{Figures}\n" + "\n".join(
+            f"\\begin{{center}}\\includegraphics[width=0.8\\linewidth]{{{f}}}\\end{{center}}" for f, _ in figures)
     files = {
-        folder / f"{name}.md": _markdown(result),
-        folder / f"{name}.tex": latex_document(result.to_latex()),
+        folder / f"{name}.md": markdown,
+        folder / f"{name}.tex": latex_document(latex),
         folder / f"{name}.json": json.dumps(result.to_json(), indent=2),
     }
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for path, text in files.items():
             path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+        for filename, draw in figures:
+            draw(str(folder / filename))
     except OSError as err:
         raise SymattnError(f"cannot write to --out {directory}: {err.strerror or err}") from None
-    return list(files)
+    return list(files) + [folder / filename for filename, _ in figures]
 
 
 # -- main ---------------------------------------------------------------------------------
@@ -413,7 +421,8 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
     sensitivity_title = "Numerical sensitivity (mpmath and float64)"
     try:
         numbers = sensitivity(arch, spectrum=spectrum)
-        sections.append(Section.from_result(sensitivity_title, "sensitivity", numbers))
+        sections.append(replace(Section.from_result(sensitivity_title, "sensitivity", numbers),
+                                figures=(("sensitivity.png", numbers.plot),)))
     except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
         note = f"not computed: {err}"
         sections.append(Section(sensitivity_title, "sensitivity", {"error": note}, note, note))
@@ -422,8 +431,12 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
     observability_title = "Observability under collapse"
     try:
         fibers = exceptional_fibers(arch, max_events=1)
-        sections.append(Section.from_result(observability_title, "observability", fibers,
-                                            markdown=fibers.to_markdown()))
+        from .observe import dependency_graph, draw
+
+        graph = dependency_graph(arch)
+        sections.append(replace(Section.from_result(observability_title, "observability", fibers,
+                                                    markdown=fibers.to_markdown()),
+                                figures=(("dependency_graph.png", lambda path: draw(graph, path)),)))
     except SymattnError as err:  # e.g. lightning attention or one token: no verdicts to prove
         note = f"not computed: {err}"
         sections.append(Section(observability_title, "observability", {"error": note}, note, note))

@@ -2037,7 +2037,7 @@ def draw(item, path=None, ax=None):
     for node, data in graph.nodes(data=True):
         status = _node_status(graph, verdict, node)
         colours.append(_COLOURS[status] if status else ("#d9d9d9" if data.get("state") else "#deebf7"))
-    nx.draw_networkx(graph, pos, ax=ax, node_color=colours, node_size=2600, node_shape="s",
+    nx.draw_networkx(graph, pos, ax=ax, node_color=colours, node_size=1500, node_shape="s",
                      labels={n: _node_text(graph, n) for n in graph.nodes}, font_size=7,
                      arrows=True, arrowsize=12, edge_color="#525252")
     ax.set_axis_off()

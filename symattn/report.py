@@ -64,12 +64,13 @@ def latex_document(body: str) -> str:
     >>> print(latex_document("Hello."))
     \\documentclass{article}
     \\usepackage{amsmath}
+    \\usepackage{graphicx}
     \\begin{document}
     Hello.
     \\end{document}
     """
     return (
-        "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n"
+        "\\documentclass{article}\n\\usepackage{amsmath}\n\\usepackage{graphicx}\n\\begin{document}\n"
         f"{body.rstrip()}\n\\end{{document}}"
     )
 
@@ -108,6 +109,9 @@ class Section:
         LaTeX body (text mode: a ``tabular``, or math in ``\\[ ... \\]``), without the heading.
     text : str, optional
         Plain-text body for ``str(report)``; defaults to ``markdown``.
+    figures : tuple, optional
+        ``(file name, draw)`` pairs: ``draw(path)`` writes a figure, which
+        ``symattn ... --out DIR`` saves beside the report.
 
     Examples
     --------
@@ -122,6 +126,7 @@ class Section:
     markdown: str
     latex: str
     text: str = ""
+    figures: tuple = ()
 
     def __post_init__(self):
         if not self.text:
@@ -224,6 +229,10 @@ class ArchitectureReport:
     sections: tuple = field(default=())
 
     # -- extension ------------------------------------------------------------------
+    def figures(self) -> list:
+        """``(file name, draw)`` pairs of every section's figures."""
+        return [figure for section in self.sections for figure in section.figures]
+
     def with_sections(self, *sections: Section) -> "ArchitectureReport":
         """A copy of the report with ``sections`` appended.
 
