@@ -156,7 +156,12 @@ def test_out_writes_markdown_and_latex(capsys, tmp_path):
     markdown = (target / "report.md").read_text()
     latex = (target / "report.tex").read_text()
     assert markdown.startswith("# symattn report")
-    assert markdown.strip() == out.strip()
+    # the file is the printed report plus links to the figures drawn beside it
+    body, figures = markdown.split("\n## Figures\n")
+    assert body.strip() == out.strip()
+    for name in ("sensitivity.png", "dependency_graph.png"):
+        assert f"]({name})" in figures and f"{{{name}}}" in latex
+        assert (target / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert latex.startswith("\\documentclass{article}")
     assert "\\usepackage{amsmath}" in latex
     assert latex.rstrip().endswith("\\end{document}")

@@ -16,7 +16,8 @@ The table: ``l = 2`` layers, ``t = 3`` tokens, score rank ``a = 2``, widths
   below, a domain for :func:`symattn.model.forward`) -- the fastest float64
   estimate we could write, to show where the exact route stands against it.
 
-Run with ``python -m pytest -q -s tests/benchmarks/bench_dimension.py``.
+Run with ``python -m pytest -q -s tests/benchmarks/bench_dimension.py`` (the file name does not
+match ``test_*.py``, so name it explicitly).
 """
 
 from __future__ import annotations
@@ -119,12 +120,12 @@ def vectorized_float64_table(seed: int = 0):
     return ranks
 
 
-def test_exact_table_is_faster_than_float64_estimate():
+def test_exact_table_is_faster_than_float64_estimate(table):
     expected = [hmk_dimension(LAYERS, d, RANK) for d in WIDTHS]
 
     started = time.perf_counter()
-    table = dimension_table(layers=LAYERS, widths=WIDTHS, rank=RANK, tokens=TOKENS, normalizer="softmax",
-                            estimate=None)
+    exact_table = dimension_table(layers=LAYERS, widths=WIDTHS, rank=RANK, tokens=TOKENS, normalizer="softmax",
+                                  estimate=None)
     exact = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -135,13 +136,15 @@ def test_exact_table_is_faster_than_float64_estimate():
     vectorized_ranks = vectorized_float64_table()
     vectorized = time.perf_counter() - started
 
-    assert [row.lower for row in table.rows] == expected
-    assert all(row.certified for row in table.rows)
+    table(f"HMK Figure 3 (l={LAYERS}, t={TOKENS}, a={RANK}, d={WIDTHS[0]}..{WIDTHS[-1]}, softmax), "
+          f"{INPUTS} random inputs for float64",
+          ["method", "seconds", "ratio to exact", "ranks = formula"],
+          [["exact, certified (dimension_table)", f"{exact:.2f}", "1.0",
+            [row.lower for row in exact_table.rows] == expected],
+           ["float64 numeric_jacobian + SVD", f"{baseline:.2f}", f"{baseline / exact:.1f}", float_ranks == expected],
+           ["vectorized float64 forward-mode + SVD", f"{vectorized:.2f}", f"{vectorized / exact:.1f}",
+            vectorized_ranks == expected]])
+    assert [row.lower for row in exact_table.rows] == expected
+    assert all(row.certified for row in exact_table.rows)
     assert float_ranks == expected and vectorized_ranks == expected
-    print(f"\nHMK Figure 3 (l={LAYERS}, t={TOKENS}, a={RANK}, d={WIDTHS[0]}..{WIDTHS[-1]}, softmax)")
-    print(f"  exact, certified:                          {exact:7.2f} s")
-    print(f"  float64 numeric_jacobian, {INPUTS} inputs:     {baseline:7.2f} s   "
-          f"(float64 / exact = {baseline / exact:.1f})")
-    print(f"  vectorized float64 forward-mode (reported): {vectorized:6.2f} s   "
-          f"(vectorized / exact = {vectorized / exact:.2f})")
     assert exact < baseline
