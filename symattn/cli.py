@@ -426,6 +426,16 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
     except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
         note = f"not computed: {err}"
         sections.append(Section(sensitivity_title, "sensitivity", {"error": note}, note, note))
+    from .identify import identify
+
+    identification_title = "Identifiability: dimension, generic fiber, identification orders"
+    try:
+        identification = identify(arch, progress=not args.quiet)
+        sections.append(Section.from_result(identification_title, "identification", identification,
+                                            markdown=identification.to_markdown()))
+    except SymattnError as err:
+        note = f"not computed: {err}"
+        sections.append(Section(identification_title, "identification", {"error": note}, note, note))
     from .observe import exceptional_fibers
 
     observability_title = "Observability under collapse"

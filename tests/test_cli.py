@@ -73,6 +73,8 @@ def test_report_json_matches_library(capsys):
     spectrum = data.pop("spectrum")
     sensitivity = data.pop("sensitivity")
     observability = data.pop("observability")
+    identification = data.pop("identification")
+    assert identification["dimension"]["lower"] <= identification["dimension"]["upper"] == 17
     assert observability["agrees_with_rank"] is True
     assert sensitivity["exact_rank"] == spectrum["rank"]
     assert data == architecture_report(arch).to_json()
@@ -131,6 +133,10 @@ def test_markdown_is_the_default(capsys):
                         "## Effective parameters and symmetries",
                         "## Decay spectrum near query/key collapse",
                         "## Numerical sensitivity (mpmath and float64)",
+                        "## Identifiability: dimension, generic fiber, identification orders",
+                        "### Dimension of the function space", "### Generic fiber",
+                        "### Identification orders along simultaneous query/key collapse Q_i = eps Qt_i, "
+                        "K_i = eps Kt_i (layers 1..2)",
                         "## Observability under collapse"]
     assert "| 0 | 4 | 4 |" in out and "| 3 | 3 | 3 |" in out and "| 11 | 3 | 3 |" in out
     assert "| native parameters | 16 |" in out

@@ -1,0 +1,397 @@
+"""Identification: dimension of the function space, generic fiber, identification orders.
+
+Exact values throughout.  Second, independent checks: the block elimination
+of :func:`series_rank` against :func:`smith_valuations`; the BLAS series
+product against :func:`symattn.spectrum.jacobian_series`; the certified
+dimension against a float64 numerical rank; sign-flip witnesses against
+mpmath slopes of ``F(flipped) - F`` along the curve; the vanishing below each
+order against an exact symbolic computation with a generic normalizer.
+"""
+
+from __future__ import annotations
+
+import json
+
+import mpmath
+import numpy as np
+import pytest
+
+from symattn.algebra.domains import MpmathDomain
+from symattn.algebra.valuations import smith_valuations
+from symattn.cli import main
+from symattn.curves import collapse, input_scaling
+from symattn.effective import effective_dimension, gauge_dimension
+from symattn.errors import DomainError, ShapeError, SymattnError
+from symattn.identify import (
+    DIMENSION_PRIME,
+    dimension_table,
+    function_space_dimension,
+    gauge_slice,
+    generic_fiber,
+    hmk_dimension,
+    identification_orders,
+    identify,
+    series_rank,
+    sign_flip_checks,
+)
+from symattn.model import Architecture, forward
+from symattn.spectrum import _random_point, jacobian_series, random_bank
+
+KS = {"softmax": 1, "cosh": 2}
+
+
+# -- identification orders ---------------------------------------------------------------
+@pytest.mark.parametrize("normalizer", ["softmax", "cosh"])
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_orders_are_2k_3_to_the_i_minus_1_and_sharp(layers, normalizer):
+    k = KS[normalizer]
+    result = identification_orders(Architecture.uniform(layers=layers, normalizer=normalizer))
+    assert [o.order for o in result.scores] == [2 * k * 3 ** (i - 1) for i in range(1, layers + 1)]
+    assert [o.predicted for o in result.scores] == [o.order for o in result.scores]
+    assert all(o.sharp and o.vanishing_below and o.confirmed for o in result.scores)
+    # (b): the jet up to the order has full rank on the block's 3 effective parameters
+    assert [(o.jet_rank, o.block_dimension) for o in result.scores] == [(3, 3)] * layers
+    assert result.values.order == 0 and result.values.sharp
+    assert (result.values.jet_rank, result.values.block_dimension) == (4, 4)
+    assert result.matches_prediction and result.all_sharp
+    assert result.error_bound < 1e-6
+
+
+@pytest.mark.parametrize("normalizer", ["softmax", "cosh"])
+def test_orders_are_native_valuations_plus_one_for_collapsed_blocks(normalizer):
+    # independently, from the package's native Jacobian series: the derivative in Qt_i is eps
+    # times the native derivative in Q_i, so order = valuation + 1; the values keep their valuation
+    arch = Architecture.uniform(layers=2, normalizer=normalizer)
+    p = 268435399
+    point, coefficient_values = _random_point(arch, p, 5)
+    J = jacobian_series(arch, collapse(), random_bank(arch, 4, p, 5), point, p, 14, coefficient_values)
+    index = arch.parameter_index()
+
+    def valuation(columns):
+        return next(n for n in range(J.shape[-1]) if J[:, columns, n].any())
+
+    scores = [valuation([j for j, (name, layer, _, _) in enumerate(index) if name != "V" and layer == i]) + 1
+              for i in (1, 2)]
+    values = valuation([j for j, (name, _, _, _) in enumerate(index) if name == "V"])
+    result = identification_orders(arch, seed=9)
+    assert [o.order for o in result.scores] == scores and result.values.order == values == 0
+
+
+def test_vanishing_below_the_orders_is_an_exact_identity_for_small_networks():
+    # symbolic parameters and input, generic normalizer 1 + c_1 x + c_2 x^2 + ... (flint polynomials)
+    softmax = identification_orders(Architecture.uniform(layers=2, normalizer="softmax"))
+    assert [o.exact_independence for o in (*softmax.scores, softmax.values)] == [True, True, True]
+    cosh = identification_orders(Architecture.uniform(layers=1, normalizer="cosh"))
+    assert [o.exact_independence for o in (*cosh.scores, cosh.values)] == [True, True]
+    # beyond the automatic limit the check is skipped, and the report says so
+    deep = identification_orders(Architecture.uniform(layers=3, normalizer="softmax"))
+    assert [o.exact_independence for o in deep.scores] == [None, None, None]
+    assert "checked exactly" not in deep.method
+    off = identification_orders(Architecture.uniform(layers=1), exact_check=False)
+    assert off.scores[0].exact_independence is None
+
+
+def test_orders_for_wider_networks_and_score_rank_two():
+    result = identification_orders(Architecture.uniform(layers=2, width=3, rank=2, normalizer="softmax"))
+    assert [o.order for o in result.scores] == [2, 6]
+    assert [(o.jet_rank, o.block_dimension) for o in result.scores] == [(8, 8), (8, 8)]
+    assert result.values.order == 0 and (result.values.jet_rank, result.values.block_dimension) == (9, 9)
+    assert result.all_sharp
+
+
+def test_hidden_bottleneck_orders_and_dimension():
+    # d = (3, 2, 3): What_2 only moves inside the row space of P_1 (dimension 2), so the columns
+    # of (Q_2, K_2) reach 1 * (2 * 2 - 1) = 3 of the 5 dimensions of rank-1 3 x 3 matrices
+    report = identify(Architecture([3, 2, 3], [1, 1]), estimate=None)
+    assert [(o.order, o.jet_rank, o.block_dimension, o.sharp) for o in report.orders] == [(2, 5, 5, True),
+                                                                                           (6, 3, 3, True)]
+    assert (report.values.order, report.values.jet_rank, report.values.block_dimension) == (0, 8, 8)
+    assert (report.dimension.lower, report.dimension.upper, report.dimension.certified) == (16, 16, True)
+    assert report.jet_ranks[-1] == 16 and report.fiber.kernel_is_gauge_orbit
+
+
+def test_jet_ranks_are_nondecreasing_and_end_at_the_effective_dimension():
+    softmax = identification_orders(Architecture.uniform(layers=2, normalizer="softmax"))
+    assert softmax.jet_ranks == (4, 4, 7, 7, 7, 7, 10)
+    cosh = identification_orders(Architecture.uniform(layers=2, normalizer="cosh"))
+    assert cosh.jet_ranks == (4,) * 4 + (7,) * 8 + (10,)
+    deep = identification_orders(Architecture.uniform(layers=3, normalizer="softmax"))
+    assert deep.jet_ranks == (4, 4) + (7,) * 4 + (10,) * 12 + (13,)
+    for ranks, arch in ((softmax.jet_ranks, Architecture.uniform(layers=2)),
+                        (deep.jet_ranks, Architecture.uniform(layers=3))):
+        assert all(a <= b for a, b in zip(ranks, ranks[1:]))
+        assert ranks[-1] == effective_dimension(arch)
+
+
+def test_input_scaling_orders_are_computed_and_no_formula_is_claimed():
+    report = identify(Architecture.uniform(layers=2, normalizer="softmax"), curve=input_scaling(), estimate=None)
+    assert not report.formula_claimed
+    assert [o.predicted for o in report.orders] == [None, None] and report.values.predicted is None
+    assert [o.order for o in report.orders] == [3, 7] and report.value_order == 1
+    assert report.all_sharp
+    assert report.jet_ranks == (0, 4, 4, 7, 7, 7, 7, 10)
+    assert report.dimension.certified and report.dimension.lower == 10
+    assert report.fiber.kernel_is_gauge_orbit
+    assert "no formula is claimed" in report.to_markdown()
+    cosh = identification_orders(Architecture.uniform(layers=2, normalizer="cosh"), curve=input_scaling())
+    assert [o.order for o in cosh.scores] == [5, 13] and cosh.values.order == 1
+
+
+# -- dimension of the function space ------------------------------------------------------
+def test_hmk_figure_3_is_certified_for_every_width():
+    table = dimension_table(layers=2, widths=range(3, 11), rank=2, tokens=3, normalizer="softmax", estimate=None)
+    rows = [(r.width, r.expected, r.lower, r.upper, r.certified) for r in table.rows]
+    assert rows == [(d, d * d + 8 * d - 8, d * d + 8 * d - 8, d * d + 8 * d - 8, True) for d in range(3, 11)]
+    assert table.all_certified
+    assert [r.to_json() for r in table.rows][0] == {"width": 3, "expected": 25, "lower": 25, "upper": 25,
+                                                     "certified": True, "estimate": None}
+
+
+@pytest.mark.parametrize("width, rank", [(2, 1), (3, 1), (3, 2), (4, 2)])
+def test_three_layer_dimension_is_certified(width, rank):
+    result = function_space_dimension(Architecture.uniform(layers=3, width=width, rank=rank), estimate=None)
+    expected = 3 * rank * (2 * width - rank) + width * width
+    assert (result.lower, result.upper, result.certified, result.expected) == (expected, expected, True, expected)
+
+
+def test_dimension_for_polynomial_normalizers_uses_a_random_point():
+    result = function_space_dimension(Architecture.uniform(layers=2, width=3, rank=2, normalizer="quadratic"),
+                                      estimate=None)
+    assert (result.lower, result.upper, result.certified, result.route) == (25, 25, True, "random point")
+    assert result.truncation == 1
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_lightning_dimension_has_l_fewer(layers):
+    for width in (2, 3, 5):
+        arch = Architecture.uniform(layers=layers, width=width, rank=2, normalizer="lightning")
+        result = function_space_dimension(arch, estimate=None)
+        formula = layers * min(2, width) * (2 * width - min(2, width)) + width * width
+        assert result.lower == result.upper == result.expected == formula - layers
+        assert result.certified and result.route == "random point"
+
+
+def test_lightning_figure_3_table():
+    table = dimension_table(layers=2, widths=range(3, 11), rank=2, normalizer="lightning", estimate=None)
+    assert [r.lower for r in table.rows] == [d * d + 8 * d - 8 - 2 for d in range(3, 11)]
+    assert table.all_certified
+
+
+def test_certified_dimension_agrees_with_a_float64_estimate():
+    result = function_space_dimension(Architecture.uniform(layers=2, width=3, rank=2), estimate="float64")
+    assert result.estimate == result.lower == 25
+    assert result.estimate_gap > 1e3
+
+
+def test_mpmath_estimate_is_labelled():
+    result = function_space_dimension(Architecture.uniform(layers=1, width=2, rank=1))
+    assert result.estimate == 7 and "mpmath" in result.estimate_method
+
+
+def test_one_token_dimension_is_the_value_map():
+    result = function_space_dimension(Architecture.uniform(layers=2, tokens=1), estimate=None)
+    assert (result.lower, result.upper, result.certified, result.expected) == (4, 4, True, None)
+
+
+def test_hmk_formula():
+    assert [hmk_dimension(2, d, 2) for d in range(3, 11)] == [d * d + 8 * d - 8 for d in range(3, 11)]
+    assert hmk_dimension(3, 4, 2, lightning=True) == 3 * 2 * 6 + 16 - 3
+    with pytest.raises(SymattnError):
+        hmk_dimension(0, 3, 2)
+
+
+def test_gauge_slice_has_as_many_directions_as_the_effective_dimension():
+    for arch in (Architecture.uniform(layers=2, width=5, rank=2), Architecture.uniform(layers=3, width=2, rank=1)):
+        directions, count = gauge_slice(arch)
+        assert count == arch.param_count - gauge_dimension(arch) == effective_dimension(arch)
+        used = np.concatenate([d[d >= 0] for d in directions.values()])
+        assert sorted(used.tolist()) == list(range(count))
+
+
+# -- the generic fiber ---------------------------------------------------------------------
+@pytest.mark.parametrize("layers, normalizer, kernel", [(1, "softmax", 1), (2, "softmax", 6), (3, "cosh", 11),
+                                                       (2, "quadratic", 6)])
+def test_kernel_is_the_gauge_orbit(layers, normalizer, kernel):
+    fiber = generic_fiber(Architecture.uniform(layers=layers, normalizer=normalizer), flips=False)
+    assert fiber.kernel_dim == fiber.gauge_rank == fiber.gauge_dim == kernel
+    assert fiber.gauge_annihilated and fiber.kernel_is_gauge_orbit
+
+
+def test_lightning_kernel_is_the_gauge_orbit_and_the_scalings():
+    fiber = generic_fiber(Architecture.uniform(layers=2, width=3, rank=2, normalizer="lightning"), flips=False)
+    assert (fiber.kernel_dim, fiber.gauge_rank, fiber.scaling_rank) == (19, 17, 2)
+    assert fiber.kernel_is_symmetry_orbit and not fiber.kernel_is_gauge_orbit
+
+
+def test_kernel_is_larger_than_the_gauge_orbit_with_one_token():
+    fiber = generic_fiber(Architecture.uniform(layers=2, tokens=1), flips=False)
+    assert fiber.kernel_dim == 12 and fiber.gauge_rank == 6 and not fiber.kernel_is_symmetry_orbit
+
+
+def test_cosh_flips_are_verified():
+    checks = sign_flip_checks(Architecture.uniform(layers=2, normalizer="cosh"))
+    assert [c.layers for c in checks] == [(1,), (2,), (1, 2)]
+    assert all(c.preserved and c.expected_preserved and c.witness is None for c in checks)
+    assert "GF(" in checks[0].method
+    fiber = generic_fiber(Architecture.uniform(layers=3, normalizer="cosh"))
+    assert fiber.sign_group_order == fiber.sign_group_verified == 8
+
+
+def test_quadratic_flips_are_verified_over_the_rationals():
+    checks = sign_flip_checks(Architecture.uniform(layers=2, normalizer="quadratic"))
+    assert all(c.preserved and c.agrees for c in checks)
+    assert checks[0].method.startswith("exact over Q")
+
+
+def _mpmath_output(arch, point, X, eps, dps=60):
+    domain = MpmathDomain(dps)
+    with mpmath.workdps(dps):
+        params = arch.parameters_from(*[[(point[f"{name}{i}t"] if name == "V" else
+                                          (np.array(point[f"{name}{i}t"], dtype=object) * mpmath.mpf(eps)).tolist())
+                                         for i in range(1, arch.layers + 1)] for name in ("Q", "K", "V")])
+        return forward(arch, params, X, domain)
+
+
+def test_softmax_flips_have_witnesses_at_the_identification_orders():
+    arch = Architecture.uniform(layers=2, normalizer="softmax")
+    checks = sign_flip_checks(arch)
+    assert [(c.layers, c.preserved, c.witness["order"]) for c in checks] == [
+        ((1,), False, 2), ((2,), False, 6), ((1, 2), False, 2)]
+    # independently: in mpmath, F(flipped) - F(unflipped) at the witness scales like eps^order
+    for check in checks[:2]:
+        w = check.witness
+        flipped = {key: ((-np.array(v)).tolist() if key[0] == "Q" and int(key[1]) in check.layers else v)
+                   for key, v in w["point"].items()}
+        slopes = []
+        with mpmath.workdps(60):
+            for eps in ("1e-3", "1e-4"):
+                a = _mpmath_output(arch, w["point"], w["input"], mpmath.mpf(eps))
+                b = _mpmath_output(arch, flipped, w["input"], mpmath.mpf(eps))
+                r, c = w["entry"]
+                slopes.append(abs(a[r, c] - b[r, c]))
+            assert round(float(mpmath.log10(slopes[0] / slopes[1]))) == w["order"]
+
+
+def test_lightning_flips_change_the_sign_of_f():
+    checks = sign_flip_checks(Architecture.uniform(layers=2, normalizer="lightning"))
+    assert [(c.layers, c.preserved) for c in checks] == [((1,), False), ((2,), False), ((1, 2), True)]
+    assert all(c.agrees for c in checks)
+    w = checks[0].witness
+    assert w["order"] is None and int(w["flipped"]) == -int(w["unflipped"])
+
+
+# -- the report and its outputs -------------------------------------------------------------
+def test_identify_report():
+    report = identify(Architecture.uniform(layers=2, normalizer="cosh"), estimate="float64")
+    assert report.dimension.lower == report.dimension.upper == report.dimension.estimate == 10
+    assert [(o.layer, o.order, o.sharp) for o in report.orders] == [(1, 4, True), (2, 12, True)]
+    assert report.value_order == 0 and report.gauge_dim == 6 and report.sign_group_order == 4
+    data = json.loads(json.dumps(report.to_json()))
+    assert {"dimension", "gauge_dim", "sign_group_order", "orders", "value_order", "jet_ranks"} <= set(data)
+    assert {"lower", "upper", "certified", "estimate"} <= set(data["dimension"])
+    assert data["orders"][1]["layer"] == 2 and data["orders"][1]["order"] == 12 and data["orders"][1]["sharp"]
+    markdown = report.to_markdown()
+    assert "| scores 2 | 12 | 12 | yes | 3/3 |" in markdown
+    assert report.to_latex().count(r"\begin{tabular}") == 3
+    assert report.to_latex(standalone=True).startswith(r"\documentclass")
+    assert report._repr_latex_().startswith("$$\\begin{array}")
+    assert "jet ranks" in str(report)
+
+
+def test_identify_cli_json(capsys):
+    status = main(["identify", "--layers", "2", "--json", "--quiet", "--estimate", "none"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    data = json.loads(out)
+    assert {"dimension", "gauge_dim", "sign_group_order", "orders", "value_order", "jet_ranks"} <= set(data)
+    assert data["dimension"]["lower"] == data["dimension"]["upper"] == 10 and data["dimension"]["certified"]
+    assert [(o["layer"], o["order"], o["sharp"]) for o in data["orders"]] == [(1, 2, True), (2, 6, True)]
+    assert data["value_order"] == 0 and data["jet_ranks"] == [4, 4, 7, 7, 7, 7, 10]
+
+
+def test_dimension_cli_json(capsys):
+    status = main(["dimension", "--layers", "2", "--tokens", "3", "--rank", "2", "--width", "3..5",
+                   "--normalizer", "softmax", "--json", "--quiet", "--estimate", "float64"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    rows = json.loads(out)["rows"]
+    assert [set(r) for r in rows] == [{"width", "expected", "lower", "upper", "certified", "estimate"}] * 3
+    assert [(r["width"], r["expected"], r["lower"], r["upper"], r["certified"], r["estimate"]) for r in rows] == [
+        (3, 25, 25, 25, True, 25), (4, 40, 40, 40, True, 40), (5, 57, 57, 57, True, 57)]
+    status = main(["dimension", "--layers", "2", "--rank", "2", "--width", "3,6", "--normalizer", "lightning",
+                   "--quiet", "--estimate", "none"])
+    out, _ = capsys.readouterr()
+    assert status == 0 and "| 3 | 23 | 23 | 23 | yes | - |" in out and "| 6 | 74 | 74 | 74 | yes | - |" in out
+
+
+def test_cli_user_errors(capsys):
+    assert main(["identify", "--width", "3..5", "--quiet"]) == 2  # a range is for `dimension` only
+    assert main(["identify", "--normalizer", "softplus", "--quiet", "--layers", "1"]) == 2
+    assert main(["identify", "--estimate", "sometimes"]) == 2
+    assert main(["dimension", "--width", "5..3"]) == 2
+    err = capsys.readouterr().err
+    assert "irrational Taylor coefficients" in err and "symattn: error:" in err
+
+
+def test_bad_input_errors():
+    arch = Architecture.uniform(layers=2)
+    with pytest.raises(SymattnError, match="seed"):
+        identify(arch, seed=-1)
+    with pytest.raises(SymattnError, match="estimate"):
+        function_space_dimension(arch, estimate="sometimes")
+    with pytest.raises(SymattnError, match="Curve"):
+        identification_orders(arch, curve="collapse")
+    with pytest.raises(SymattnError, match="Architecture"):
+        identify("softmax")
+    with pytest.raises(DomainError, match="irrational"):
+        identify(Architecture.uniform(layers=1, normalizer="softplus"))
+    with pytest.raises(DomainError, match="prime"):
+        function_space_dimension(arch, prime=1000)
+    with pytest.raises(DomainError, match="vanish"):  # layer 1 is not collapsed: its scores stay away from 0
+        identification_orders(arch, curve=collapse([2]))
+    with pytest.raises(ShapeError):
+        identification_orders(arch, curve=collapse([3]))
+    with pytest.raises(SymattnError, match="width"):
+        dimension_table(widths=[])
+    with pytest.raises(SymattnError, match="exact_check"):
+        identification_orders(arch, exact_check="maybe")
+
+
+# -- the exact linear algebra, against the package's reference implementations --------------
+def test_series_rank_agrees_with_smith_valuations():
+    rng = np.random.default_rng(0)
+    p = 10007
+    for _ in range(40):
+        m, n, N = (int(v) for v in rng.integers(1, 8, size=3))
+        U = rng.integers(0, p, size=(m, m, N))
+        V = rng.integers(0, p, size=(n, n, N))
+        D = np.zeros((m, n, N), dtype=np.int64)
+        for j in range(min(m, n)):
+            e = int(rng.integers(0, N + 2))
+            if e < N:
+                D[j, j, e] = int(rng.integers(1, p))
+        # M = U D V over GF(p)[[eps]] / eps^N, by plain convolution
+        M = np.zeros((m, n, N), dtype=object)
+        U, D, V = U.astype(object), D.astype(object), V.astype(object)
+        for a in range(N):
+            for b in range(N - a):
+                for c in range(N - a - b):
+                    M[:, :, a + b + c] += U[:, :, a] @ D[:, :, b] @ V[:, :, c]
+        M = (M % p).astype(np.int64)
+        reference = smith_valuations(M, p)
+        ours = series_rank(M, p)
+        histogram = {}
+        for e in reference.exponents:
+            histogram[e] = histogram.get(e, 0) + 1
+        assert ours.rank == reference.resolved_rank and ours.exponents == histogram
+
+
+@pytest.mark.parametrize("p", [DIMENSION_PRIME, 268435399])
+def test_blas_series_products_agree_with_the_jacobian_series(p):
+    from symattn.identify import _jet_jacobian
+
+    arch = Architecture.uniform(layers=2, width=3, rank=2, normalizer="cosh")
+    point, coefficient_values = _random_point(arch, p, 3)
+    bank = random_bank(arch, 4, p, 3)
+    reference = jacobian_series(arch, collapse(), bank, point, p, 13, coefficient_values)
+    assert np.array_equal(_jet_jacobian(arch, collapse(), bank, point, p, 13, coefficient_values), reference)
