@@ -592,7 +592,9 @@ class Spectrum:
             r"\end{tabular}",
         ])
         if standalone:
-            return "\\documentclass{article}\n\\begin{document}\n" + body + "\n\\end{document}\n"
+            from .report import latex_document
+
+            return latex_document(body)
         return body
 
     def _repr_latex_(self) -> str:
