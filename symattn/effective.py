@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import sympy as sp
 
+from dataclasses import dataclass
+
 from .errors import ShapeError
 from .model import Architecture, Parameters
 
@@ -27,6 +29,8 @@ __all__ = [
     "effective_forward",
     "effective_closed_form",
     "effective_closed_form_latex",
+    "ClosedForm",
+    "closed_form_result",
     "gauge_action",
     "sign_flip",
     "effective_dimension",
@@ -121,14 +125,67 @@ def effective_closed_form(arch: Architecture, unevaluated_normalizer: bool = Tru
 
 
 def effective_closed_form_latex(arch: Architecture) -> str:
-    """LaTeX of ``F = P X M_l`` with the recursion for ``M_i``."""
+    """LaTeX of ``F = P X M_l`` with the recursion for ``M_i`` (lines joined by ``\\\\``).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> print(effective_closed_form_latex(Architecture.uniform(layers=1)).splitlines()[0])
+    F_\\theta(X) = P\\,X\\,M_{1},\\\\
+    """
+    return ",\\\\\n".join(closed_form_result(arch).latex_lines)
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """The closed form ``F = P X M_l`` of an architecture, as a result value.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> form = closed_form_result(Architecture.uniform(layers=2))
+    >>> print(form)
+    F = P X M_2, M_0 = I, M_i = M_{i-1} S(M_{i-1}^T X^T What_i X M_{i-1}), What_i = P_{i-1}^T K_i^T Q_i P_{i-1}, P = V_2 ... V_1
+    >>> form.to_latex().splitlines()[0]
+    '\\\\begin{gathered}'
+    """
+
+    layers: int
+    latex_lines: tuple
+
+    def to_latex(self, standalone: bool = False) -> str:
+        body = "\\begin{gathered}\n" + ",\\\\\n".join(self.latex_lines) + "\n\\end{gathered}"
+        if standalone:
+            from .report import latex_document
+
+            return latex_document("\\[\n" + body + "\n\\]")
+        return body
+
+    def _repr_latex_(self) -> str:
+        return "$$" + self.to_latex() + "$$"
+
+    def to_json(self) -> dict:
+        return {"layers": self.layers, "latex": self.to_latex(), "text": str(self)}
+
+    def to_markdown(self) -> str:
+        return "$$\n" + self.to_latex() + "\n$$"
+
+    def __str__(self) -> str:
+        l = self.layers
+        return (f"F = P X M_{l}, M_0 = I, M_i = M_{{i-1}} S(M_{{i-1}}^T X^T What_i X M_{{i-1}}), "
+                f"What_i = P_{{i-1}}^T K_i^T Q_i P_{{i-1}}, P = V_{l} ... V_1")
+
+
+def closed_form_result(arch: Architecture) -> ClosedForm:
+    """The closed form ``F = P X M_l`` with the recursion for ``M_i``, as a :class:`ClosedForm`."""
     lines = [r"F_\theta(X) = P\,X\,M_{%d}" % arch.layers, r"M_0 = I"]
     for i in range(1, arch.layers + 1):
         lines.append(
             rf"M_{{{i}}} = M_{{{i-1}}}\,S\!\left(M_{{{i-1}}}^\top X^\top \widehat W_{{{i}}} X M_{{{i-1}}}\right)"
         )
-    lines.append(r"\widehat W_i = P_{i-1}^\top K_i^\top Q_i P_{i-1},\quad P_i = V_i \cdots V_1,\quad P = P_{%d}" % arch.layers)
-    return ",\\\\\n".join(lines)
+    lines.append(r"\widehat W_i = P_{i-1}^\top K_i^\top Q_i P_{i-1},\quad P_i = V_i \cdots V_1,\quad P = P_{%d}"
+                 % arch.layers)
+    return ClosedForm(arch.layers, tuple(lines))
 
 
 def gauge_action(params: Parameters, G, H) -> Parameters:
