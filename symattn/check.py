@@ -1,0 +1,935 @@
+"""Checking hand calculations: claimed formulas and claimed numbers against the engine.
+
+* :func:`check_expression` compares a claimed expression (or matrix) with a
+  computed one: a proof when the difference simplifies to zero, otherwise
+  exact evaluation at random rational points (Schwartz-Zippel), and a
+  concrete counterexample when the claim is false.
+* :func:`check_claim` / :func:`check_claims` compare claimed numbers for an
+  architecture (``"contact_order(2) = 5"``, ``"kernel = 6"``, ...) with the
+  values the engine computes (:func:`~symattn.spectrum.decay_spectrum`, the
+  sign-flip action, identification orders), never with the formula being
+  checked.
+
+Examples
+--------
+>>> import sympy as sp
+>>> from symattn.check import check_expression
+>>> a, b = sp.symbols("a b")
+>>> check_expression((a + b)**2, a**2 + 2*a*b + b**2).verdict
+True
+>>> result = check_expression((a + b)**2, a**2 + b**2)
+>>> result.verdict, result.counterexample is not None
+(False, True)
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import sympy as sp
+
+from .errors import ShapeError, SymattnError
+from .model import Architecture
+
+__all__ = [
+    "CheckResult",
+    "Counterexample",
+    "check_expression",
+    "ClaimCheck",
+    "ClaimsReport",
+    "check_claim",
+    "check_claims",
+    "parse_claim",
+    "ACCEPTED_CLAIMS",
+    "CLI_COMMANDS",
+]
+
+#: The claims :func:`check_claim` understands (``i`` is a layer, ``n`` an integer).
+ACCEPTED_CLAIMS = (
+    "contact_order(i) = n",
+    "multiplicity(i) = n",
+    "identification_order(i) = n",
+    "kernel = n",
+    "dimension = n",
+    "sign_group_order = n",
+)
+
+
+def _latex_text(text: str) -> str:
+    from .report import _latex_text as escape
+
+    return escape(text)
+
+
+# -- results ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Counterexample:
+    """A point where a claim fails: the values of the variables and of both sides.
+
+    Attributes
+    ----------
+    point : tuple
+        ``((name, value), ...)``, values as exact strings.
+    entry : tuple or None
+        ``(row, col)`` of the first differing entry of a matrix.
+    claimed, computed : str
+        The two values there, exactly.
+    """
+
+    point: tuple
+    entry: tuple | None
+    claimed: str
+    computed: str
+
+    def to_json(self) -> dict:
+        return {"point": dict(self.point), "entry": None if self.entry is None else list(self.entry),
+                "claimed": self.claimed, "computed": self.computed}
+
+    def values(self) -> dict:
+        """The point as ``{name: sympy number}``."""
+        return {name: sp.sympify(value) for name, value in self.point}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict on a claimed expression.
+
+    Attributes
+    ----------
+    verdict : bool or None
+        True (proved, or true with probability at least ``1 - bound``), False
+        (a counterexample is given), None (undecided: no proof and no bound).
+    method : str
+        How the verdict was reached.
+    bound : float or None
+        For True: 0.0 for a symbolic proof, else the Schwartz-Zippel bound on
+        the probability that a false claim passed (``(degree / sample_size)^points``).
+        For False: 0.0 (a counterexample is certain).
+    counterexample : Counterexample or None
+    claimed, computed : str
+        The two sides (abbreviated when long).
+    points : int
+        Random points evaluated.
+    degree : int or None
+        Degree bound used for Schwartz-Zippel.
+    sample_size : int or None
+        Size of the set each coordinate was drawn from.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x")
+    >>> print(check_expression(x**2 - 1, (x - 1)*(x + 1)).to_markdown().splitlines()[0])
+    **verdict: true** (proved)
+    """
+
+    verdict: bool | None
+    method: str
+    bound: float | None
+    counterexample: Counterexample | None
+    claimed: str
+    computed: str
+    points: int = 0
+    degree: int | None = None
+    sample_size: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.verdict)
+
+    @property
+    def proved(self) -> bool:
+        return self.verdict is True and self.bound == 0.0
+
+    def _verdict_text(self) -> str:
+        if self.verdict is None:
+            return "undecided"
+        if self.verdict is False:
+            return "false"
+        return "true (proved)" if self.proved else f"true (error probability <= {self.bound:.1e})"
+
+    def to_json(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "method": self.method,
+            "bound": self.bound,
+            "counterexample": None if self.counterexample is None else self.counterexample.to_json(),
+            "claimed": self.claimed,
+            "computed": self.computed,
+            "points": self.points,
+            "degree": self.degree,
+            "sample_size": self.sample_size,
+        }
+
+    def to_markdown(self) -> str:
+        text = self._verdict_text()
+        head, _, rest = text.partition(" ")
+        lines = [f"**verdict: {head}**" + (f" {rest}" if rest else ""), "", f"- method: {self.method}"]
+        if self.counterexample is not None:
+            ce = self.counterexample
+            point = ", ".join(f"{k} = {v}" for k, v in ce.point)
+            lines += [f"- counterexample: {point}" + (f", entry {ce.entry}" if ce.entry is not None else ""),
+                      f"  - claimed value: `{ce.claimed}`", f"  - computed value: `{ce.computed}`"]
+        return "\n".join(lines)
+
+    def to_latex(self, standalone: bool = False) -> str:
+        lines = [rf"\textbf{{verdict: {_latex_text(self._verdict_text())}}}\\",
+                 rf"method: {_latex_text(self.method)}\\"]
+        if self.counterexample is not None:
+            ce = self.counterexample
+            point = ", ".join(f"{sp.latex(sp.Symbol(k))} = {sp.latex(sp.sympify(v))}" for k, v in ce.point)
+            lines.append(rf"counterexample: ${point}$: claimed ${sp.latex(sp.sympify(ce.claimed))}$, "
+                         rf"computed ${sp.latex(sp.sympify(ce.computed))}$\\")
+        body = "\n".join(lines)
+        if standalone:
+            from .report import latex_document
+
+            return latex_document(body)
+        return body
+
+    def _repr_latex_(self) -> str:
+        text = _latex_text(self._verdict_text())
+        return rf"$$\text{{verdict: {text}}}$$"
+
+    def __str__(self) -> str:
+        lines = [f"verdict: {self._verdict_text()}", f"method: {self.method}"]
+        if self.counterexample is not None:
+            ce = self.counterexample
+            lines.append("counterexample: " + ", ".join(f"{k} = {v}" for k, v in ce.point)
+                         + (f", entry {ce.entry}" if ce.entry is not None else ""))
+            lines.append(f"  claimed  {ce.claimed}")
+            lines.append(f"  computed {ce.computed}")
+        return "\n".join(lines)
+
+
+# -- expressions -------------------------------------------------------------------------------
+def _short(value, limit: int = 400) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _to_matrix(value, what: str, names: dict) -> tuple[sp.Matrix, bool]:
+    """A sympy Matrix and whether the input was a scalar."""
+    if isinstance(value, str):
+        try:
+            value = sp.sympify(value, locals=names, convert_xor=True)
+        except (sp.SympifyError, SyntaxError, TypeError) as err:
+            raise SymattnError(f"cannot parse the {what} expression {value!r}: {err}") from None
+    if hasattr(value, "explicit") and callable(value.explicit):  # e.g. a LeadingCoefficient
+        value = value.explicit()
+    if isinstance(value, sp.MatrixExpr) and not isinstance(value, sp.MatrixBase):
+        if value.atoms(sp.MatrixSymbol):
+            raise SymattnError(
+                f"the {what} matrix expression has matrix symbols "
+                f"({', '.join(sorted(m.name for m in value.atoms(sp.MatrixSymbol)))}); give explicit matrices, "
+                "e.g. with symattn.expand.evaluate_matrix_expression or LeadingCoefficient.explicit()")
+        try:
+            value = value.as_explicit()
+        except Exception as err:  # noqa: BLE001 - sympy raises many kinds here
+            raise SymattnError(f"the {what} matrix expression has no explicit form: {err}") from None
+    if isinstance(value, (sp.MatrixBase, np.ndarray, list, tuple)):
+        try:
+            return sp.Matrix(value), False
+        except (ValueError, TypeError) as err:
+            raise ShapeError(f"the {what} value is not a matrix: {err}") from None
+    try:
+        value = sp.sympify(value)
+    except (sp.SympifyError, TypeError):
+        raise SymattnError(f"the {what} value {value!r} is not an expression") from None
+    return sp.Matrix([[value]]), True
+
+
+def _rename(matrix: sp.Matrix, names: dict) -> sp.Matrix:
+    """Identify symbols by name (a parsed ``x`` is the computed real ``x``)."""
+    mapping = {s: names[s.name] for s in matrix.free_symbols
+               if isinstance(s, sp.Symbol) and s.name in names and names[s.name] != s}
+    return matrix.xreplace(mapping) if mapping else matrix
+
+
+def _degree_pair(expr, variables: set):
+    """Bounds ``(deg numerator, deg denominator)`` of a rational function; None if not rational."""
+    if expr.is_Number or not (expr.free_symbols & variables):
+        return (0, 0) if expr.is_finite is not False else None
+    if expr.is_Symbol:
+        return (1, 0) if expr in variables else (0, 0)
+    if expr.is_Add:
+        parts = [_degree_pair(a, variables) for a in expr.args]
+        if any(p is None for p in parts):
+            return None
+        denominators = [d for _, d in parts]
+        total = sum(denominators)
+        return (max(n + total - d for n, d in parts), total)
+    if expr.is_Mul:
+        parts = [_degree_pair(a, variables) for a in expr.args]
+        if any(p is None for p in parts):
+            return None
+        return (sum(n for n, _ in parts), sum(d for _, d in parts))
+    if expr.is_Pow and expr.exp.is_Integer:
+        base = _degree_pair(expr.base, variables)
+        if base is None:
+            return None
+        e = int(expr.exp)
+        return (e * base[0], e * base[1]) if e >= 0 else (-e * base[1], -e * base[0])
+    return None
+
+
+def _differ(a, b) -> bool:
+    """Whether two exact numbers differ (exact; 60 digits for non-rational numbers)."""
+    difference = sp.sympify(a - b)
+    if difference.is_Rational:
+        return difference != 0
+    difference = sp.simplify(difference)
+    if difference == 0:
+        return False
+    value = sp.N(difference, 60)
+    return not (value.is_Number and abs(value) < sp.Float("1e-45"))
+
+
+def _expands_to_zero(expr) -> bool | None:
+    """Whether ``expr`` is 0 as a polynomial (sympy Poly, fast; a decision), else by ``sympy.expand``.
+
+    True: zero.  False: a nonzero polynomial (so not identically zero).  None:
+    not a polynomial and ``expand`` does not give 0 (cancel / simplify may still).
+    """
+    expr = sp.sympify(expr)
+    if expr == 0:
+        return True
+    gens = sorted(expr.free_symbols, key=lambda s: s.name)
+    if gens:
+        try:
+            poly = sp.Poly(expr, *gens)
+            if poly.domain.is_QQ or poly.domain.is_ZZ:
+                return poly.is_zero
+        except (sp.PolynomialError, sp.GeneratorsNeeded, sp.CoercionFailed):
+            pass
+    return True if sp.expand(expr) == 0 else None
+
+
+def _invalid(value) -> bool:
+    return any(v.has(sp.zoo, sp.nan, sp.oo, -sp.oo) for v in value)
+
+
+def check_expression(claimed, computed, *, variables=None, points: int = 3, seed: int = 0,
+                     radius: int = 2**20, simplify: bool = True, degree: int | None = None,
+                     max_ops: int = 5000) -> CheckResult:
+    """Whether a claimed expression equals a computed one.
+
+    Parameters
+    ----------
+    claimed : sympy expression, Matrix, explicit MatrixExpr, str, or an object with ``explicit()``
+        A string is parsed with the symbols of ``computed`` (matched by name);
+        a :class:`~symattn.expand.LeadingCoefficient` is written entry by entry.
+    computed : sympy expression, Matrix, or callable
+        A callable takes ``{Symbol: Rational}`` and returns the value there
+        (for computations too large to hold symbolically); give ``variables``
+        and ``degree`` with it.
+    variables : iterable of Symbol, optional
+        The variables to sample; default all free symbols of both sides.
+    points : int
+        Random points evaluated when no symbolic proof is found.
+    radius : int
+        Coordinates are drawn from the integers in ``[-radius, radius]``.
+    simplify : bool
+        Try ``sympy.cancel`` / ``sympy.simplify`` after ``expand``.
+    degree : int, optional
+        A bound on the total degree of the difference (else computed).
+    max_ops : int
+        Skip ``simplify`` on larger differences.
+
+    Returns
+    -------
+    CheckResult
+        True with ``bound = 0.0`` when ``expand`` / ``cancel`` / ``simplify`` of
+        the difference gives 0 (a proof); True with the Schwartz-Zippel bound
+        ``(D / (2 radius + 1))^points`` when every random point agrees (``D``
+        the degree of the difference's numerator, corrected for points where a
+        denominator vanishes); False with a counterexample (the point and both
+        exact values) when a point disagrees; None when no proof or bound holds
+        (e.g. transcendental expressions that agree numerically).
+
+    Examples
+    --------
+    >>> x, y = sp.symbols("x y")
+    >>> r = check_expression("(x^2 - y^2)/(x - y)", x + y)
+    >>> r.verdict, r.bound
+    (True, 0.0)
+    >>> r = check_expression(x**3, x**3 + x*(x - 1)*(x - 2)*(x - 3), simplify=False)
+    >>> r.verdict
+    False
+    >>> point = r.counterexample.values()
+    >>> (x**3).subs(point) != (x**3 + x*(x - 1)*(x - 2)*(x - 3)).subs(point)
+    True
+    """
+    if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
+        raise SymattnError(f"points must be a positive integer, got {points!r}")
+    if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or radius < 1:
+        raise SymattnError(f"radius must be a positive integer, got {radius!r}")
+    rng = random.Random(seed)
+    size = 2 * int(radius) + 1
+
+    known_nonzero = False
+    if callable(computed) and not isinstance(computed, (sp.Basic, sp.MatrixBase)):
+        if variables is None:
+            raise SymattnError("a callable 'computed' needs the variables to sample (variables=...)")
+        variables = sorted(set(variables), key=lambda s: s.name)
+        names = {s.name: s for s in variables}
+        claimed_m, _ = _to_matrix(claimed, "claimed", names)
+        claimed_m = _rename(claimed_m, names)
+        evaluate = computed
+        computed_m = None
+        computed_text = getattr(computed, "__name__", "computed function")
+    else:
+        computed_m, _ = _to_matrix(computed, "computed", {})
+        names = {s.name: s for s in computed_m.free_symbols if isinstance(s, sp.Symbol)}
+        claimed_m, _ = _to_matrix(claimed, "claimed", names)
+        claimed_m = _rename(claimed_m, names)
+        if claimed_m.shape != computed_m.shape:
+            raise ShapeError(f"the claimed value has shape {claimed_m.shape}, the computed one "
+                             f"{computed_m.shape}")
+        computed_text = _short(computed_m if computed_m.shape != (1, 1) else computed_m[0, 0])
+        if variables is None:
+            variables = claimed_m.free_symbols | computed_m.free_symbols
+        variables = sorted(set(variables), key=lambda s: s.name)
+
+        def evaluate(point):
+            return computed_m.xreplace(point)
+
+        # 1. a proof by symbolic simplification
+        difference = claimed_m - computed_m
+        decided = [(index, e, _expands_to_zero(e))
+                   for index, e in np.ndenumerate(np.array(difference.tolist(), dtype=object))]
+        remaining = [(index, e) for index, e, zero in decided if zero is not True]
+        known_nonzero = any(zero is False for _, _, zero in decided)
+        method = "symbolic: claimed - computed expands to 0"
+        if simplify and remaining and all(zero is None for _, _, zero in decided if zero is not True):
+            still = []
+            for index, e in remaining:
+                reduced = sp.cancel(sp.together(e)) if sp.count_ops(e) <= 20 * max_ops else e
+                if reduced != 0 and sp.count_ops(reduced) <= max_ops:
+                    reduced = sp.simplify(reduced)
+                if reduced != 0:
+                    still.append((index, e))
+            if not still:
+                method = "symbolic: expand, cancel and simplify of claimed - computed give 0"
+            remaining = still
+        if not remaining:
+            return CheckResult(True, method, 0.0, None, _short(claimed_m), computed_text, 0, None, None)
+
+    claimed_text = _short(claimed_m if claimed_m.shape != (1, 1) else claimed_m[0, 0])
+    variable_set = set(variables)
+
+    # 2. exact evaluation at random integer points
+    evaluated = 0
+    tries = 0
+    wanted = 100 if known_nonzero else points  # a nonzero polynomial difference: search for its witness
+    while evaluated < wanted:
+        tries += 1
+        if tries > 20 * wanted:
+            return CheckResult(None, "too many random points made a denominator vanish; no verdict", None, None,
+                               claimed_text, computed_text, evaluated, degree, size)
+        point = {s: sp.Integer(rng.randint(-radius, radius)) for s in variables}
+        left = claimed_m.xreplace(point)
+        right = evaluate(point)
+        right = sp.Matrix(right) if isinstance(right, (sp.MatrixBase, list, tuple, np.ndarray)) \
+            else sp.Matrix([[sp.sympify(right)]])
+        if right.shape != left.shape:
+            raise ShapeError(f"the claimed value has shape {left.shape}, the computed one {right.shape}")
+        if _invalid(left) or _invalid(right):
+            continue
+        evaluated += 1
+        for r in range(left.rows):
+            for c in range(left.cols):
+                if _differ(left[r, c], right[r, c]):
+                    entry = (r, c) if left.shape != (1, 1) else None
+                    return CheckResult(
+                        False,
+                        ("symbolic: claimed - computed is a nonzero polynomial; " if known_nonzero else "")
+                        + f"exact evaluation at a random integer point in [-{radius}, {radius}]: the values differ",
+                        0.0, Counterexample(tuple((s.name, str(v)) for s, v in point.items()), entry,
+                                            str(left[r, c]), str(right[r, c])),
+                        claimed_text, computed_text, evaluated, degree, size)
+
+    if known_nonzero:  # (practically never reached: a random point is a witness)
+        return CheckResult(False, "symbolic: claimed - computed is a nonzero polynomial (sympy Poly); no witness "
+                                  f"among {wanted} random points", 0.0, None, claimed_text, computed_text,
+                           evaluated, degree, size)
+
+    # 3. all points agree: Schwartz-Zippel
+    exact = all(v.is_Rational for v in left) and all(v.is_Rational for v in right)
+    denominator = 0
+    if degree is None and computed_m is not None:
+        numerator = 0
+        for e in claimed_m - computed_m:
+            pair = _degree_pair(e, variable_set)
+            if pair is None:
+                numerator = None
+                break
+            numerator = max(numerator, pair[0])
+            denominator = max(denominator, pair[1])
+        degree = numerator
+    if degree is None or not exact:
+        why = "not a rational function of the variables" if degree is None else "values not rational"
+        return CheckResult(None, f"no symbolic proof; equal at {points} random point(s) ({why}, so no "
+                                 f"Schwartz-Zippel bound)", None, None, claimed_text, computed_text, points, degree,
+                           size)
+    if degree == 0:
+        return CheckResult(True, "the difference is constant and vanishes at a point", 0.0, None,
+                           claimed_text, computed_text, points, 0, size)
+    per_point = min(1.0, (degree / size) / max(1e-300, 1 - denominator / size)) if denominator < size else 1.0
+    bound = per_point ** points
+    method = (f"exact evaluation at {points} random integer point(s) in [-{radius}, {radius}] (no symbolic proof "
+              f"found); Schwartz-Zippel: a false claim passes with probability <= (degree {degree} / "
+              f"{size})^{points}" + (f", corrected for denominators of degree {denominator}" if denominator else ""))
+    return CheckResult(True, method, bound, None, claimed_text, computed_text, points, degree, size)
+
+
+# -- claimed numbers -----------------------------------------------------------------------------
+_ALIASES = {
+    "contact_order": "contact_order",
+    "contactorder": "contact_order",
+    "multiplicity": "multiplicity",
+    "identification_order": "identification_order",
+    "kernel": "kernel",
+    "kernel_dimension": "kernel",
+    "dimension": "dimension",
+    "rank": "dimension",
+    "sign_group_order": "sign_group_order",
+}
+_WITH_LAYER = {"contact_order", "multiplicity", "identification_order"}
+_CLAIM = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z_ \-]*?)\s*(?:\(\s*(?P<arg>[^()]*?)\s*\))?\s*={1,2}\s*"
+                    r"(?P<value>\S.*?)\s*$")
+
+
+def _accepted() -> str:
+    return "; ".join(ACCEPTED_CLAIMS)
+
+
+def parse_claim(text: str, layers: int | None = None) -> tuple[str, int | None, int]:
+    """``(quantity, layer or None, value)`` from a claim string.
+
+    Raises
+    ------
+    SymattnError
+        Naming the accepted forms.
+
+    Examples
+    --------
+    >>> parse_claim("contact_order(3) = 17")
+    ('contact_order', 3, 17)
+    >>> parse_claim(" Kernel == 6 ")
+    ('kernel', None, 6)
+    >>> parse_claim("order = 3")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: unknown quantity 'order' in claim 'order = 3'; accepted: contact_order(i) = n; multiplicity(i) = n; identification_order(i) = n; kernel = n; dimension = n; sign_group_order = n
+    """
+    if not isinstance(text, str):
+        raise SymattnError(f"a claim is a string such as 'contact_order(2) = 5', got {text!r}")
+    match = _CLAIM.match(text)
+    if not match:
+        raise SymattnError(f"cannot read the claim {text!r}; accepted: {_accepted()}")
+    raw = match["name"].strip().lower()
+    key = re.sub(r"[\s\-]+", "_", raw)
+    if key not in _ALIASES:
+        raise SymattnError(f"unknown quantity {raw!r} in claim {text!r}; accepted: {_accepted()}")
+    quantity = _ALIASES[key]
+    arg = match["arg"]
+    if quantity in _WITH_LAYER:
+        if arg is None or not re.fullmatch(r"\d+", arg.strip()):
+            raise SymattnError(f"{quantity} needs a layer number, as in '{quantity}(2) = 5'; got {text!r}")
+        layer = int(arg)
+        if layer < 1 or (layers is not None and layer > layers):
+            raise SymattnError(f"claim {text!r} names layer {layer}; the architecture has layers 1..{layers}")
+    else:
+        if arg is not None:
+            raise SymattnError(f"{quantity} takes no argument, as in '{quantity} = 6'; got {text!r}")
+        layer = None
+    value_text = match["value"].strip()
+    if not re.fullmatch(r"[+-]?\d+", value_text):
+        raise SymattnError(f"the claimed value in {text!r} must be an integer, got {value_text!r}")
+    return quantity, layer, int(value_text)
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """One claimed number against the computed one.
+
+    ``verdict`` is None when the engine could not settle the computed value
+    (an unresolved direction, a bank not certified separating): then
+    ``computed`` is what was found and ``method`` says what is missing.
+    """
+
+    claim: str
+    quantity: str
+    layer: int | None
+    claimed: int
+    computed: object
+    verdict: bool | None
+    method: str
+
+    def to_json(self) -> dict:
+        return {"claim": self.claim, "verdict": self.verdict, "claimed": self.claimed,
+                "computed": self.computed, "method": self.method}
+
+    def __str__(self) -> str:
+        verdict = {True: "true", False: "false", None: "undecided"}[self.verdict]
+        return f"{self.claim}: {verdict} (computed {self.computed})"
+
+
+@dataclass(frozen=True)
+class ClaimsReport:
+    """Several claims checked against one architecture.
+
+    Examples
+    --------
+    >>> report = check_claims(Architecture.uniform(layers=1, width=2, tokens=3), ["kernel = 1"])
+    >>> report.all_true, report.to_json()["claims"][0]["computed"]
+    (True, 1)
+    """
+
+    architecture: dict
+    checks: tuple
+    all_true: bool = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "all_true", all(c.verdict is True for c in self.checks))
+
+    def to_json(self) -> dict:
+        return {"architecture": self.architecture, "claims": [c.to_json() for c in self.checks],
+                "all_true": self.all_true}
+
+    def _rows(self):
+        for c in self.checks:
+            yield c.claim, {True: "true", False: "false", None: "undecided"}[c.verdict], c.computed, c.method
+
+    def to_markdown(self) -> str:
+        lines = ["| claim | verdict | computed | method |", "|---|---|---|---|"]
+        lines += [f"| `{a}` | {b} | {c} | {d} |" for a, b, c, d in self._rows()]
+        lines += ["", f"all true: {self.all_true}"]
+        return "\n".join(lines)
+
+    def to_latex(self, standalone: bool = False) -> str:
+        rows = "".join(f"\\texttt{{{_latex_text(a)}}} & {b} & {_latex_text(c)} \\\\\n" for a, b, c, _ in self._rows())
+        body = ("\\begin{tabular}{lll}\n\\hline\nclaim & verdict & computed \\\\\n\\hline\n" + rows
+                + "\\hline\n\\end{tabular}")
+        if standalone:
+            from .report import latex_document
+
+            return latex_document(body)
+        return body
+
+    def _repr_latex_(self) -> str:
+        rows = r" \\ ".join(rf"\texttt{{{_latex_text(a)}}} & \text{{{b}}} & \text{{{_latex_text(c)}}}"
+                            for a, b, c, _ in self._rows())
+        return r"$$\begin{array}{lll} \text{claim} & \text{verdict} & \text{computed} \\ \hline " + rows + \
+            r"\end{array}$$"
+
+    def __str__(self) -> str:
+        return "\n".join(str(c) for c in self.checks) + f"\nall true: {self.all_true}"
+
+
+class _Engine:
+    """Computes each quantity once for all claims about one architecture."""
+
+    def __init__(self, arch: Architecture, seed: int = 0, progress: bool = False, spectrum=None):
+        self.arch = arch
+        self.seed = seed
+        self.progress = progress
+        self._spectrum = spectrum
+        self._identify = None
+        self._identify_tried = False
+        self._identify_error = None
+        self._flips = None
+
+    @property
+    def spectrum(self):
+        if self._spectrum is None:
+            from .spectrum import decay_spectrum
+
+            self._spectrum = decay_spectrum(self.arch, seed=self.seed, progress=self.progress)
+        return self._spectrum
+
+    def _spectrum_note(self) -> str:
+        s = self.spectrum
+        return (f"decay_spectrum along {s.curve}: exponents {s.exponents}, rank {s.rank}, kernel {s.kernel}, "
+                f"bank {s.bank} (separating: {s.separating}), truncation eps^{s.truncation}, primes "
+                f"{list(s.primes)} (confirmed: {s.confirmed}), error probability <= {s.error_bound:.1e}")
+
+    def _spectrum_settled(self) -> str | None:
+        s = self.spectrum
+        if not s.separating:
+            return f"the bank is not certified separating ({s.separation_note})"
+        if s.unresolved:
+            return f"{s.unresolved} direction(s) unresolved (valuation >= {s.truncation})"
+        return None
+
+    def contact_order(self, layer: int):
+        s = self.spectrum
+        block = s.blocks.get(f"scores:{layer}", {})
+        exponents = sorted(int(e) for e in block)
+        note = (f"least exponent added by layer {layer}'s Q_{layer}, K_{layer} columns "
+                f"(block scores:{layer} = {block}); " + self._spectrum_note())
+        if not exponents:
+            return None, note + f"; layer {layer}'s block resolved no exponent"
+        return exponents[0], note
+
+    def identify_report(self):
+        if not self._identify_tried:
+            self._identify_tried = True
+            try:
+                from .identify import identify
+            except ImportError:
+                identify = None
+            if identify is not None:
+                try:
+                    try:
+                        self._identify = identify(self.arch, seed=self.seed, progress=self.progress, estimate=None)
+                    except TypeError:  # an older signature
+                        self._identify = identify(self.arch)
+                except SymattnError as err:  # e.g. no exact engine for this normalizer
+                    self._identify_error = str(err)
+        return self._identify
+
+    def identification_order(self, layer: int):
+        report = self.identify_report()
+        if report is not None and hasattr(report, "orders"):
+            value, entry = _lookup_order(report.orders, layer)
+            if value is not None:
+                sharp = getattr(entry, "sharp", None)
+                note = getattr(entry, "note", "")
+                return value, (f"symattn.identify.identify(arch): identification order of block scores:{layer} "
+                               f"along the collapse curve = {value}"
+                               + ("" if sharp is None else f", sharp: {sharp}") + (f" ({note})" if note else ""))
+        contact, note = self.contact_order(layer)
+        if contact is None:
+            return None, "identification order = contact order + 1; " + note
+        if self._identify_error:
+            why = f"symattn.identify failed ({self._identify_error})"
+        elif report is None:
+            why = "symattn.identify is not available"
+        else:
+            why = "symattn.identify's report has no order for this layer"
+        return contact + 1, (f"{why}: identification order computed as contact order + 1 (the least n with "
+                             f"F_0..F_n depending on the layer's scores); " + note)
+
+    def sign_flips(self):
+        if self._flips is None:
+            self._flips = _sign_flip_count(self.arch, self.seed)
+        return self._flips
+
+
+def _lookup_order(orders, layer: int):
+    """``(order, entry)`` of layer ``layer`` in an identify report's ``orders`` (several shapes accepted)."""
+    def value_of(entry):
+        if isinstance(entry, (int, np.integer)) and not isinstance(entry, bool):
+            return int(entry)
+        order = getattr(entry, "order", None)
+        return int(order) if isinstance(order, (int, np.integer)) else None
+
+    if isinstance(orders, dict):
+        for key in (layer, str(layer), f"scores:{layer}", f"layer {layer}"):
+            if key in orders:
+                return value_of(orders[key]), orders[key]
+        return None, None
+    if isinstance(orders, (list, tuple)):
+        for entry in orders:
+            if getattr(entry, "layer", None) == layer or getattr(entry, "block", None) == f"scores:{layer}":
+                return value_of(entry), entry
+        if all(isinstance(e, (int, np.integer)) for e in orders) and 1 <= layer <= len(orders):
+            return int(orders[layer - 1]), orders[layer - 1]
+    return None, None
+
+
+def _sign_flip_count(arch: Architecture, seed: int):
+    """Subsets of layers whose flip ``Q_i -> -Q_i`` leaves ``F`` unchanged at a random point (mpmath)."""
+    from itertools import combinations
+
+    from .algebra.domains import MpmathDomain
+    from .effective import sign_flip, sign_group_order
+    from .model import forward
+
+    formula = sign_group_order(arch)
+    if any(n.is_generic for n in arch.normalizers):
+        return formula, (f"effective.sign_group_order: 2^(number of even layers) = {formula} (a generic "
+                         f"normalizer cannot be evaluated numerically, so no independent check)")
+    rng = random.Random(seed)
+    values = [sp.Rational(rng.randint(-30, 30), rng.randint(10, 40)) for _ in range(arch.param_count)]
+    params = arch.parameters_from_flat(values)
+    X = [[sp.Rational(rng.randint(-30, 30), rng.randint(10, 40)) for _ in range(arch.tokens)]
+         for _ in range(arch.widths[0])]
+    domain = MpmathDomain(dps=60)
+    mp = domain._mpmath
+    reference = forward(arch, params, X, domain)
+    scale = max(mp.mpf(1), max(abs(v) for v in reference.flat))
+    count = 0
+    for size in range(0, arch.layers + 1):
+        for layers in combinations(range(1, arch.layers + 1), size):
+            if not layers:
+                count += 1
+                continue
+            flipped = forward(arch, sign_flip(params, layers), X, domain)
+            difference = max(abs(a - b) for a, b in zip(flipped.flat, reference.flat))
+            if difference <= scale * mp.mpf(10) ** -45:
+                count += 1
+    agree = "agrees with" if count == formula else "DISAGREES with"
+    return count, (f"number of subsets of layers whose sign flip Q_i -> -Q_i leaves F unchanged (to 45 of 60 "
+                   f"digits, mpmath) at a random rational point and input; {agree} effective.sign_group_order "
+                   f"= {formula} (2^number of even layers)")
+
+
+def _verdict(claimed: int, computed, unsettled: str | None):
+    if computed is None or unsettled:
+        return None
+    return claimed == computed
+
+
+def _check_one(engine: _Engine, text: str) -> ClaimCheck:
+    arch = engine.arch
+    quantity, layer, claimed = parse_claim(text, arch.layers)
+    if quantity == "contact_order":
+        computed, method = engine.contact_order(layer)
+        return ClaimCheck(text, quantity, layer, claimed, computed,
+                          _verdict(claimed, computed, engine._spectrum_settled()), method)
+    if quantity == "multiplicity":
+        contact, note = engine.contact_order(layer)
+        if contact is None:
+            return ClaimCheck(text, quantity, layer, claimed, None, None, note)
+        computed = engine.spectrum.multiplicity(contact)
+        block = engine.spectrum.blocks.get(f"scores:{layer}", {}).get(str(contact), 0)
+        method = (f"multiplicity of exponent {contact} (layer {layer}'s contact order) in the whole spectrum; "
+                  f"layer {layer}'s own block contributes {block}; " + note)
+        return ClaimCheck(text, quantity, layer, claimed, computed,
+                          _verdict(claimed, computed, engine._spectrum_settled()), method)
+    if quantity == "identification_order":
+        computed, method = engine.identification_order(layer)
+        unsettled = engine._spectrum_settled() if "contact order + 1" in method else None
+        return ClaimCheck(text, quantity, layer, claimed, computed, _verdict(claimed, computed, unsettled), method)
+    if quantity in ("kernel", "dimension"):
+        s = engine.spectrum
+        computed = s.kernel if quantity == "kernel" else s.rank
+        what = ("kernel = #params - rank of the native Jacobian J(eps)" if quantity == "kernel"
+                else "dimension = rank of the native Jacobian J(eps) over power series")
+        unsettled = engine._spectrum_settled() or (None if s.rank_certified else "the rank is only a lower bound")
+        method = what + ("" if not unsettled else f" (not settled: {unsettled})") + "; " + engine._spectrum_note()
+        return ClaimCheck(text, quantity, None, claimed, computed, _verdict(claimed, computed, unsettled), method)
+    computed, method = engine.sign_flips()
+    return ClaimCheck(text, quantity, None, claimed, computed, claimed == computed, method)
+
+
+def check_claims(arch: Architecture, claims, *, seed: int = 0, progress: bool = False,
+                 spectrum=None) -> ClaimsReport:
+    """Check several claimed numbers, computing each quantity once.
+
+    Parameters
+    ----------
+    arch : Architecture
+    claims : iterable of str
+        Claims in the forms of :data:`ACCEPTED_CLAIMS`.
+    seed : int
+        Seed of the spectrum computation and of the random point of the sign check.
+    spectrum : Spectrum, optional
+        A precomputed :func:`~symattn.spectrum.decay_spectrum` of ``arch``.
+
+    Returns
+    -------
+    ClaimsReport
+    """
+    if not isinstance(arch, Architecture):
+        raise SymattnError(f"expected an Architecture, got {type(arch).__name__}")
+    if isinstance(claims, str):
+        claims = [claims]
+    claims = list(claims)
+    if not claims:
+        raise SymattnError(f"no claims to check; accepted: {_accepted()}")
+    for text in claims:  # all parse errors before any computation
+        parse_claim(text, arch.layers)
+    engine = _Engine(arch, seed=seed, progress=progress, spectrum=spectrum)
+    return ClaimsReport(arch.to_json(), tuple(_check_one(engine, text) for text in claims))
+
+
+def check_claim(arch: Architecture, claim: str, *, seed: int = 0, progress: bool = False,
+                spectrum=None) -> ClaimCheck:
+    """Check one claimed number for an architecture against the engine.
+
+    Claims (``i`` a layer, ``n`` an integer; ``==`` also accepted):
+
+    * ``contact_order(i) = n``: the least exponent of the decay spectrum that
+      layer ``i``'s ``Q_i, K_i`` add (its block in :func:`~symattn.spectrum.decay_spectrum`);
+    * ``multiplicity(i) = m``: the multiplicity of that exponent in the spectrum;
+    * ``kernel = n``: ``#params - rank`` of the native Jacobian;
+    * ``dimension = n``: its rank (the dimension of the function space);
+    * ``identification_order(i) = n``: from :mod:`symattn.identify` when it is
+      available, else contact order + 1 (the method says which);
+    * ``sign_group_order = n``: the number of sets of layers whose sign flip
+      leaves ``F`` unchanged at a random point (60-digit mpmath), compared with
+      :func:`~symattn.effective.sign_group_order`.
+
+    The verdict is None (undecided) when the spectrum leaves the value
+    unsettled (bank not separating, unresolved directions).
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=1, width=2, tokens=3)
+    >>> c = check_claim(arch, "contact_order(1) = 2")
+    >>> c.verdict, c.computed
+    (False, 1)
+    >>> check_claim(arch, "contact_order(2) = 5")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: claim 'contact_order(2) = 5' names layer 2; the architecture has layers 1..1
+    """
+    return check_claims(arch, [claim], seed=seed, progress=progress, spectrum=spectrum).checks[0]
+
+
+# -- command line ---------------------------------------------------------------------------------
+def _read_claims_file(path: str) -> list[str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise SymattnError(f"cannot read --claims {path}: {err.strerror or err}") from None
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            claims = json.loads(stripped)
+        except json.JSONDecodeError as err:
+            raise SymattnError(f"--claims {path}: not a JSON list of strings ({err})") from None
+        if not all(isinstance(c, str) for c in claims):
+            raise SymattnError(f"--claims {path}: a JSON file must hold a list of claim strings")
+        return claims
+    out = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            out.append(line)
+    return out
+
+
+def _configure_cli(parser) -> None:
+    parser.add_argument("--claim", action="append", default=[], metavar="CLAIM",
+                        help="a claimed number, e.g. 'contact_order(3) = 17' (repeatable); accepted: "
+                             + "; ".join(ACCEPTED_CLAIMS))
+    parser.add_argument("--claims", metavar="FILE", default=None,
+                        help="a file of claims, one per line ('#' starts a comment), or a JSON list")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
+
+
+def _run_cli(args, arch):
+    claims = list(args.claim)
+    if args.claims:
+        claims += _read_claims_file(args.claims)
+    if not claims:
+        raise SymattnError("give at least one --claim 'contact_order(2) = 5' or --claims FILE; accepted: "
+                           + _accepted())
+    return check_claims(arch, claims, seed=args.seed, progress=not args.quiet)
+
+
+CLI_COMMANDS = [dict(
+    name="check",
+    help="check claimed numbers (contact orders, multiplicities, kernel, dimension, ...) against the engine; "
+         "exit status 0 even when a claim is false",
+    run=_run_cli,
+    configure=_configure_cli,
+)]

@@ -1,0 +1,1504 @@
+"""Closed-form expansions of the network along a curve, and each layer's leading coefficient.
+
+Along a curve ``theta_eps`` (default: the simultaneous query/key collapse
+``Q_i = eps Qt_i, K_i = eps Kt_i, V_i = Vt_i``) the output is a power series
+``F(theta_eps)(X) = sum_n eps^n F_n(X)``.  :func:`expand` computes
+``F_0, ..., F_order`` entry by entry as exact sympy expressions with the one
+forward pass (:func:`symattn.model.forward`) over truncated series with exact
+coefficients (:class:`~symattn.algebra.modseries.ExactSeriesDomain`): the base
+point ``Qt_i, Kt_i, Vt_i`` and the input ``X`` are symbols, and so are the
+Taylor coefficients ``c_k, c_{k+1}, ...`` of a generic normalizer.  The
+coefficients are held as python-flint polynomials over Q (or rationals at a
+numeric point) by subclasses that override only the coefficient field of
+``ExactSeriesDomain``; expressions that are not polynomials over Q (irrational
+Taylor coefficients) fall back to sympy coefficients.
+
+:func:`leading_coefficient` gives, in matrix form valid for every width and
+token count, the coefficient in which the scores of layer ``i`` first appear,
+at order ``n_i`` (``2k 3^(i-1)`` for a common ``k``); :func:`verify_leading_coefficient`
+compares it with the entrywise expansion.
+
+Examples
+--------
+>>> from symattn.model import Architecture
+>>> from symattn.normalizers import Normalizer
+>>> from symattn.expand import expand
+>>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2)
+>>> F = expand(arch, order=2, normalizer=Normalizer.generic(k=1))
+>>> F[0]
+Matrix([[Vt1_11*x_11/2 + Vt1_11*x_12/2, Vt1_11*x_11/2 + Vt1_11*x_12/2]])
+>>> F[1]
+Matrix([[0, 0]])
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from .algebra.modseries import ExactSeriesDomain
+from .curves import EPS, Curve, collapse
+from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
+from .model import Architecture, Parameters, forward
+from .normalizers import Normalizer, as_normalizer
+
+__all__ = [
+    "Expansion",
+    "expand",
+    "curve_symbols",
+    "LeadingCoefficient",
+    "leading_coefficient",
+    "leading_orders",
+    "verify_leading_coefficient",
+    "evaluate_matrix_expression",
+    "MAX_PARAMS",
+    "MAX_ORDER",
+    "MAX_TERMS",
+    "CLI_COMMANDS",
+]
+
+#: Largest number of native parameters :func:`expand` accepts.
+MAX_PARAMS = 40
+
+#: Largest order :func:`expand` accepts.
+MAX_ORDER = 128
+
+#: Largest number of terms of any series coefficient during a symbolic expansion (python-flint
+#: polynomials); beyond it the computation takes too long (give numbers with ``point``).  The
+#: sympy fallback (irrational Taylor coefficients) allows ``max_terms // 200``.
+MAX_TERMS = 10**6
+
+
+# -- symbols --------------------------------------------------------------------------------
+def curve_symbols(arch: Architecture) -> Parameters:
+    """The base point ``Qt_i, Kt_i, Vt_i`` of a curve as real symbols (``Qt1_11`` ...).
+
+    Examples
+    --------
+    >>> curve_symbols(Architecture.uniform(layers=1, width=2)).K[0]
+    Matrix([[Kt1_11, Kt1_12]])
+    """
+    blocks = {"Q": [], "K": [], "V": []}
+    for i in range(1, arch.layers + 1):
+        for name, (rows, cols) in arch.block_shapes(i).items():
+            blocks[name].append(sp.ImmutableMatrix(rows, cols, lambda r, c: sp.Symbol(
+                f"{name}t{i}_{r + 1}{c + 1}", real=True)))
+    return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+
+
+def _latex_names(symbols) -> dict:
+    """LaTeX names: ``Qt1_11`` -> ``\\tilde{Q}^{(1)}_{11}``, ``x_11`` -> ``x_{11}``."""
+    names = {}
+    for s in symbols:
+        if not isinstance(s, sp.Symbol):
+            continue
+        name = s.name
+        if len(name) > 3 and name[0] in "QKV" and name[1] == "t" and "_" in name:
+            layer, index = name[2:].split("_", 1)
+            names[s] = rf"\tilde{{{name[0]}}}^{{({layer})}}_{{{index}}}"
+        elif name.startswith("x_"):
+            names[s] = rf"x_{{{name[2:]}}}"
+        elif name == "eps":
+            names[s] = r"\varepsilon"
+    return names
+
+
+def _latex(expr) -> str:
+    return sp.latex(expr, symbol_names=_latex_names(getattr(expr, "free_symbols", ())))
+
+
+def _with_normalizer(arch: Architecture, normalizer) -> Architecture:
+    if normalizer is None:
+        return arch
+    if isinstance(normalizer, (list, tuple)):
+        normalizer = [as_normalizer(n) for n in normalizer]
+    else:
+        normalizer = as_normalizer(normalizer)
+    return Architecture(arch.widths, arch.score_ranks, arch.tokens, normalizer)
+
+
+def _check_arch(arch) -> None:
+    if not isinstance(arch, Architecture):
+        raise SymattnError(f"expected an Architecture, got {type(arch).__name__}")
+
+
+# -- coefficient fields -----------------------------------------------------------------------
+def _terms(value) -> int:
+    return len(value.args) if isinstance(value, sp.Add) else 1
+
+
+class _SymbolicSeriesDomain(ExactSeriesDomain):
+    """Exact series with a size guard, where some generic coefficients ``c_j`` may take given values.
+
+    Raises TruncationError as soon as a coefficient has more than ``max_terms``
+    terms, instead of running for minutes or hours.
+    """
+
+    def __init__(self, truncation: int, coefficient_values: dict | None = None,
+                 max_terms: int = MAX_TERMS // 200, description: str = ""):
+        super().__init__(truncation)
+        self.coefficient_values = dict(coefficient_values or {})
+        self.max_terms = max_terms
+        self.description = description
+
+    def residue(self, value):
+        return sp.sympify(value).xreplace(self.coefficient_values)
+
+    def _series_mul(self, a, b):
+        out = super()._series_mul(a, b)
+        largest = max((_terms(v) for v in out.flat), default=0)
+        if largest > self.max_terms:
+            raise TruncationError(
+                f"the symbolic expansion {self.description}grows beyond {self.max_terms} terms in one "
+                f"coefficient ({largest}); give numbers for some symbols with point=..., lower the order, "
+                f"use leading_coefficient for the matrix formulas, or raise max_terms")
+        return out
+
+
+def _to_fmpq(value):
+    import flint
+
+    if isinstance(value, flint.fmpq):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return flint.fmpq(int(value))
+    value = sp.sympify(value)
+    if not value.is_Rational:
+        raise DomainError(f"{value} is not rational")
+    return flint.fmpq(int(value.p), int(value.q))
+
+
+def _from_fmpq(value) -> sp.Expr:
+    import flint
+
+    if isinstance(value, flint.fmpq):
+        return sp.Rational(int(value.p), int(value.q))
+    return sp.sympify(value)
+
+
+class _RationalSeriesDomain(ExactSeriesDomain):
+    """Truncated series over Q with python-flint ``fmpq`` coefficients.
+
+    The same arithmetic as :class:`ExactSeriesDomain` (its coefficient-field
+    hooks are overridden), for points where every parameter, input entry and
+    normalizer coefficient is rational: much faster than sympy numbers.
+    """
+
+    def __init__(self, truncation: int, coefficient_values: dict | None = None):
+        super().__init__(truncation)
+        self.coefficient_values = dict(coefficient_values or {})
+        self.name = f"Q[[eps]]/eps^{self.truncation} (flint fmpq)"
+
+    def residue(self, value):
+        value = sp.sympify(value).xreplace(self.coefficient_values)
+        if not value.is_Rational:
+            raise DomainError(f"normalizer coefficient {value} is not rational")
+        return _to_fmpq(value)
+
+    def _series_mul(self, a, b):
+        n = a.shape[-1]
+        support_a = np.flatnonzero(a.reshape(-1, n).any(axis=0))
+        support_b = np.flatnonzero(b.reshape(-1, n).any(axis=0))
+        if len(support_b) < len(support_a):
+            a, b, support_a = b, a, support_b
+        out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=object)
+        for i in support_a:
+            out[..., i:] = out[..., i:] + a[..., i:i + 1] * b[..., :n - i]
+        return out
+
+    def _coefficient_array(self, coefficients):
+        array = np.asarray(coefficients, dtype=object)
+        out = np.empty(array.shape, dtype=object)
+        for index, value in np.ndenumerate(array):
+            out[index] = _to_fmpq(value)
+        return out
+
+    def _reduce(self, a):
+        return np.asarray(a, dtype=object)
+
+    def _invert_scalars(self, a):
+        out = np.empty(a.shape, dtype=object)
+        for index, value in np.ndenumerate(a):
+            out[index] = 1 / _to_fmpq(value)
+        return out
+
+    def _any_nonzero(self, a) -> bool:
+        return any(bool(v) for v in np.asarray(a).flat)
+
+    def _all_nonzero(self, a) -> bool:
+        return all(bool(v) for v in np.asarray(a).flat)
+
+
+class _PolynomialSeriesDomain(ExactSeriesDomain):
+    """Truncated series whose coefficients are python-flint polynomials over Q.
+
+    The same arithmetic as :class:`ExactSeriesDomain` (its coefficient-field
+    hooks are overridden) with coefficients in ``Q[symbols]`` held as
+    ``flint.fmpq_mpoly``: orders of magnitude faster than expanded sympy
+    expressions.  Needs polynomial data and column sums with constant
+    leading terms (true on collapse curves); otherwise it raises DomainError
+    and :func:`expand` falls back to sympy coefficients.
+    """
+
+    def __init__(self, truncation: int, symbols, coefficient_values: dict | None = None,
+                 max_terms: int = MAX_TERMS, description: str = ""):
+        import flint
+
+        super().__init__(truncation)
+        self.symbols = tuple(symbols)
+        self.ctx = flint.fmpq_mpoly_ctx.get(tuple(s.name for s in self.symbols) or ("_",), "degrevlex")
+        self._gens = dict(zip(self.symbols, self.ctx.gens()))
+        self.coefficient_values = dict(coefficient_values or {})
+        self.max_terms = max_terms
+        self.description = description
+        self.name = f"Q[symbols][[eps]]/eps^{self.truncation} (flint fmpq_mpoly)"
+
+    def _convert(self, value):
+        import flint
+
+        if isinstance(value, flint.fmpq_mpoly):
+            return value
+        value = sp.sympify(value).xreplace(self.coefficient_values)
+        if value.is_Rational:
+            return self.ctx.constant(_to_fmpq(value))
+        if value in self._gens:
+            return self._gens[value]
+        if value.free_symbols - set(self._gens):
+            raise DomainError(f"{value} has symbols outside the polynomial ring")
+        try:
+            poly = sp.Poly(value, *self.symbols)
+        except sp.PolynomialError as err:
+            raise DomainError(f"{value} is not a polynomial: {err}") from None
+        if not poly.domain.is_QQ and not poly.domain.is_ZZ:
+            raise DomainError(f"{value} has coefficients in {poly.domain}, not Q")
+        return self.ctx.from_dict({m: _to_fmpq(c) for m, c in poly.terms()})
+
+    def to_sympy(self, value) -> sp.Expr:
+        import flint
+
+        if not isinstance(value, flint.fmpq_mpoly):
+            return _from_fmpq(value)
+        terms = value.to_dict()
+        if not terms:
+            return sp.Integer(0)
+        return sp.Poly.from_dict({m: sp.Rational(int(c.p), int(c.q)) for m, c in terms.items()},
+                                 *self.symbols, domain=sp.QQ).as_expr()
+
+    def residue(self, value):
+        return self._convert(value)
+
+    def _taylor_residues(self, normalizer, degree: int) -> np.ndarray:
+        key = (id(normalizer), degree)
+        if key not in self._taylor_cache:
+            coefficients = normalizer.taylor(degree)
+            # shape (degree + 1, 1): taylor[m] is then a 1-element array, which numpy broadcasts;
+            # a bare fmpq_mpoly would be read as a sequence of its terms
+            out = np.empty((len(coefficients), 1), dtype=object)
+            for i, c in enumerate(coefficients):
+                out[i, 0] = self._convert(c)
+            self._taylor_cache[key] = out
+        return self._taylor_cache[key]
+
+    def _series_mul(self, a, b):
+        n = a.shape[-1]
+        support_a = np.flatnonzero(a.reshape(-1, n).any(axis=0))
+        support_b = np.flatnonzero(b.reshape(-1, n).any(axis=0))
+        if len(support_b) < len(support_a):
+            a, b, support_a = b, a, support_b
+        out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=object)
+        for i in support_a:
+            out[..., i:] = out[..., i:] + a[..., i:i + 1] * b[..., :n - i]
+        largest = max((len(v) for v in out.flat if not isinstance(v, int)), default=0)
+        if largest > self.max_terms:
+            raise TruncationError(
+                f"the symbolic expansion {self.description}grows beyond {self.max_terms} terms in one "
+                f"coefficient ({largest}); give numbers for some symbols with point=..., lower the order, "
+                f"use leading_coefficient for the matrix formulas, or raise max_terms")
+        return out
+
+    def _coefficient_array(self, coefficients):
+        array = np.asarray(coefficients, dtype=object)
+        out = np.empty(array.shape, dtype=object)
+        for index, value in np.ndenumerate(array):
+            out[index] = self._convert(value)
+        return out
+
+    def _reduce(self, a):
+        return np.asarray(a, dtype=object)
+
+    def _invert_scalars(self, a):
+        out = np.empty(a.shape, dtype=object)
+        constant_monomial = (0,) * len(self._gens or (0,))
+        for index, value in np.ndenumerate(a):
+            value = self._convert(value)
+            terms = value.to_dict()
+            if set(terms) - {constant_monomial}:
+                raise DomainError("a column sum of s(A) has a non-constant leading term")
+            out[index] = self.ctx.constant(1 / terms[constant_monomial])
+        return out
+
+    def _any_nonzero(self, a) -> bool:
+        return any(bool(v) for v in np.asarray(a).flat)
+
+    def _all_nonzero(self, a) -> bool:
+        return all(bool(v) for v in np.asarray(a).flat)
+
+
+# -- the expansion ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Expansion:
+    """The coefficients ``F_0, ..., F_order`` of the output along a curve.
+
+    Attributes
+    ----------
+    architecture : Architecture
+        The architecture expanded (with the normalizer override applied).
+    curve : Curve
+    order : int
+        The highest power of ``eps`` kept.
+    coefficients : tuple of sympy ImmutableMatrix
+        ``coefficients[n]`` is ``F_n`` (``d_l x t``), exact.
+    normalizer : Normalizer or None
+        The normalizer that replaced the architecture's, if any.
+    point : tuple
+        ``((name, value), ...)``: symbols given numbers; all others stay symbols.
+    domain : str
+        The coefficient field of the series computation.
+    seconds : float
+        Time taken.
+    method : str
+        How the coefficients were obtained.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=1)
+    >>> F.order, len(F.coefficients), F[0].shape
+    (1, 2, (1, 2))
+    """
+
+    architecture: Architecture
+    curve: Curve
+    order: int
+    coefficients: tuple
+    normalizer: Normalizer | None = None
+    point: tuple = ()
+    domain: str = ""
+    seconds: float = 0.0
+    method: str = ""
+
+    def __getitem__(self, n: int) -> sp.ImmutableMatrix:
+        return self.coefficient(n)
+
+    def __len__(self) -> int:
+        return len(self.coefficients)
+
+    def coefficient(self, n: int) -> sp.ImmutableMatrix:
+        """``F_n``; raises TruncationError beyond the order computed."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise TruncationError(f"coefficient index must be a non-negative integer, got {n!r}")
+        if n > self.order:
+            raise TruncationError(f"F_{n} is beyond the order {self.order} of this expansion; "
+                                  f"expand with order >= {n}")
+        return self.coefficients[n]
+
+    @property
+    def free_symbols(self) -> set:
+        out = set()
+        for c in self.coefficients:
+            out |= c.free_symbols
+        return out
+
+    def leading_order(self) -> int | None:
+        """The least ``n >= 1`` with ``F_n != 0`` (None if all vanish up to the order)."""
+        for n, c in enumerate(self.coefficients[1:], start=1):
+            if any(sp.expand(e) != 0 for e in c):
+                return n
+        return None
+
+    def _describe(self) -> str:
+        return self.curve.describe(self.architecture.layers)
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict: each coefficient's entries as strings and as LaTeX."""
+        return {
+            "architecture": self.architecture.to_json(),
+            "curve": self._describe(),
+            "order": self.order,
+            "normalizers": [n.name for n in self.architecture.normalizers],
+            "point": {name: str(value) for name, value in self.point},
+            "coefficients": [
+                {"order": n, "entries": [[str(e) for e in row] for row in c.tolist()], "latex": _latex(c)}
+                for n, c in enumerate(self.coefficients)
+            ],
+            "domain": self.domain,
+            "seconds": round(self.seconds, 4),
+            "method": self.method,
+        }
+
+    def to_latex(self, standalone: bool = False) -> str:
+        """Each ``F_n`` as one LaTeX ``equation*``."""
+        body = "\n".join(
+            "\\begin{equation*}\n" + f"F_{{{n}}} = {_latex(c)}\n" + "\\end{equation*}"
+            for n, c in enumerate(self.coefficients)
+        )
+        if standalone:
+            from .report import latex_document
+
+            return latex_document(body)
+        return body
+
+    def _repr_latex_(self) -> str:
+        lines = r" \\ ".join(f"F_{{{n}}} &= {_latex(c)}" for n, c in enumerate(self.coefficients))
+        return "$$\\begin{aligned}" + lines + "\\end{aligned}$$"
+
+    def to_markdown(self) -> str:
+        """Markdown: one display equation per coefficient, and how they were obtained."""
+        lines = [f"# Expansion along {self._describe()}", "",
+                 f"- architecture: {self.architecture.describe()}",
+                 f"- {self.method}", ""]
+        for n, c in enumerate(self.coefficients):
+            lines += [f"$$F_{{{n}}} = {_latex(c)}$$", ""]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def __str__(self) -> str:
+        lines = [f"expansion along {self._describe()} up to eps^{self.order}"]
+        for n, c in enumerate(self.coefficients):
+            lines.append(f"F_{n} = {c.tolist()}")
+        return "\n".join(lines)
+
+
+def _block_valuation(curve: Curve, block: str, layer: int) -> int | None:
+    for b, i, matrix in curve.polynomials:
+        if (b, i) == (block, layer):
+            return None
+    return 1 if curve.scaled(block, layer) else 0
+
+
+def _default_order(arch: Architecture, curve: Curve) -> int:
+    """Where layer 1's scores first appear: the input's power plus ``k_1`` times their valuation."""
+    k = arch.normalizers[0].k or 1
+    q, key = _block_valuation(curve, "Q", 1), _block_valuation(curve, "K", 1)
+    if q is None or key is None:
+        return 2 * k
+    valuation = q + key + 2 * curve.input_power
+    return max(1, curve.input_power + valuation * k)
+
+
+def _validate_order(order, max_order: int) -> int:
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
+        raise TruncationError(f"order must be a positive integer (the highest power of eps kept), got {order!r}")
+    if order > max_order:
+        raise TruncationError(f"order {order} is too high for an exact expansion; use at most {max_order} "
+                              f"(or raise max_order)")
+    return int(order)
+
+
+def _point_map(point) -> dict:
+    """``{name: value}`` (names or symbols as keys) -> ``{name: sympy number}``."""
+    if point is None:
+        return {}
+    if not isinstance(point, dict):
+        raise SymattnError(f"point must be a dict of symbol names to numbers, got {type(point).__name__}")
+    out = {}
+    for key, value in point.items():
+        name = key.name if isinstance(key, sp.Symbol) else str(key)
+        try:
+            out[name] = sp.sympify(value)
+        except (sp.SympifyError, TypeError):
+            raise SymattnError(f"value {value!r} for {name} is not a number") from None
+    return out
+
+
+def _normalizer_symbols(arch: Architecture, order: int) -> dict:
+    out = {}
+    for n in arch.normalizers:
+        if n.is_generic:
+            for m in range(1, order + 2):
+                out[n.coefficient_symbol(m).name] = n.coefficient_symbol(m)
+    return out
+
+
+def _series_blocks(arch, curve, base: Parameters, truncation: int):
+    """Coefficient arrays ``(rows, cols, 1, N)`` (object) of every block along the curve."""
+    blocks = {"Q": [], "K": [], "V": []}
+    for i in range(1, arch.layers + 1):
+        for name in ("Q", "K", "V"):
+            matrix = {"Q": base.Q, "K": base.K, "V": base.V}[name][i - 1]
+            rows, cols = matrix.shape
+            out = np.zeros((rows, cols, 1, truncation), dtype=object)
+            power = _block_valuation(curve, name, i)
+            if power is None:  # a user polynomial replaces the block
+                polynomial = next(m for b, j, m in curve.polynomials if (b, j) == (name, i))
+                for r in range(rows):
+                    for c in range(cols):
+                        poly = sp.Poly(sp.sympify(polynomial[r, c]), EPS)
+                        for (p,), coefficient in poly.terms():
+                            if p < truncation:
+                                out[r, c, 0, p] = coefficient
+            elif power < truncation:
+                for r in range(rows):
+                    for c in range(cols):
+                        out[r, c, 0, power] = matrix[r, c]
+            blocks[name].append(out)
+    return blocks
+
+
+def expand(arch: Architecture, curve: Curve | None = None, order: int | None = None, normalizer=None, *,
+           point: dict | None = None, max_params: int = MAX_PARAMS, max_order: int = MAX_ORDER,
+           max_terms: int = MAX_TERMS) -> Expansion:
+    """The coefficients ``F_0, ..., F_order`` of the output along a curve, exactly.
+
+    Parameters
+    ----------
+    arch : Architecture
+    curve : Curve, optional
+        Default :func:`symattn.curves.collapse` (``Q_i = eps Qt_i``, ``K_i = eps Kt_i``).
+    order : int, optional
+        Highest power of ``eps`` kept (a positive integer).  Default: the order
+        where layer 1's scores first appear (``2k`` on the collapse curve,
+        ``k`` when only queries collapse, ``2k + 1`` under input scaling).
+    normalizer : Normalizer, str or list, optional
+        Replaces the architecture's normalizers, e.g. ``Normalizer.generic(k)``,
+        whose Taylor coefficients ``c_k, c_{k+1}, ...`` stay symbols.
+    point : dict, optional
+        Numbers for some symbols, by name (``{"Qt1_11": 2, "x_12": -1, "c_2": 3}``);
+        the rest stay symbols.  With every symbol rational the computation
+        runs over Q with python-flint numbers (fast).
+    max_params, max_order, max_terms : int
+        Size guards: parameters, order, and terms of any series coefficient
+        during a symbolic computation (checked as it runs; the sympy fallback
+        for irrational Taylor coefficients allows ``max_terms // 200``).
+
+    Returns
+    -------
+    Expansion
+
+    Raises
+    ------
+    ShapeError
+        More than ``max_params`` parameters.
+    TruncationError
+        An order that is not a positive integer or above ``max_order``, or a
+        symbolic expansion that grows beyond ``max_terms`` terms.
+    DomainError
+        A curve on which the scores do not vanish at ``eps = 0``.
+
+    Examples
+    --------
+    >>> from symattn.normalizers import Normalizer
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2)
+    >>> F = expand(arch, order=2, normalizer=Normalizer.generic(k=1))
+    >>> sp.factor(F[2][0, 0])
+    Kt1_11*Qt1_11*Vt1_11*c_1*x_11*(x_11 - x_12)**2/4
+    >>> expand(arch, order=0)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.TruncationError: order must be a positive integer (the highest power of eps kept), got 0
+    """
+    _check_arch(arch)
+    curve = collapse() if curve is None else curve
+    if not isinstance(curve, Curve):
+        raise SymattnError(f"curve must be a Curve (see symattn.curves), got {type(curve).__name__}")
+    curve.validate(arch)
+    used = _with_normalizer(arch, normalizer)
+    if used.param_count > max_params:
+        raise ShapeError(f"{used.param_count} parameters is too large for an entrywise symbolic expansion; "
+                         f"use at most {max_params} (or raise max_params), or the matrix formulas of "
+                         f"leading_coefficient")
+    order = _default_order(used, curve) if order is None else _validate_order(order, max_order)
+    values = _point_map(point)
+    start = time.perf_counter()
+    domain, raw, symbolic = _series_coefficients(used, curve, order, values, max_terms)
+    if isinstance(domain, _PolynomialSeriesDomain):
+        convert = domain.to_sympy  # already expanded
+    elif isinstance(domain, _RationalSeriesDomain):
+        convert = _from_fmpq
+    else:
+        convert = sp.expand
+    matrices = tuple(
+        sp.ImmutableMatrix(raw.shape[0], raw.shape[1], lambda r, c: convert(raw[r, c, n]))
+        for n in range(order + 1)
+    )
+    seconds = time.perf_counter() - start
+    generic_left = any(isinstance(c, sp.Symbol) and c.name.startswith("c_")
+                       for m in matrices for c in m.free_symbols)
+    method = (f"one forward pass over truncated series mod eps^{order + 1} with exact coefficients "
+              f"({domain.name}); base point Qt_i, Kt_i, Vt_i and input x_rc "
+              + ("symbolic" if symbolic else "at the given rational point")
+              + ("; generic normalizer coefficients c_j symbolic" if generic_left else ""))
+    replaced = None if normalizer is None or isinstance(normalizer, (list, tuple)) else used.normalizers[0]
+    return Expansion(used, curve, order, matrices, replaced, tuple(sorted(values.items())), domain.name,
+                     seconds, method)
+
+
+def _series_coefficients(used: Architecture, curve: Curve, order: int, values: dict, max_terms: int,
+                         ring=None):
+    """Run the forward pass along the curve: ``(domain, coefficients (rows, cols, N), symbolic)``.
+
+    ``ring`` fixes the polynomial ring's symbols (to compare several runs in one ring).
+    """
+    truncation = order + 1
+    base = curve_symbols(used)
+    X = used.input_symbols()
+    by_name = {s.name: s for m in (*base.Q, *base.K, *base.V, X) for s in m}
+    coefficient_names = _normalizer_symbols(used, order)
+    unknown = sorted(set(values) - set(by_name) - set(coefficient_names))
+    if unknown:
+        raise SymattnError(f"point names unknown symbols {unknown}; symbols are named like "
+                           f"{next(iter(by_name))}, x_11 and c_1 (normalizer coefficients)")
+    substitution = {by_name[n]: v for n, v in values.items() if n in by_name}
+    coefficient_values = {coefficient_names[n]: v for n, v in values.items() if n in coefficient_names}
+    base = Parameters(*(tuple(sp.ImmutableMatrix(m.xreplace(substitution)) for m in blocks)
+                        for blocks in (base.Q, base.K, base.V)))
+    X = sp.ImmutableMatrix(X.xreplace(substitution))
+
+    free = set().union(*(m.free_symbols for m in (*base.Q, *base.K, *base.V, X)))
+    generic_left = any(n.is_generic for n in used.normalizers) and \
+        len(coefficient_values) < len(coefficient_names)
+    all_rational = ring is None and not free and not generic_left and all(
+        n.is_generic or n.is_lightning or n.has_rational_taylor for n in used.normalizers) and all(
+        sp.sympify(v).is_Rational for v in substitution.values())
+    description = f"of {used.param_count} parameters to order {order} "
+    if all_rational:
+        domains = [_RationalSeriesDomain(truncation, coefficient_values)]
+    else:
+        if ring is None:
+            ring = sorted(free | {c for n, c in coefficient_names.items() if n not in values},
+                          key=lambda s: s.name)
+        domains = [_PolynomialSeriesDomain(truncation, ring, coefficient_values, max_terms, description)]
+        domains.append(_SymbolicSeriesDomain(truncation, coefficient_values, max(1, max_terms // 200),
+                                             description))
+    series = _series_blocks(used, curve, base, truncation)
+    inputs = np.zeros((*used.input_shape, 1, truncation), dtype=object)
+    if curve.input_power < truncation:
+        for (r, c), v in np.ndenumerate(np.array(X.tolist(), dtype=object)):
+            inputs[r, c, 0, curve.input_power] = v
+    for attempt, domain in enumerate(domains):
+        try:
+            params = Parameters(*(tuple(domain.from_coefficients(c) for c in series[name]) for name in "QKV"))
+            output = forward(used, params, domain.from_coefficients(inputs), domain, convert=False)
+            break
+        except DomainError as err:
+            if attempt + 1 < len(domains):
+                continue  # e.g. irrational Taylor coefficients: sympy coefficients instead
+            raise DomainError(f"cannot expand along {curve.describe(used.layers)}: {err}") from None
+    return domain, domain.coefficients(output)[:, :, 0, :], bool(free)
+
+
+# -- the leading coefficients in matrix form --------------------------------------------------
+def _layer_k(arch: Architecture) -> list[int]:
+    ks = []
+    for i, n in enumerate(arch.normalizers, start=1):
+        if n.is_lightning:
+            raise NormalizerError(f"layer {i} is lightning attention (no normalization): the leading "
+                                  "coefficients are derived for normalizers; expand it entrywise instead")
+        ks.append(int(n.k))
+    return ks
+
+
+def _orders(ks: list[int]) -> tuple[list[int], list[int]]:
+    """``n_i`` (first appearance of layer i's scores) and ``nu_i`` (first variation of layer i's tokens)."""
+    n, nu = [2 * ks[0]], [2 * ks[0]]
+    for k in ks[1:]:
+        n.append(2 * nu[-1] + 2 * k)
+        nu.append(3 * nu[-1] + 2 * k)
+    return n, nu
+
+
+def leading_orders(arch: Architecture, normalizer=None) -> list[int]:
+    """Orders ``n_i`` at which layer ``i``'s scores first appear in ``F`` along the collapse curve.
+
+    ``n_1 = 2 k_1``, ``n_i = 2 nu_{i-1} + 2 k_i`` with ``nu_1 = 2 k_1`` and
+    ``nu_i = 3 nu_{i-1} + 2 k_i`` (the order at which the tokens of layer ``i``
+    first differ); for a common ``k``, ``n_i = 2k 3^(i-1)``, one more than the
+    contact order.
+
+    Examples
+    --------
+    >>> leading_orders(Architecture.uniform(layers=3))
+    [2, 6, 18]
+    >>> leading_orders(Architecture.uniform(layers=3), normalizer="cosh")
+    [4, 12, 36]
+    """
+    _check_arch(arch)
+    return _orders(_layer_k(_with_normalizer(arch, normalizer)))[0]
+
+
+def _normalizer_coefficient(normalizer: Normalizer, k: int):
+    if normalizer.is_generic:
+        return normalizer.coefficient_symbol(k)
+    return normalizer.taylor(k)[k]
+
+
+@dataclass(frozen=True)
+class LeadingCoefficient:
+    """The coefficient of ``eps^{n_i}`` in which layer ``i``'s scores first appear.
+
+    ``formula`` is the part of ``F_{n_i}`` that depends on the layer-``i``
+    scores, ``F_{n_i} - F_{n_i}|_{Wt_i = 0}`` (the rest of ``F_{n_i}`` comes
+    from the earlier layers only), as a sympy matrix expression in the
+    MatrixSymbols ``X``, ``Qt1, Kt1, Vt1, ...`` for this architecture's
+    sizes; ``effective_formula`` is the same matrix in the effective
+    parameters (MatrixSymbols ``P`` and ``What1, What2, ...``).  The LaTeX is
+    the formula for every width and token count.  All ``F_n`` with
+    ``n < n_i`` are independent of layer ``i``'s scores.
+
+    Attributes
+    ----------
+    architecture : Architecture
+    layer : int
+    order : int
+        ``n_i``.
+    formula : sympy MatrixExpr
+        ``d_l x t``, in ``X`` and the base point ``Qt_i, Kt_i, Vt_i``.
+    effective_formula : sympy MatrixExpr
+        ``d_l x t``, in ``X``, ``P = Vt_l ... Vt_1`` and ``What_i = Pt_{i-1}^T Kt_i^T Qt_i Pt_{i-1}``.
+    steps : tuple
+        ``((name, MatrixExpr or scalar), ...)``: the intermediate quantities
+        of ``formula`` (``Y_1``, ``mu_1``, ``alpha_2``, ``Sigma_2``, ...) in order.
+    effective_steps : tuple
+        The same for ``effective_formula`` (``C_i``, ``Z_i``, ...).
+    matrix_symbols : tuple
+        The MatrixSymbols of ``formula`` (``X``, ``Qt1``, ``Kt1``, ``Vt1``, ...).
+    ks : tuple of int
+        Each layer's first nonconstant degree ``k_i``.
+    coefficients : tuple
+        Each layer's ``c_{k_i}`` (a symbol for a generic normalizer).
+    latex : str
+        The general formula (any widths, tokens), as LaTeX ``aligned`` lines.
+    method : str
+
+    Examples
+    --------
+    >>> lc = leading_coefficient(Architecture.uniform(layers=1, width=2, tokens=3), 1)
+    >>> lc.order
+    2
+    >>> lc.formula
+    (1/3)*Vt1*X*(I - (1/3)*1)*X.T*Kt1.T*Qt1*X
+    >>> lc.effective_formula
+    (1/3)*P*X*(I - (1/3)*1)*X.T*What1*X
+    """
+
+    architecture: Architecture
+    layer: int
+    order: int
+    formula: sp.MatrixExpr
+    effective_formula: sp.MatrixExpr
+    steps: tuple
+    effective_steps: tuple
+    matrix_symbols: tuple
+    ks: tuple
+    coefficients: tuple
+    latex: str
+    method: str = ""
+
+    def environment(self, parameters: Parameters | None = None, X=None) -> dict:
+        """MatrixSymbol -> explicit matrix: the given values, else the symbols of :func:`curve_symbols`."""
+        arch = self.architecture
+        parameters = curve_symbols(arch) if parameters is None else parameters
+        X = arch.input_symbols() if X is None else X
+        env = {}
+        for s in self.matrix_symbols:
+            if s.name == "X":
+                env[s] = sp.Matrix(X)
+            else:
+                block, layer = s.name[0], int(s.name[2:])
+                env[s] = sp.Matrix({"Q": parameters.Q, "K": parameters.K, "V": parameters.V}[block][layer - 1])
+        return env
+
+    def evaluate(self, parameters: Parameters | None = None, X=None, coefficient_values: dict | None = None,
+                 effective: bool = False) -> sp.Matrix:
+        """The formula as an explicit matrix, at given parameters / input (default: symbols).
+
+        Parameters
+        ----------
+        parameters : Parameters, optional
+            The base point ``Qt_i, Kt_i, Vt_i`` (default: the symbols of :func:`curve_symbols`).
+        X : matrix, optional
+            The input (default: the symbols ``x_rc``).
+        coefficient_values : dict, optional
+            Values of generic normalizer coefficients (``{"c_1": 2}``).
+        effective : bool
+            Evaluate ``effective_formula`` (through ``P`` and ``What_i``) instead.
+
+        Examples
+        --------
+        >>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
+        >>> lc = leading_coefficient(arch, 1)
+        >>> lc.evaluate(arch.parameters_from([[[1]]], [[[1]]], [[[1]]]), [[1, 0]])
+        Matrix([[1/4, 0]])
+        """
+        env = self.environment(parameters, X)
+        scalars = {}
+        for key, value in (coefficient_values or {}).items():
+            name = key if isinstance(key, str) else key.name
+            for c in self.coefficients:
+                if isinstance(c, sp.Symbol) and c.name == name:
+                    scalars[c] = sp.sympify(value)
+        symbols = set().union(*(sp.Matrix(m).free_symbols for m in env.values()))
+        symbols |= {c for c in self.coefficients if isinstance(c, sp.Symbol) and c not in scalars}
+        try:
+            if symbols:
+                domain = _PolynomialSeriesDomain(1, sorted(symbols, key=lambda s: s.name))
+                convert, back = domain._convert, domain.to_sympy
+            else:
+                convert, back = _to_fmpq, _from_fmpq
+            array = self._evaluate_in_ring(convert, {k: _object_array(v, convert) for k, v in env.items()},
+                                           {c: convert(v) for c, v in scalars.items()}, effective)
+            return sp.Matrix(array.shape[0], array.shape[1], lambda r, c: back(array[r, c]))
+        except (DomainError, SymattnError):  # not polynomial over Q: sympy arithmetic
+            formula, env = (self.effective_formula, self._effective_environment(env, sympy=True)) \
+                if effective else (self.formula, env)
+            value = evaluate_matrix_expression(formula, env).xreplace(scalars)
+            return value.applyfunc(sp.expand)
+
+    def _effective_environment(self, env: dict, sympy: bool = False) -> dict:
+        """``P``, ``What_i`` and ``X`` from explicit ``Qt_i, Kt_i, Vt_i`` (object arrays or sympy)."""
+        by_name = {s.name: v for s, v in env.items()}
+        dot = (lambda a, b: a * b) if sympy else np.dot
+        out = {}
+        arch = self.architecture
+        prefix = None  # Pt_{i-1}
+        for i in range(1, arch.layers + 1):
+            if f"Qt{i}" in by_name:
+                W = dot(by_name[f"Kt{i}"].T, by_name[f"Qt{i}"])
+                out_name = f"What{i}"
+                out[out_name] = W if prefix is None else dot(dot(prefix.T, W), prefix)
+            prefix = by_name[f"Vt{i}"] if prefix is None else dot(by_name[f"Vt{i}"], prefix)
+        out["P"] = prefix
+        out["X"] = by_name["X"]
+        symbols = {s.name: s for s in self.effective_formula.atoms(sp.MatrixSymbol)}
+        return {symbols[name]: value for name, value in out.items() if name in symbols}
+
+    def _evaluate_in_ring(self, convert, env: dict, scalars: dict, effective: bool) -> np.ndarray:
+        evaluator = _RingEvaluator(convert)
+        if effective:
+            return evaluator.matrix(self.effective_formula, {**self._effective_environment(env), **scalars})
+        return evaluator.matrix(self.formula, {**env, **scalars})
+
+    def explicit(self) -> sp.Matrix:
+        """The formula entry by entry in the symbols of :func:`curve_symbols` and ``x_rc``."""
+        return self.evaluate()
+
+    def to_json(self) -> dict:
+        return {
+            "architecture": self.architecture.to_json(),
+            "layer": self.layer,
+            "order": self.order,
+            "k": list(self.ks),
+            "c": [str(c) for c in self.coefficients],
+            "formula": str(self.formula),
+            "effective_formula": str(self.effective_formula),
+            "steps": {name: str(expr) for name, expr in self.steps},
+            "effective_steps": {name: str(expr) for name, expr in self.effective_steps},
+            "latex": self.latex,
+            "method": self.method,
+        }
+
+    def to_latex(self, standalone: bool = False) -> str:
+        body = "\\begin{equation*}\n\\begin{aligned}\n" + self.latex + "\n\\end{aligned}\n\\end{equation*}"
+        if standalone:
+            from .report import latex_document
+
+            return latex_document(body)
+        return body
+
+    def _repr_latex_(self) -> str:
+        return "$$\\begin{aligned}" + self.latex.replace("\n", " ") + "\\end{aligned}$$"
+
+    def to_markdown(self) -> str:
+        lines = [f"# Leading coefficient of layer {self.layer}: order eps^{self.order}", "",
+                 f"- architecture: {self.architecture.describe()}",
+                 f"- k = {list(self.ks)}, c_k = {[str(c) for c in self.coefficients]}",
+                 f"- {self.method}", "", "$$", "\\begin{aligned}", self.latex, "\\end{aligned}", "$$"]
+        return "\n".join(lines) + "\n"
+
+    def __str__(self) -> str:
+        lines = [f"leading coefficient of layer {self.layer} at eps^{self.order}:"]
+        lines += [f"  {name} = {expr}" for name, expr in self.effective_steps]
+        lines.append("equivalently, through the tokens of each layer:")
+        lines += [f"  {name} = {expr}" for name, expr in self.steps]
+        return "\n".join(lines)
+
+
+def _general_latex(layer: int, layers: int, ks: list[int]) -> str:
+    """The matrix formulas for every width and token count (LaTeX aligned lines)."""
+    common = len(set(ks)) == 1
+
+    def k(i):
+        return "k" if common else f"k_{{{i}}}"
+
+    def c(i):
+        return "c_{k}" if common else f"c^{{({i})}}_{{k_{{{i}}}}}"
+
+    orders = _orders(ks)[0]
+    lines = [
+        r"&H = I_t - \tfrac{1}{t} J,\quad J = \mathbf{1}\mathbf{1}^{\top},\quad A^{\circ m} = "
+        r"\text{entrywise power},\quad \tilde W_i = \tilde K_i^{\top} \tilde Q_i,\quad "
+        r"\tilde P_i = \tilde V_i \cdots \tilde V_1,\quad P = \tilde P_{l} \\",
+        r"&\hat W_i = \tilde P_{i-1}^{\top} \tilde W_i \tilde P_{i-1},\quad C_i = X^{\top} \hat W_i X,\quad "
+        r"\alpha_i = \tfrac{1}{t^2}\,\mathbf{1}^{\top} C_i \mathbf{1} \\",
+    ]
+    if common:
+        lines.append(rf"&n_i = 2k\,3^{{i-1}},\quad \nu_i = (3^i - 1)k,\quad "
+                     rf"\text{{here }} n_{{{layer}}} = {orders[layer - 1]} \\")
+    else:
+        lines.append(r"&n_1 = \nu_1 = 2k_1,\quad n_i = 2\nu_{i-1} + 2k_i,\quad \nu_i = 3\nu_{i-1} + 2k_i,"
+                     rf"\quad \text{{here }} n_{{{layer}}} = {orders[layer - 1]} \\")
+    if layer == 1:
+        lines.append(rf"&F_{{n_1}} = \frac{{{c(1)}}}{{t}}\, P X H\, C_1^{{\circ {k(1)}}}"
+                     + (r"\, \tfrac{1}{t} J" if layers > 1 else "")
+                     + (r" \quad (\text{in } X_1:\ [X_1]_{n_1} = \tfrac{c_k}{t} \tilde V_1 X H C_1^{\circ k})"
+                        if layers > 1 else ""))
+        return "\n".join(lines)
+    lines.append(rf"&Z_1 = \frac{{{c(1)}}}{{t}}\, H\, C_1^{{\circ {k(1)}}} H \\")
+    if layer > 2:
+        lines += [
+            rf"&\Sigma_i = \frac{{{k('i')} {c('i')}}}{{t}}\Big(\alpha_i^{{{k('i')}-1}}\, "
+            rf"Z_{{i-1}}^{{\top}} C_i Z_{{i-1}}"
+            rf" + \frac{{{k('i')}-1}}{{t^2}}\,\alpha_i^{{{k('i')}-2}}\, Z_{{i-1}}^{{\top}} C_i J C_i Z_{{i-1}}\Big),"
+            rf"\quad Z_i = Z_{{i-1}} \Sigma_i \quad (2 \le i < {layer}) \\",
+        ]
+    lines += [
+        rf"&F_{{n_{{{layer}}}}} - F_{{n_{{{layer}}}}}\big|_{{\hat W_{{{layer}}} = 0}} = "
+        rf"\frac{{{k(layer)} {c(layer)}\, \alpha_{{{layer}}}^{{{k(layer)}-1}}}}{{t^2}}\, P X Z_{{{layer - 1}}}"
+        rf" Z_{{{layer - 1}}}^{{\top}} C_{{{layer}}} J \\",
+        rf"&\text{{(tokens: }} [X_i H]_{{\nu_i}} = \tilde P_i X Z_i,\ "
+        r"[X_i]_0 = \mu_i \mathbf{1}^{\top},\ \mu_i = \tfrac{1}{t}\tilde P_i X \mathbf{1},\ "
+        r"[H S_i H]_{\nu_i - \nu_{i-1}} = \Sigma_i\text{)}",
+    ]
+    return "\n".join(lines)
+
+
+def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> LeadingCoefficient:
+    """The matrix formula of the coefficient in which layer ``i``'s scores first appear.
+
+    Along the simultaneous collapse curve ``Q_i = eps Qt_i, K_i = eps Kt_i,
+    V_i = Vt_i``, with ``H = I - J/t``, entrywise powers ``A^(k)``, each
+    layer's ``s/s(0) = 1 + c_k x^k + ...``, the effective parameters
+    ``P = Vt_l ... Vt_1`` and ``What_i = Pt_{i-1}^T Kt_i^T Qt_i Pt_{i-1}``, and
+    ``C_i = X^T What_i X``, ``alpha_i = 1^T C_i 1 / t^2``:
+
+    * layer 1 (order ``2 k_1``): ``F_{2k} = (c/t) P X H C_1^(k)`` for one
+      layer, ``(c/t) P X H C_1^(k) J/t`` for more;
+    * layer ``i >= 2`` (order ``n_i``, ``2k 3^(i-1)`` for a common ``k``):
+      ``F_{n_i} - F_{n_i}|_{What_i = 0} = (k c alpha_i^(k-1)/t^2) P X Z_{i-1} Z_{i-1}^T C_i J``,
+      where ``Z_1 = (c/t) H C_1^(k) H`` and ``Z_i = Z_{i-1} Sigma_i`` with
+      ``Sigma_i = (k c/t)(alpha_i^(k-1) Z^T C_i Z + (k-1)/t^2 alpha_i^(k-2) Z^T C_i J C_i Z)``
+      (``Z = Z_{i-1}``).
+
+    The tokens of layer ``i`` are ``mu_i 1^T`` (``mu_i = Pt_i X 1/t``) plus a
+    centered part with leading coefficient ``Pt_i X Z_i`` at order
+    ``nu_i`` (``(3^i - 1)k``); ``Sigma_i`` is the query-varying part of
+    ``S_i`` at order ``2k + 2 nu_{i-1}``.  ``formula`` writes the same matrix
+    through the tokens (``Y_i = Pt_i X Z_i``).  See ``docs/expand.md`` for the
+    derivation; :func:`verify_leading_coefficient` checks both forms against
+    the entrywise expansion.
+
+    Parameters
+    ----------
+    arch : Architecture
+    layer : int
+        ``1 .. l``.
+    normalizer : optional
+        Replaces the architecture's normalizers (e.g. ``Normalizer.generic(k)``).
+
+    Returns
+    -------
+    LeadingCoefficient
+
+    Examples
+    --------
+    >>> from symattn.normalizers import Normalizer
+    >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2,
+    ...                          normalizer=Normalizer.generic(2))
+    >>> lc.order, lc.ks
+    (12, (2, 2))
+    >>> [name for name, _ in lc.effective_steps]
+    ['H', 'C_1', 'Z_1', 'C_2', 'alpha_2', 'F_12 - F_12|What_2=0']
+    """
+    _check_arch(arch)
+    used = _with_normalizer(arch, normalizer)
+    layers = used.layers
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= layers:
+        raise ShapeError(f"layer must be an integer in 1..{layers}, got {layer!r}")
+    layer = int(layer)
+    ks = _layer_k(used)
+    cs = [_normalizer_coefficient(n, k) for n, k in zip(used.normalizers, ks)]
+    orders, _ = _orders(ks)
+    t = used.tokens
+    d0 = used.widths[0]
+    X = sp.MatrixSymbol("X", d0, t)
+    Qt, Kt, Vt, symbols = {}, {}, {}, [X]
+    for i in range(1, layers + 1):
+        shapes = used.block_shapes(i)
+        Qt[i] = sp.MatrixSymbol(f"Qt{i}", *shapes["Q"])
+        Kt[i] = sp.MatrixSymbol(f"Kt{i}", *shapes["K"])
+        Vt[i] = sp.MatrixSymbol(f"Vt{i}", *shapes["V"])
+        symbols += [Qt[i], Kt[i], Vt[i]] if i <= layer else [Vt[i]]
+
+    def W(i):
+        return Kt[i].T * Qt[i]
+
+    ones = sp.OneMatrix(t, 1)
+    J = sp.OneMatrix(t, t)
+    H = sp.Identity(t) - J / t
+    n = orders[layer - 1]
+    k1, c1 = ks[0], cs[0]
+
+    # through the tokens of each layer
+    steps = [("H", H)]
+    G1 = (c1 / t) * Vt[1] * X * H * _entrywise_power(X.T * W(1) * X, k1)
+    if layer == 1:
+        steps.append(("G_1", G1))
+        core = G1
+    else:
+        Y = G1 * H
+        steps.append(("Y_1", Y))
+        prefix = None
+        for i in range(2, layer + 1):
+            prefix = Vt[1] if prefix is None else Vt[i - 1] * prefix
+            mu = prefix * X * ones / t
+            alpha = sp.Trace(mu.T * W(i) * mu)
+            k, c = ks[i - 1], cs[i - 1]
+            steps += [(f"mu_{i - 1}", mu), (f"alpha_{i}", alpha)]
+            if i == layer:
+                core = (k * c * alpha ** (k - 1) / t) * Vt[i] * Y * Y.T * W(i) * mu * ones.T
+                steps.append((f"G_{i}", core))
+            else:
+                sigma = (k * c / t) * alpha ** (k - 1) * Y.T * W(i) * Y
+                if k > 1:
+                    sigma = sigma + ((k - 1) * k * c / t) * alpha ** (k - 2) * Y.T * W(i) * mu * mu.T * W(i) * Y
+                Y = Vt[i] * Y * sigma
+                steps += [(f"Sigma_{i}", sigma), (f"Y_{i}", Y)]
+    formula = core
+    for i in range(layer + 1, layers + 1):
+        formula = Vt[i] * formula
+    if layer == 1 and layers > 1:
+        formula = formula * J / t
+    steps.append((f"F_{n} - F_{n}|W_{layer}=0", formula))
+
+    # in the effective parameters
+    P = sp.MatrixSymbol("P", used.widths[-1], d0)
+    What = {i: sp.MatrixSymbol(f"What{i}", d0, d0) for i in range(1, layer + 1)}
+    C = {i: X.T * What[i] * X for i in What}
+    effective_steps = [("H", H), ("C_1", C[1])]
+    if layer == 1:
+        effective = (c1 / t) * P * X * H * _entrywise_power(C[1], k1)
+        if layers > 1:
+            effective = effective * J / t
+    else:
+        Z = (c1 / t) * H * _entrywise_power(C[1], k1) * H
+        effective_steps.append(("Z_1", Z))
+        for i in range(2, layer + 1):
+            k, c = ks[i - 1], cs[i - 1]
+            alpha = sp.Trace(ones.T * C[i] * ones) / t**2
+            effective_steps += [(f"C_{i}", C[i]), (f"alpha_{i}", alpha)]
+            if i == layer:
+                effective = (k * c * alpha ** (k - 1) / t**2) * P * X * Z * Z.T * C[i] * J
+            else:
+                sigma = (k * c / t) * alpha ** (k - 1) * Z.T * C[i] * Z
+                if k > 1:
+                    sigma = sigma + ((k - 1) * k * c / t**3) * alpha ** (k - 2) * Z.T * C[i] * J * C[i] * Z
+                Z = Z * sigma
+                effective_steps += [(f"Sigma_{i}", sigma), (f"Z_{i}", Z)]
+    effective_steps.append((f"F_{n} - F_{n}|What_{layer}=0", effective))
+    method = ("derived by hand from S(eps^2 A) = J/t + (c_k eps^2k/t) H A^(k) + ... and the expansion "
+              "S_i = J/t + (s'/s)(b) H A_i / t + ... of each later layer around its column-constant scores b; "
+              "verified against the entrywise expansion (verify_leading_coefficient)")
+    return LeadingCoefficient(used, layer, n, formula, effective, tuple(steps), tuple(effective_steps),
+                              tuple(symbols), tuple(ks), tuple(cs), _general_latex(layer, layers, ks), method)
+
+
+def _entrywise_power(A, k: int):
+    return A if k == 1 else sp.HadamardPower(A, k)
+
+
+# -- evaluating matrix expressions ----------------------------------------------------------------
+def evaluate_matrix_expression(expr, env: dict):
+    """An explicit sympy Matrix (or scalar) for a matrix expression, given explicit matrices.
+
+    Handles MatrixSymbol, Identity, ZeroMatrix, OneMatrix, Transpose, MatMul,
+    MatAdd, MatPow, HadamardPower, Trace and scalar expressions around them.
+
+    Examples
+    --------
+    >>> A = sp.MatrixSymbol("A", 2, 2)
+    >>> evaluate_matrix_expression(sp.HadamardPower(A, 2) + sp.Identity(2), {A: sp.Matrix([[1, 2], [3, 4]])})
+    Matrix([
+    [2,  4],
+    [9, 17]])
+    """
+    if isinstance(expr, sp.MatrixSymbol):
+        if expr not in env:
+            raise SymattnError(f"no value for the matrix symbol {expr.name}")
+        return sp.Matrix(env[expr])
+    if isinstance(expr, sp.Identity):
+        return sp.eye(int(expr.rows))
+    if isinstance(expr, sp.ZeroMatrix):
+        return sp.zeros(int(expr.rows), int(expr.cols))
+    if isinstance(expr, sp.OneMatrix):
+        return sp.ones(int(expr.rows), int(expr.cols))
+    if isinstance(expr, sp.Transpose):
+        return evaluate_matrix_expression(expr.arg, env).T
+    if isinstance(expr, sp.MatMul):
+        result = sp.Integer(1)
+        for arg in expr.args:
+            result = result * evaluate_matrix_expression(arg, env)
+        return result
+    if isinstance(expr, sp.MatAdd):
+        parts = [evaluate_matrix_expression(arg, env) for arg in expr.args]
+        total = parts[0]
+        for p in parts[1:]:
+            total = total + p
+        return total
+    if isinstance(expr, sp.HadamardPower):
+        base = evaluate_matrix_expression(expr.base, env)
+        return base.applyfunc(lambda e: e ** expr.exp)
+    if isinstance(expr, sp.MatPow):
+        return evaluate_matrix_expression(expr.base, env) ** expr.exp
+    if isinstance(expr, sp.Trace):
+        return evaluate_matrix_expression(expr.arg, env).trace()
+    if isinstance(expr, sp.MatrixExpr):
+        raise SymattnError(f"cannot evaluate the matrix expression {type(expr).__name__}: {expr}")
+    if isinstance(expr, sp.Basic) and expr.args:
+        return expr.func(*[evaluate_matrix_expression(a, env) for a in expr.args])
+    return env.get(expr, expr) if isinstance(expr, sp.Basic) else expr
+
+
+class _RingEvaluator:
+    """Evaluate a matrix expression over a fast ring (flint fmpq or fmpq_mpoly) on numpy object arrays.
+
+    ``convert`` maps sympy numbers and symbols to ring elements; ``env`` maps
+    MatrixSymbols to object arrays of ring elements.
+    """
+
+    def __init__(self, convert):
+        self.convert = convert
+
+    @staticmethod
+    def _scale(scalar, array):
+        out = np.empty(array.shape, dtype=object)
+        for index, value in np.ndenumerate(array):
+            out[index] = scalar * value
+        return out
+
+    def scalar(self, expr, env):
+        if isinstance(expr, sp.Trace):
+            m = self.matrix(expr.arg, env)
+            total = 0
+            for i in range(min(m.shape)):
+                total = total + m[i, i]
+            return total
+        if expr.is_Rational or expr.is_Symbol:
+            return env[expr] if expr in env else self.convert(expr)
+        if expr.is_Add:
+            total = 0
+            for a in expr.args:
+                total = total + self.scalar(a, env)
+            return total
+        if expr.is_Mul:
+            product = 1
+            for a in expr.args:
+                product = product * self.scalar(a, env)
+            return product
+        if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) >= 0:
+            return self.scalar(expr.base, env) ** int(expr.exp)
+        raise SymattnError(f"cannot evaluate {expr} in a polynomial ring")
+
+    def matrix(self, expr, env) -> np.ndarray:
+        if isinstance(expr, sp.MatrixSymbol):
+            return env[expr]
+        if isinstance(expr, (sp.Identity, sp.ZeroMatrix, sp.OneMatrix)):
+            rows, cols = int(expr.rows), int(expr.cols)
+            out = np.zeros((rows, cols), dtype=object)
+            if isinstance(expr, sp.OneMatrix):
+                out[:] = 1
+            elif isinstance(expr, sp.Identity):
+                for i in range(rows):
+                    out[i, i] = 1
+            return out
+        if isinstance(expr, sp.Transpose):
+            return self.matrix(expr.arg, env).T
+        if isinstance(expr, sp.MatMul):
+            scalar, result = 1, None
+            for arg in expr.args:
+                if isinstance(arg, sp.MatrixExpr):
+                    m = self.matrix(arg, env)
+                    result = m if result is None else np.dot(result, m)
+                else:
+                    scalar = scalar * self.scalar(arg, env)
+            return self._scale(scalar, result)
+        if isinstance(expr, sp.MatAdd):
+            parts = [self.matrix(arg, env) for arg in expr.args]
+            total = parts[0]
+            for part in parts[1:]:
+                total = total + part
+            return total
+        if isinstance(expr, sp.HadamardPower):
+            base = self.matrix(expr.base, env)
+            out = np.empty(base.shape, dtype=object)
+            for index, value in np.ndenumerate(base):
+                out[index] = value ** int(expr.exp)
+            return out
+        if isinstance(expr, sp.MatPow):
+            base = self.matrix(expr.base, env)
+            out = base
+            for _ in range(int(expr.exp) - 1):
+                out = np.dot(out, base)
+            return out
+        raise SymattnError(f"cannot evaluate the matrix expression {type(expr).__name__}: {expr}")
+
+
+def _object_array(matrix, convert) -> np.ndarray:
+    matrix = sp.Matrix(matrix)
+    out = np.empty(matrix.shape, dtype=object)
+    for r in range(matrix.rows):
+        for c in range(matrix.cols):
+            out[r, c] = convert(matrix[r, c])
+    return out
+
+
+# -- verification ----------------------------------------------------------------------------------
+class _Degree:
+    """A total-degree bound, with the arithmetic of polynomials: ``+`` is max, ``*`` is sum (max-plus)."""
+
+    __slots__ = ("d",)
+
+    def __init__(self, d):
+        self.d = d
+
+    @staticmethod
+    def of(value) -> "_Degree":
+        if isinstance(value, _Degree):
+            return value
+        return _Degree(float("-inf") if value == 0 else 0)
+
+    def __add__(self, other):
+        return _Degree(max(self.d, _Degree.of(other).d))
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self + other
+
+    def __mul__(self, other):
+        return _Degree(self.d + _Degree.of(other).d)
+
+    __rmul__ = __mul__
+
+    def __pow__(self, exponent: int):
+        return _Degree(self.d * exponent if exponent else 0)
+
+
+def _formula_degree(lc: "LeadingCoefficient", generic: bool) -> int:
+    """Total degree bound of both forms of the formula in (Qt, Kt, Vt, X, c) (max-plus evaluation)."""
+    def convert(value):
+        value = sp.sympify(value)
+        if value.is_Symbol:
+            return _Degree(1 if generic or not value.name.startswith("c_") else 0)
+        return _Degree.of(value)
+
+    env = {}
+    for s, m in lc.environment().items():
+        array = np.empty(m.shape, dtype=object)
+        for index in np.ndindex(*m.shape):
+            array[index] = _Degree(1)
+        env[s] = array
+    degrees = []
+    for effective in (False, True):
+        array = lc._evaluate_in_ring(convert, env, {}, effective)
+        degrees.append(max(v.d if isinstance(v, _Degree) else 0 for v in array.flat))
+    return int(max(0, *degrees))
+
+
+def _expansion_degree(arch: Architecture, order: int) -> int:
+    """Degree bound of every coefficient up to ``order`` (max-plus forward pass)."""
+    from .algebra.degrees import NONE, DegreeBoundDomain
+
+    N = order + 1
+    generic = any(n.is_generic for n in arch.normalizers)
+    domain = DegreeBoundDomain(N, generic_coefficients=generic)
+    Q, K, V = [], [], []
+    for i in range(1, arch.layers + 1):
+        shapes = arch.block_shapes(i)
+        for name, target in (("Q", Q), ("K", K), ("V", V)):
+            block = np.full((*shapes[name], N), NONE)
+            block[..., 1 if name in "QK" else 0] = 1.0
+            target.append(block)
+    X = np.full((*arch.input_shape, N), NONE)
+    X[..., 0] = 1.0
+    output = forward(arch, Parameters(tuple(Q), tuple(K), tuple(V)), X, domain, convert=False)
+    finite = output[np.isfinite(output)]
+    return int(finite.max()) if finite.size else 0
+
+
+def _random_point(arch: Architecture, rng: random.Random, radius: int, coefficient_symbols) -> dict:
+    point = {}
+    base = curve_symbols(arch)
+    for m in (*base.Q, *base.K, *base.V, arch.input_symbols()):
+        for s in m:
+            point[s.name] = sp.Integer(rng.randint(-radius, radius))
+    for s in coefficient_symbols:
+        point[s.name] = sp.Integer(rng.randint(-radius, radius))
+    return point
+
+
+def _verify_symbolic(lc: LeadingCoefficient, max_terms: int):
+    """Exact comparison in one polynomial ring: a proof (see :func:`verify_leading_coefficient`)."""
+    from .check import CheckResult, Counterexample
+
+    used, layer, n = lc.architecture, lc.layer, lc.order
+    base = curve_symbols(used)
+    X = used.input_symbols()
+    ring = sorted({s for m in (*base.Q, *base.K, *base.V, X) for s in m}
+                  | set(_normalizer_symbols(used, n).values()), key=lambda s: s.name)
+    zero_keys = {s.name: 0 for s in base.K[layer - 1]}
+    domain, full, _ = _series_coefficients(used, collapse(), n, {}, max_terms, ring)
+    other, collapsed, _ = _series_coefficients(used, collapse(), n, zero_keys, max_terms, ring)
+    if not (isinstance(domain, _PolynomialSeriesDomain) and isinstance(other, _PolynomialSeriesDomain)):
+        raise DomainError("the symbolic verification needs polynomial data over Q (rational Taylor coefficients)")
+    convert = domain._convert
+    env = {s: _object_array(m, convert) for s, m in lc.environment().items()}
+    claimed = lc._evaluate_in_ring(convert, env, {}, effective=False)
+    claimed_effective = lc._evaluate_in_ring(convert, env, {}, effective=True)
+    zero = np.zeros(claimed.shape, dtype=object)
+    checks = [(m, zero, "0") for m in range(n)] + [(n, claimed, "the formula"),
+                                                  (n, claimed_effective, "the effective formula")]
+    for m, want, what in checks:
+        got = full[:, :, m] - collapsed[:, :, m]
+        for (r, c), value in np.ndenumerate(got):
+            if convert(want[r, c]) != convert(value):
+                difference = convert(want[r, c]) - convert(value)
+                rng = random.Random(0)
+                while True:  # a point where the difference is nonzero (Schwartz-Zippel: found at once)
+                    values = [sp.Integer(rng.randint(-50, 50)) for _ in ring]
+                    if difference(*[_to_fmpq(v) for v in values]) != 0:
+                        break
+                point = tuple((s.name, str(v)) for s, v in zip(ring, values))
+                at = [_to_fmpq(v) for v in values]
+                return CheckResult(
+                    False, f"symbolic, in Q[symbols]: F_{m} - F_{m}|Kt_{layer}=0 differs from {what} at entry "
+                    f"{(r, c)}", 0.0,
+                    Counterexample(point, (r, c), str(_from_fmpq(convert(want[r, c])(*at))),
+                                   str(_from_fmpq(convert(value)(*at)))),
+                    "leading coefficient formula", f"F_{m} - F_{m}|Kt_{layer}=0", 0, None, None)
+    method = (f"symbolic proof: F_0..F_{n} with every parameter, input entry and generic c_j a symbol, "
+              f"computed with and without Kt_{layer} by one forward pass over truncated series with "
+              f"coefficients in Q[{len(ring)} symbols] (python-flint), and the matrix formula evaluated in the "
+              f"same ring: F_m - F_m|Kt_{layer}=0 = 0 for m < {n} and = the formula (through the tokens, and "
+              f"through P and What_i) for m = {n}, exactly")
+    return CheckResult(True, method, 0.0, None, "leading coefficient formula", f"F_{n} - F_{n}|Kt_{layer}=0",
+                       0, None, None)
+
+
+def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, points: int = 2,
+                               seed: int = 0, radius: int = 2**20, symbolic: bool = False,
+                               candidate: LeadingCoefficient | None = None, max_terms: int = MAX_TERMS):
+    """Compare :func:`leading_coefficient` with the entrywise expansion of :func:`expand`.
+
+    Checks that ``F_n`` for ``n < n_i`` does not depend on layer ``i``'s scores
+    and that ``F_{n_i} - F_{n_i}|_{Kt_i = 0}`` equals the matrix formula:
+
+    * ``symbolic=False`` (default): exactly over Q at ``points`` random integer
+      points (parameters, input, generic ``c_j``) drawn from ``[-radius, radius]``.
+      A false formula is caught with probability at least ``1 - (D / (2 radius + 1))^points``
+      (Schwartz-Zippel; ``D`` bounds the degree of the difference); a mismatch
+      is a certain counterexample.
+    * ``symbolic=True``: a proof.  The expansion with every parameter,
+      input entry and generic ``c_j`` a symbol and the formula are computed
+      in one polynomial ring over Q (python-flint) and compared exactly.
+      Only for small sizes (``max_terms`` guards the size).
+
+    ``candidate`` checks another formula (a :class:`LeadingCoefficient`, e.g.
+    a modified one) instead of :func:`leading_coefficient`'s.
+
+    Returns
+    -------
+    symattn.check.CheckResult
+
+    Examples
+    --------
+    >>> from symattn.normalizers import Normalizer
+    >>> arch = Architecture.uniform(layers=2, width=2, tokens=3)
+    >>> result = verify_leading_coefficient(arch, 2, normalizer=Normalizer.generic(1), points=1)
+    >>> result.verdict, result.bound < 1e-4
+    (True, True)
+    """
+    from .check import CheckResult, Counterexample
+
+    lc = leading_coefficient(arch, layer, normalizer) if candidate is None else candidate
+    used = lc.architecture
+    n = lc.order
+    generic = [s for s in lc.coefficients if isinstance(s, sp.Symbol)]
+    zero_keys = {s.name: 0 for s in curve_symbols(used).K[layer - 1]}
+    if symbolic:
+        return _verify_symbolic(lc, max_terms)
+
+    if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
+        raise SymattnError(f"points must be a positive integer, got {points!r}")
+    rng = random.Random(seed)
+    degree = max(_formula_degree(lc, bool(generic)), _expansion_degree(used, n))
+    size = 2 * radius + 1
+    all_coefficients = sorted(set(_normalizer_symbols(used, n).values()), key=lambda s: s.name)
+    for _ in range(points):
+        point = _random_point(used, rng, radius, all_coefficients)
+        full = expand(used, order=n, point=point, max_params=10**6, max_order=10**6)
+        collapsed = expand(used, order=n, point={**point, **zero_keys}, max_params=10**6, max_order=10**6)
+        pairs = [(m, sp.zeros(*full[m].shape), full[m] - collapsed[m]) for m in range(n)]
+        base = curve_symbols(used)
+        params = Parameters(*(tuple(m.xreplace({s: point[s.name] for s in m.free_symbols}) for m in blocks)
+                              for blocks in (base.Q, base.K, base.V)))
+        X = used.input_symbols()
+        X = X.xreplace({s: point[s.name] for s in X.free_symbols})
+        values = {s.name: point[s.name] for s in generic}
+        pairs.append((n, lc.evaluate(params, X, values), full[n] - collapsed[n]))
+        pairs.append((n, lc.evaluate(params, X, values, effective=True), full[n] - collapsed[n]))
+        for m, want, got in pairs:
+            if want != got:
+                entry = next((r, c) for r in range(want.rows) for c in range(want.cols)
+                             if want[r, c] != got[r, c])
+                what = "the formula" if m == n else f"0 (no dependence on layer {layer} below order {n})"
+                return CheckResult(
+                    False, f"exact evaluation over Q at a random point: F_{m} - F_{m}|Kt_{layer}=0 differs from "
+                    f"{what} at entry {entry}", 0.0,
+                    Counterexample(tuple((k, str(v)) for k, v in point.items()), entry,
+                                   str(want[entry]), str(got[entry])),
+                    "leading coefficient formula", f"F_{m} - F_{m}|Kt_{layer}=0", points, degree, size)
+    bound = min(1.0, degree / size) ** points
+    method = (f"exact evaluation over Q (python-flint) at {points} random integer point(s) in "
+              f"[-{radius}, {radius}] of F_0..F_{n} with and without Kt_{layer}, one forward pass over "
+              f"truncated series each; Schwartz-Zippel: a false formula passes with probability <= "
+              f"(degree {degree} / {size})^{points}")
+    return CheckResult(True, method, bound, None, "leading coefficient formula",
+                       f"F_{n} - F_{n}|Kt_{layer}=0", points, degree, size)
+
+
+# -- command line ---------------------------------------------------------------------------------
+def _configure_cli(parser) -> None:
+    parser.add_argument("--order", type=int, default=None,
+                        help="highest power of eps kept (default: where layer 1's scores first appear)")
+    parser.add_argument("--generic", metavar="K", type=int, default=None,
+                        help="replace the normalizers by generic Taylor data 1 + c_K x^K + ... (symbols)")
+    parser.add_argument("--leading", metavar="LAYER", type=int, default=None,
+                        help="print the matrix formula of LAYER's leading coefficient instead")
+
+
+def _run_cli(args, arch):
+    normalizer = Normalizer.generic(args.generic) if args.generic is not None else None
+    if args.leading is not None:
+        return leading_coefficient(arch, args.leading, normalizer)
+    return expand(arch, order=args.order, normalizer=normalizer)
+
+
+CLI_COMMANDS = [dict(
+    name="expand",
+    help="exact expansion F_0..F_n of the output along query/key collapse, or a layer's leading coefficient",
+    run=_run_cli,
+    configure=_configure_cli,
+)]

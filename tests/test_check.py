@@ -1,0 +1,223 @@
+"""Checking hand calculations: claimed expressions and claimed numbers."""
+
+import dataclasses
+import json
+
+import pytest
+import sympy as sp
+
+from symattn.check import (
+    ClaimsReport,
+    CheckResult,
+    check_claim,
+    check_claims,
+    check_expression,
+    parse_claim,
+)
+from symattn.cli import main
+from symattn.errors import ShapeError, SymattnError
+from symattn.expand import curve_symbols, expand, leading_coefficient
+from symattn.model import Architecture
+from symattn.normalizers import Normalizer
+
+x, y, z = sp.symbols("x y z")
+
+
+# -- check_expression ---------------------------------------------------------------------------
+def test_a_true_identity_is_proved():
+    result = check_expression((x + y) ** 3, x**3 + 3 * x**2 * y + 3 * x * y**2 + y**3)
+    assert result.verdict is True and result.proved and result.bound == 0.0
+    assert result.counterexample is None
+    assert "symbolic" in result.method
+
+
+def test_a_rational_identity_is_proved_by_cancellation():
+    result = check_expression((x**3 - y**3) / (x - y), x**2 + x * y + y**2)
+    assert result.proved and "cancel" in result.method
+
+
+def test_a_false_identity_has_a_counterexample_that_really_differs():
+    claimed = (x + y) ** 2
+    computed = x**2 + y**2 + x * y
+    result = check_expression(claimed, computed)
+    assert result.verdict is False and result.bound == 0.0
+    point = {sp.Symbol(name): value for name, value in result.counterexample.values().items()}
+    left, right = claimed.xreplace(point), computed.xreplace(point)
+    assert left != right
+    assert left == sp.Rational(result.counterexample.claimed)
+    assert right == sp.Rational(result.counterexample.computed)
+
+
+def test_a_false_matrix_claim_names_the_entry():
+    computed = sp.Matrix([[x * y, x + y], [x, y]])
+    claimed = sp.Matrix([[x * y, x + y], [x, y + 1]])
+    result = check_expression(claimed, computed)
+    assert result.verdict is False and result.counterexample.entry == (1, 1)
+
+
+def test_random_points_give_the_schwartz_zippel_bound():
+    # a computed value available only pointwise: no symbolic proof, a probabilistic verdict
+    def computed(point):
+        return sp.expand((point[x] - point[y]) * (point[x] + point[y]))
+
+    result = check_expression(x**2 - y**2, computed, variables=[x, y], degree=2, points=3, radius=1000)
+    assert result.verdict is True and not result.proved
+    assert result.bound == pytest.approx((2 / 2001) ** 3)
+    assert "Schwartz-Zippel" in result.method and result.sample_size == 2001
+    wrong = check_expression(x**2 + y**2, computed, variables=[x, y], degree=2)
+    assert wrong.verdict is False
+
+
+def test_without_a_proof_or_a_bound_the_verdict_is_undecided():
+    result = check_expression(sp.sin(x) ** 2 + sp.cos(x) ** 2, sp.Integer(1), simplify=False)
+    assert result.verdict is None and "no Schwartz-Zippel bound" in result.method
+    assert check_expression(sp.sin(x) ** 2 + sp.cos(x) ** 2, sp.Integer(1)).proved
+
+
+def test_strings_are_read_with_the_symbols_of_the_computed_side():
+    real = sp.Symbol("x", real=True)
+    assert check_expression("x^2 - 1", (real - 1) * (real + 1)).proved
+    with pytest.raises(SymattnError, match="cannot parse"):
+        check_expression("x +* 2", real)
+    with pytest.raises(ShapeError, match="shape"):
+        check_expression(sp.Matrix([[x, y]]), sp.Matrix([[x], [y]]))
+
+
+def test_a_hand_formula_against_a_computed_expansion_coefficient():
+    arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3)
+    F = expand(arch, order=2, normalizer=Normalizer.generic(1))
+    base = curve_symbols(arch)
+    X, V, Q, K = arch.input_symbols(), base.V[0], base.Q[0], base.K[0]
+    c = Normalizer.generic(1).coefficient_symbol(1)
+    H = sp.eye(3) - sp.ones(3, 3) / 3
+    assert check_expression(c / 3 * V * X * H * X.T * K.T * Q * X, F[2]).proved
+    forgot_centering = check_expression(c / 3 * V * X * X.T * K.T * Q * X, F[2])
+    assert forgot_centering.verdict is False
+    # the matrix formula of the package agrees too
+    lc = leading_coefficient(arch, 1, Normalizer.generic(1))
+    assert check_expression(lc, F[2]).proved
+    with pytest.raises(SymattnError, match="matrix symbols"):
+        check_expression(lc.formula, F[2])
+
+
+def test_check_result_renders():
+    result = check_expression(x + y, x - y)
+    data = json.loads(json.dumps(result.to_json()))
+    assert data["verdict"] is False and data["counterexample"]["point"]
+    assert "**verdict: false**" in result.to_markdown()
+    assert "counterexample" in result.to_latex() and "claimed" in str(result)
+    assert result._repr_latex_().startswith("$$")
+    assert not bool(result)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.verdict = True
+
+
+# -- claimed numbers --------------------------------------------------------------------------------
+SOFTMAX = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="softmax")
+COSH = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="cosh")
+
+
+@pytest.mark.parametrize("claim, verdict, computed", [
+    ("contact_order(2) = 5", True, 5),
+    ("contact_order(2) = 6", False, 5),
+    ("contact_order(1) == 1", True, 1),
+    ("multiplicity(2) = 3", True, 3),
+    ("multiplicity(1) = 4", False, 3),
+    ("kernel = 6", True, 6),
+    ("kernel = 5", False, 6),
+    ("dimension = 10", True, 10),
+    ("identification_order(2) = 6", True, 6),
+    ("identification_order(1) = 1", False, 2),
+    ("sign_group_order = 1", True, 1),
+])
+def test_claims_about_softmax(claim, verdict, computed):
+    result = check_claim(SOFTMAX, claim)
+    assert result.verdict is verdict and result.computed == computed, result.method
+
+
+def test_claims_about_cosh():
+    report = check_claims(COSH, ["sign_group_order = 4", "sign_group_order = 2", "contact_order(2) = 11",
+                                 "contact_order(1) = 3", "kernel = 6", "dimension = 10"])
+    assert [c.verdict for c in report.checks] == [True, False, True, True, True, True]
+    assert report.checks[1].computed == 4
+    assert "agrees with effective.sign_group_order = 4" in report.checks[0].method
+    assert not report.all_true
+
+
+def test_claims_report_renders():
+    report = check_claims(SOFTMAX, ["kernel = 6", "contact_order(2) = 6"])
+    assert isinstance(report, ClaimsReport)
+    data = report.to_json()
+    assert data["all_true"] is False
+    assert [c["verdict"] for c in data["claims"]] == [True, False]
+    assert data["claims"][1]["computed"] == 5 and data["claims"][1]["method"]
+    assert "| `contact_order(2) = 6` | false | 5 |" in report.to_markdown()
+    assert "tabular" in report.to_latex() and report._repr_latex_().startswith("$$")
+    assert "all true: False" in str(report)
+
+
+@pytest.mark.parametrize("claim, message", [
+    ("foo(2) = 5", "unknown quantity 'foo'"),
+    ("contact_order = 5", "needs a layer number"),
+    ("kernel(2) = 6", "takes no argument"),
+    ("contact_order(3) = 17", "the architecture has layers 1..2"),
+    ("kernel = six", "must be an integer"),
+    ("kernel 6", "cannot read the claim"),
+])
+def test_bad_claims_name_what_is_accepted(claim, message):
+    with pytest.raises(SymattnError, match=message):
+        check_claim(SOFTMAX, claim)
+
+
+def test_parse_claim_is_forgiving_about_spelling():
+    assert parse_claim("Contact order (2) == 5") == ("contact_order", 2, 5)
+    assert parse_claim("sign-group-order=4") == ("sign_group_order", None, 4)
+
+
+# -- the command line ------------------------------------------------------------------------------
+ARCH_FLAGS = ["--layers", "2", "--width", "2", "--rank", "1", "--tokens", "3"]
+
+
+def test_cli_check_json(capsys):
+    status = main(["check", *ARCH_FLAGS, "--claim", "contact_order(2) = 5", "--claim", "contact_order(2) = 6",
+                   "--json", "--quiet"])
+    assert status == 0  # a false claim is a verdict, not an error
+    data = json.loads(capsys.readouterr().out)
+    assert data["all_true"] is False
+    assert [(c["claim"], c["verdict"], c["computed"]) for c in data["claims"]] == [
+        ("contact_order(2) = 5", True, 5), ("contact_order(2) = 6", False, 5)]
+    assert all(c["method"] for c in data["claims"])
+
+
+def test_cli_check_claims_file(tmp_path, capsys):
+    path = tmp_path / "claims.txt"
+    path.write_text("# my hand calculations\nkernel = 6\n\ncontact_order(1) = 1  # layer 1\n")
+    status = main(["check", *ARCH_FLAGS, "--normalizer", "cosh", "--claims", str(path),
+                   "--claim", "sign_group_order = 4", "--json", "--quiet"])
+    assert status == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [c["claim"] for c in data["claims"]] == ["sign_group_order = 4", "kernel = 6", "contact_order(1) = 1"]
+    assert [c["verdict"] for c in data["claims"]] == [True, True, False]
+    assert data["claims"][2]["computed"] == 3
+
+
+def test_cli_check_user_errors(capsys, tmp_path):
+    assert main(["check", *ARCH_FLAGS, "--quiet"]) == 2
+    assert "give at least one --claim" in capsys.readouterr().err
+    assert main(["check", *ARCH_FLAGS, "--claim", "depth = 2"]) == 2
+    assert "accepted: contact_order(i) = n" in capsys.readouterr().err
+    assert main(["check", *ARCH_FLAGS, "--claims", str(tmp_path / "missing.txt")]) == 2
+
+
+def test_cli_expand(capsys):
+    assert main(["expand", "--layers", "1", "--width", "1", "--tokens", "2", "--order", "2", "--generic", "1",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [c["order"] for c in data["coefficients"]] == [0, 1, 2]
+    assert main(["expand", "--layers", "2", "--leading", "2", "--latex"]) == 0
+    assert r"Z_{1} Z_{1}^{\top} C_{2} J" in capsys.readouterr().out
+    assert main(["expand", "--layers", "1", "--order", "0"]) == 2
+
+
+def test_result_type():
+    assert isinstance(check_expression(x, x), CheckResult)
