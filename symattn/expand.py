@@ -194,37 +194,17 @@ class _RationalSeriesDomain(ExactSeriesDomain):
         self.name = f"Q[[eps]]/eps^{self.truncation} (flint fmpq)"
 
     def residue(self, value):
+        import flint
+
+        if isinstance(value, (flint.fmpq, int, np.integer)):
+            return _to_fmpq(value)
         value = sp.sympify(value).xreplace(self.coefficient_values)
         if not value.is_Rational:
             raise DomainError(f"normalizer coefficient {value} is not rational")
         return _to_fmpq(value)
 
-    def _series_mul(self, a, b):
-        n = a.shape[-1]
-        support_a = np.flatnonzero(a.reshape(-1, n).any(axis=0))
-        support_b = np.flatnonzero(b.reshape(-1, n).any(axis=0))
-        if len(support_b) < len(support_a):
-            a, b, support_a = b, a, support_b
-        out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=object)
-        for i in support_a:
-            out[..., i:] = out[..., i:] + a[..., i:i + 1] * b[..., :n - i]
-        return out
-
-    def _coefficient_array(self, coefficients):
-        array = np.asarray(coefficients, dtype=object)
-        out = np.empty(array.shape, dtype=object)
-        for index, value in np.ndenumerate(array):
-            out[index] = _to_fmpq(value)
-        return out
-
-    def _reduce(self, a):
-        return np.asarray(a, dtype=object)
-
-    def _invert_scalars(self, a):
-        out = np.empty(a.shape, dtype=object)
-        for index, value in np.ndenumerate(a):
-            out[index] = 1 / _to_fmpq(value)
-        return out
+    def _canonical(self, a):
+        return np.asarray(a, dtype=object)  # flint rationals are canonical
 
     def _any_nonzero(self, a) -> bool:
         return any(bool(v) for v in np.asarray(a).flat)
@@ -303,15 +283,11 @@ class _PolynomialSeriesDomain(ExactSeriesDomain):
             self._taylor_cache[key] = out
         return self._taylor_cache[key]
 
+    def _canonical(self, a):
+        return np.asarray(a, dtype=object)  # flint polynomials are canonical
+
     def _series_mul(self, a, b):
-        n = a.shape[-1]
-        support_a = np.flatnonzero(a.reshape(-1, n).any(axis=0))
-        support_b = np.flatnonzero(b.reshape(-1, n).any(axis=0))
-        if len(support_b) < len(support_a):
-            a, b, support_a = b, a, support_b
-        out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=object)
-        for i in support_a:
-            out[..., i:] = out[..., i:] + a[..., i:i + 1] * b[..., :n - i]
+        out = super()._series_mul(a, b)
         largest = max((len(v) for v in out.flat if not isinstance(v, int)), default=0)
         if largest > self.max_terms:
             raise TruncationError(
@@ -319,16 +295,6 @@ class _PolynomialSeriesDomain(ExactSeriesDomain):
                 f"coefficient ({largest}); give numbers for some symbols with point=..., lower the order, "
                 f"use leading_coefficient for the matrix formulas, or raise max_terms")
         return out
-
-    def _coefficient_array(self, coefficients):
-        array = np.asarray(coefficients, dtype=object)
-        out = np.empty(array.shape, dtype=object)
-        for index, value in np.ndenumerate(array):
-            out[index] = self._convert(value)
-        return out
-
-    def _reduce(self, a):
-        return np.asarray(a, dtype=object)
 
     def _invert_scalars(self, a):
         out = np.empty(a.shape, dtype=object)

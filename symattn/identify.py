@@ -1457,26 +1457,8 @@ class _PolynomialSeriesDomain(ExactSeriesDomain):
             self._taylor_cache[key] = array
         return self._taylor_cache[key]
 
-    def _series_mul(self, a, b):
-        n = a.shape[-1]
-        support_a = [i for i in range(n) if any(a[..., i].flat)]
-        support_b = [i for i in range(n) if any(b[..., i].flat)]
-        if len(support_b) < len(support_a):
-            a, b, support_a = b, a, support_b
-        out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=object)
-        for i in support_a:
-            out[..., i:] = out[..., i:] + a[..., i:i + 1] * b[..., :n - i]
-        return out
-
-    def _coefficient_array(self, coefficients):
-        array = np.asarray(coefficients, dtype=object)
-        out = np.empty(array.shape, dtype=object)
-        for index, value in np.ndenumerate(array):
-            out[index] = self.residue(value)
-        return out
-
-    def _reduce(self, a):
-        return np.asarray(a, dtype=object)
+    def _canonical(self, a):
+        return np.asarray(a, dtype=object)  # flint polynomials are canonical
 
     def _invert_scalars(self, a):
         out = np.empty(a.shape, dtype=object)

@@ -354,6 +354,12 @@ class ExactSeriesDomain(ModSeriesDomain):
     def residue(self, value):
         return sp.sympify(value)
 
+    # Subclasses with another exact coefficient field (flint rationals or polynomials)
+    # override residue, _canonical and the zero tests; the arithmetic below serves them all.
+    def _canonical(self, a):
+        """Entries in canonical form, so that a zero coefficient is recognised (expanded sympy)."""
+        return _expand_entries(np.asarray(a, dtype=object))
+
     def _series_mul(self, a, b):
         n = a.shape[-1]
         support_a = np.flatnonzero(a.reshape(-1, n).any(axis=0))
@@ -363,13 +369,17 @@ class ExactSeriesDomain(ModSeriesDomain):
         out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=object)
         for i in support_a:
             out[..., i:] = out[..., i:] + a[..., i:i + 1] * b[..., :n - i]
-        return _expand_entries(out)
+        return self._canonical(out)
 
     def _coefficient_array(self, coefficients):
-        return _expand_entries(np.asarray(coefficients, dtype=object))
+        array = np.asarray(coefficients, dtype=object)
+        out = np.empty(array.shape, dtype=object)
+        for index, value in np.ndenumerate(array):
+            out[index] = self.residue(value)
+        return self._canonical(out)
 
     def _reduce(self, a):
-        return _expand_entries(np.asarray(a, dtype=object))
+        return self._canonical(a)
 
     def _zeros(self, shape):
         return np.zeros(shape, dtype=object)
@@ -377,7 +387,7 @@ class ExactSeriesDomain(ModSeriesDomain):
     def _invert_scalars(self, a):
         out = np.empty(a.shape, dtype=object)
         for index, value in np.ndenumerate(a):
-            out[index] = 1 / sp.sympify(value)
+            out[index] = 1 / self.residue(value)
         return out
 
     def _any_nonzero(self, a) -> bool:
