@@ -127,6 +127,16 @@ def _check_arch(arch) -> None:
 
 
 # -- coefficient fields -----------------------------------------------------------------------
+def _guard_growth(domain, out, largest: int):
+    """``out``, unless one coefficient has grown past ``domain.max_terms`` terms."""
+    if largest > domain.max_terms:
+        raise TruncationError(
+            f"the symbolic expansion {domain.description}grows beyond {domain.max_terms} terms in one "
+            f"coefficient ({largest}); give numbers for some symbols with point=..., lower the order, "
+            f"use leading_coefficient for the matrix formulas, or raise max_terms")
+    return out
+
+
 def _terms(value) -> int:
     return len(value.args) if isinstance(value, sp.Add) else 1
 
@@ -150,13 +160,7 @@ class _SymbolicSeriesDomain(ExactSeriesDomain):
 
     def _series_mul(self, a, b):
         out = super()._series_mul(a, b)
-        largest = max((_terms(v) for v in out.flat), default=0)
-        if largest > self.max_terms:
-            raise TruncationError(
-                f"the symbolic expansion {self.description}grows beyond {self.max_terms} terms in one "
-                f"coefficient ({largest}); give numbers for some symbols with point=..., lower the order, "
-                f"use leading_coefficient for the matrix formulas, or raise max_terms")
-        return out
+        return _guard_growth(self, out, max((_terms(v) for v in out.flat), default=0))
 
 
 def _to_fmpq(value):
@@ -288,13 +292,7 @@ class _PolynomialSeriesDomain(ExactSeriesDomain):
 
     def _series_mul(self, a, b):
         out = super()._series_mul(a, b)
-        largest = max((len(v) for v in out.flat if not isinstance(v, int)), default=0)
-        if largest > self.max_terms:
-            raise TruncationError(
-                f"the symbolic expansion {self.description}grows beyond {self.max_terms} terms in one "
-                f"coefficient ({largest}); give numbers for some symbols with point=..., lower the order, "
-                f"use leading_coefficient for the matrix formulas, or raise max_terms")
-        return out
+        return _guard_growth(self, out, max((len(v) for v in out.flat if not isinstance(v, int)), default=0))
 
     def _invert_scalars(self, a):
         out = np.empty(a.shape, dtype=object)
