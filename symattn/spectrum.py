@@ -285,27 +285,26 @@ def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, trunca
     def right(M, E):
         return np.einsum("abn,bc->acn", M, E) % p
 
-    for i in range(1, arch.layers + 1):
-        a = arch.score_ranks[i - 1]
-        for r in range(a):
-            for c in range(a):
-                E = np.zeros((a, a), dtype=np.int64)
+    def elementary(n):  # the basis E_rc of gl(n)
+        for r in range(n):
+            for c in range(n):
+                E = np.zeros((n, n), dtype=np.int64)
                 E[r, c] = 1
-                v = blank()
-                put(v, ("Q", i), left(E, series[("Q", i)]))
-                put(v, ("K", i), (-left(E.T, series[("K", i)])) % p)
-                vectors.append(v)
-    for i in range(1, arch.layers):
-        d = arch.widths[i]
-        for r in range(d):
-            for c in range(d):
-                E = np.zeros((d, d), dtype=np.int64)
-                E[r, c] = 1
-                v = blank()
-                put(v, ("V", i), left(E, series[("V", i)]))
-                for name in ("Q", "K", "V"):
-                    put(v, (name, i + 1), (-right(series[(name, i + 1)], E)) % p)
-                vectors.append(v)
+                yield E
+
+    for i in range(1, arch.layers + 1):  # G_i in GL(a_i): Q_i -> G Q_i, K_i -> G^{-T} K_i
+        for E in elementary(arch.score_ranks[i - 1]):
+            v = blank()
+            put(v, ("Q", i), left(E, series[("Q", i)]))
+            put(v, ("K", i), (-left(E.T, series[("K", i)])) % p)
+            vectors.append(v)
+    for i in range(1, arch.layers):  # H_i in GL(d_i): V_i -> H V_i, layer i+1 blocks -> (.) H^{-1}
+        for E in elementary(arch.widths[i]):
+            v = blank()
+            put(v, ("V", i), left(E, series[("V", i)]))
+            for name in ("Q", "K", "V"):
+                put(v, (name, i + 1), (-right(series[(name, i + 1)], E)) % p)
+            vectors.append(v)
     if not vectors:
         return np.zeros((0, arch.param_count, truncation), dtype=np.int64)
     return np.stack(vectors)
