@@ -552,12 +552,17 @@ def _is_polynomial_arch(arch: Architecture) -> bool:
 
 
 def _check_exact_taylor(arch: Architecture) -> None:
-    """Series over GF(p) need rational Taylor coefficients (or generic symbols)."""
+    """Series over GF(p) need rational Taylor coefficients (or generic symbols, or one transcendental constant)."""
+    from .spectrum import transcendental_constants
+
+    constants = transcendental_constants(arch)
     for n in arch.normalizers:
         if n.is_lightning or n.is_generic:
             continue
         coefficients = n.taylor(8)
-        bad = [c for c in coefficients if not c.is_Rational]
+        bad = [c for c in coefficients
+               if not c.is_Rational and not (len(constants) == 1 and c.has(constants[0])
+                                             and not (c.free_symbols or c.atoms(sp.NumberSymbol) - set(constants)))]
         if bad:
             raise DomainError(
                 f"normalizer {n.name} has irrational Taylor coefficients ({bad[0]}), so nothing about it "

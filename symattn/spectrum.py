@@ -177,6 +177,38 @@ def _bank_residues(arch: Architecture, bank, p: int) -> np.ndarray:
     return out
 
 
+def _is_transcendental(constant) -> bool:
+    if constant in (sp.pi, sp.E):
+        return True
+    if isinstance(constant, sp.log):  # log q, q rational, q != 1 (Lindemann)
+        return constant.args[0].is_Rational and constant.args[0].is_positive and constant.args[0] != 1
+    if isinstance(constant, sp.exp):  # e^q, q rational, q != 0
+        return constant.args[0].is_Rational and constant.args[0] != 0
+    return False
+
+
+def transcendental_constants(arch: Architecture) -> list:
+    """The transcendental constants in the normalizers' Taylor coefficients (``log(2)`` for softplus).
+
+    Taylor coefficients that are rational functions of one such constant are
+    handled exactly over GF(p) by giving the constant a random residue.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> transcendental_constants(Architecture.uniform(layers=1, normalizer="softplus"))
+    [log(2)]
+    """
+    constants = set()
+    for n in arch.normalizers:
+        if n.is_generic or n.is_lightning:
+            continue
+        for c in n.taylor(8):
+            if not c.is_Rational:
+                constants |= {a for a in c.atoms(sp.log, sp.exp, sp.NumberSymbol) if _is_transcendental(a)}
+    return sorted(constants, key=str)
+
+
 def random_point(arch: Architecture, p: int, seed: int):
     """A random point of parameter space mod ``p``: ``({(name, layer): residues}, generic coefficient values)``.
 
@@ -193,6 +225,8 @@ def random_point(arch: Architecture, p: int, seed: int):
         for name, shape in arch.block_shapes(i).items():
             blocks[(name, i)] = rng.integers(1, p, size=shape, dtype=np.int64)
     coefficient_values = {}
+    for constant in transcendental_constants(arch):
+        coefficient_values[constant] = int(rng.integers(1, p))
     for n in arch.normalizers:
         if n.is_generic:
             # generic Taylor coefficients are specialized at random residues
@@ -312,7 +346,9 @@ def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, trunca
 
 def degree_bound(arch: Architecture, curve: Curve, truncation: int) -> int:
     """A bound on the degree, in the random point, of every coefficient of ``J(eps)``."""
-    domain = DegreeBoundDomain(truncation, generic_coefficients=any(n.is_generic for n in arch.normalizers))
+    # a transcendental constant at a random residue is a variable too: count the coefficients as degree 1
+    variable_coefficients = any(n.is_generic for n in arch.normalizers) or bool(transcendental_constants(arch))
+    domain = DegreeBoundDomain(truncation, generic_coefficients=variable_coefficients)
 
     def block(name, layer, shape):
         out = np.full((*shape, truncation), NONE)

@@ -326,7 +326,7 @@ def test_dimension_cli_json(capsys):
 
 def test_cli_user_errors(capsys):
     assert main(["identify", "--width", "3..5", "--quiet"]) == 2  # a range is for `dimension` only
-    assert main(["identify", "--normalizer", "softplus", "--quiet", "--layers", "1"]) == 2
+    assert main(["identify", "--normalizer", "exp(x) + exp(1)*pi*x**2 + pi", "--quiet", "--layers", "1"]) == 2
     assert main(["identify", "--estimate", "sometimes"]) == 2
     assert main(["dimension", "--width", "5..3"]) == 2
     err = capsys.readouterr().err
@@ -344,7 +344,7 @@ def test_bad_input_errors():
     with pytest.raises(SymattnError, match="Architecture"):
         identify("softmax")
     with pytest.raises(DomainError, match="irrational"):
-        identify(Architecture.uniform(layers=1, normalizer="softplus"))
+        identify(Architecture.uniform(layers=1, normalizer="exp(x) + exp(1)*pi*x**2 + pi"))
     with pytest.raises(DomainError, match="prime"):
         function_space_dimension(arch, prime=1000)
     with pytest.raises(DomainError, match="vanish"):  # layer 1 is not collapsed: its scores stay away from 0

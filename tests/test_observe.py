@@ -422,5 +422,5 @@ def test_cli_observe_errors_and_exceptional(capsys, tmp_path):
     assert out.startswith("| events |") and "| identical-tokens |" in out
     assert (tmp_path / "observe.graphml").exists()
     assert main(["observe", "--exceptional", "--bias"]) == 2
-    assert main(["observe", "--normalizer", "softplus", "--collapse", "scores:1"]) == 2
-    assert "propagate() still gives" in capsys.readouterr().err
+    assert main(["observe", "--normalizer", "exp(x) + exp(1)*pi*x**2 + pi", "--collapse", "scores:1"]) == 2
+    assert "one transcendental constant" in capsys.readouterr().err

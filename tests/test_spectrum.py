@@ -574,3 +574,26 @@ def test_one_input_rank_is_certified_by_the_row_count():
 def test_one_layer_collapse_with_a_transcendental_normalizer_says_why_it_is_refused():
     with pytest.raises(DomainError, match="polynomial normalizers only"):
         _spectrum(_arch(layers=2, normalizer="softmax"), collapse([2]))
+
+
+def test_softplus_with_log2_in_its_taylor_coefficients_agrees_with_mpmath_slopes():
+    # s/s(0) = 1 + x/(2 log 2) + ...: log 2 is transcendental, so it is specialized at a random residue
+    from symattn.numeric import sensitivity
+    from symattn.spectrum import transcendental_constants
+    import sympy as sp
+
+    arch = _arch(layers=2, normalizer="softplus")
+    assert transcendental_constants(arch) == [sp.log(2)]
+    exact = _spectrum(arch)
+    assert exact.exponents == {0: 4, 1: 3, 5: 3} and exact.kernel == 6 and exact.separating
+    slopes = sensitivity(arch, spectrum=exact)
+    assert slopes.recovered
+    rounded = sorted(round(v) for v in slopes.mpmath_slopes[:exact.rank])
+    assert rounded == sorted(e for e, m in exact.exponents.items() for _ in range(m))
+
+
+def test_two_independent_transcendental_constants_are_refused():
+    # pi and e are not known to be algebraically independent over Q: no exact claim
+    arch = _arch(layers=1, normalizer="exp(x) + exp(1)*pi*x**2 + pi")
+    with pytest.raises(DomainError, match="one transcendental"):
+        _spectrum(arch)

@@ -65,7 +65,7 @@ class DegreeBoundDomain(Domain):
         return out
 
     def attention(self, scores, normalizer):
-        coefficient_degree = 1.0 if normalizer.is_generic else 0.0
+        coefficient_degree = 1.0 if (normalizer.is_generic or self.generic_coefficients) else 0.0
         weights = self._power_series_degree(scores, coefficient_degree)
         totals = weights.max(axis=0, keepdims=True)
         tail = totals.copy()

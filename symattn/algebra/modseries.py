@@ -130,14 +130,43 @@ class ModSeriesDomain(Domain):
         if value in self.coefficient_values:
             return int(self.coefficient_values[value]) % self.p
         if not value.is_Rational:
-            raise DomainError(
-                f"{value} is not rational, so it has no image in GF({self.p}); "
-                "normalizers with irrational Taylor coefficients need mpmath"
-            )
+            return self._transcendental_residue(value)
         q = int(value.q)
         if q % self.p == 0:
             raise DomainError(f"{value} has a denominator divisible by {self.p}")
         return int(value.p) * pow(q, -1, self.p) % self.p
+
+    def _transcendental_residue(self, value) -> int:
+        # A rational function of one transcendental constant g (log 2, pi, e, ...): g was given a
+        # random residue.  No nonzero polynomial over Q vanishes at g, so a generic result at a
+        # random residue is the result at g, with the same Schwartz-Zippel bound.
+        constants = [c for c in self.coefficient_values if not isinstance(c, sp.Symbol) and value.has(c)]
+        if len(constants) != 1:
+            raise DomainError(
+                f"{value} is not rational, so it has no image in GF({self.p}); the exact engine "
+                "takes rational Taylor coefficients or rational functions of one transcendental "
+                "constant such as log(2); use mpmath (symattn.numeric) otherwise"
+            )
+        (constant,) = constants
+        g = sp.Dummy("g")
+        numerator, denominator = sp.fraction(sp.together(value.xreplace({constant: g})))
+        at = int(self.coefficient_values[constant])
+        try:
+            top = sp.Poly(numerator, g, domain=sp.QQ)
+            bottom = sp.Poly(denominator, g, domain=sp.QQ)
+        except (sp.PolynomialError, sp.CoercionFailed):
+            raise DomainError(f"{value} is not a rational function of {constant}") from None
+
+        def evaluate(poly):
+            out = 0
+            for c in poly.all_coeffs():
+                out = (out * at + self.residue(c)) % self.p
+            return out
+
+        denominator_residue = evaluate(bottom)
+        if denominator_residue == 0:
+            raise DomainError(f"{value} has a pole at the random residue of {constant}: choose another seed")
+        return evaluate(top) * pow(denominator_residue, -1, self.p) % self.p
 
     def convert(self, value):
         out = self._zeros((self.width, self.truncation))
