@@ -82,12 +82,7 @@ def curve_symbols(arch: Architecture) -> Parameters:
     >>> curve_symbols(Architecture.uniform(layers=1, width=2)).K[0]
     Matrix([[Kt1_11, Kt1_12]])
     """
-    blocks = {"Q": [], "K": [], "V": []}
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            blocks[name].append(sp.ImmutableMatrix(rows, cols, lambda r, c: sp.Symbol(
-                f"{name}t{i}_{r + 1}{c + 1}", real=True)))
-    return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    return arch.symbols(marker="t", immutable=True)
 
 
 def _latex_names(symbols) -> dict:

@@ -163,19 +163,23 @@ class Architecture:
         return self.widths[0], self.tokens
 
     # -- symbols --------------------------------------------------------------------
-    def symbols(self) -> Parameters:
+    def symbols(self, marker: str = "", immutable: bool = False) -> Parameters:
         """Symbolic parameters ``Q_i, K_i, V_i`` (entries ``Q1_11`` etc., LaTeX ``Q^{(1)}_{11}``).
+
+        ``marker`` goes after the block letter (``"t"`` gives the base point
+        ``Qt1_11`` of a curve); ``immutable`` gives hashable matrices.
 
         Examples
         --------
         >>> Architecture.uniform(layers=1, width=2).symbols().Q[0]
         Matrix([[Q1_11, Q1_12]])
         """
+        kind = sp.ImmutableMatrix if immutable else sp.Matrix
         blocks = {"Q": [], "K": [], "V": []}
         for i in range(1, self.layers + 1):
             for name, (rows, cols) in self.block_shapes(i).items():
-                blocks[name].append(sp.Matrix(rows, cols, lambda r, c: sp.Symbol(
-                    f"{name}{i}_{r + 1}{c + 1}", real=True)))
+                blocks[name].append(kind(rows, cols, lambda r, c: sp.Symbol(
+                    f"{name}{marker}{i}_{r + 1}{c + 1}", real=True)))
         return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
 
     def input_symbols(self) -> sp.Matrix:

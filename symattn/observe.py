@@ -57,6 +57,7 @@ from .effective import (
 )
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError
 from .model import Architecture, Parameters, forward
+from .spectrum import jacobian_from_series
 from .normalizers import Normalizer, as_normalizer
 
 __all__ = [
@@ -973,14 +974,6 @@ def _set_bank(arch, events, size, p, seed) -> np.ndarray:
     return bank
 
 
-def _jacobian(arch, parameter_series: dict, input_series: np.ndarray, p: int, truncation: int,
-              coefficient_values) -> np.ndarray:
-    """``J(eps)`` over GF(p) mod ``eps^N`` for parameters and inputs given as series."""
-    from .spectrum import jacobian_from_series
-
-    return jacobian_from_series(arch, parameter_series, input_series, p, truncation, coefficient_values)
-
-
 def _constant_series(point, truncation):
     out = {}
     for key, residues in point.items():
@@ -1018,7 +1011,7 @@ def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     """Block ranks of the native Jacobian at a random point of the collapsed set."""
     point, coefficient_values, tangents = _set_point(arch, events, p, seed)
     bank = _set_bank(arch, events, bank_size, p, seed)
-    J = _jacobian(arch, _constant_series(point, truncation), _scaled_inputs(bank, truncation), p,
+    J = jacobian_from_series(arch, _constant_series(point, truncation), _scaled_inputs(bank, truncation), p,
                   truncation, coefficient_values)
     columns = _columns(arch)
     fixed = {("Q", e.layer) for e in events if e.kind == SCORE_COLLAPSE}
@@ -1371,7 +1364,7 @@ def _near_set_exponents(arch, event, m, p, seed, size, N):
         moved[..., m] = point[key]
     series[key] = moved
     bank = random_bank(arch, size, p, seed)
-    J = _jacobian(arch, series, _scaled_inputs(bank, N), p, N, coefficient_values)
+    J = jacobian_from_series(arch, series, _scaled_inputs(bank, N), p, N, coefficient_values)
     columns = _columns(arch)
     out, score_columns = {}, []
     for i in range(1, arch.layers + 1):
