@@ -56,7 +56,7 @@ from .effective import (
     rank_matrix_dimension,
 )
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError
-from .model import Architecture, Parameters, forward
+from .model import Architecture, Parameters
 from .spectrum import jacobian_from_series
 from .normalizers import Normalizer, as_normalizer
 
