@@ -27,17 +27,126 @@ from typing import Sequence
 import numpy as np
 import sympy as sp
 
-from .errors import ShapeError
+from .errors import ShapeError, SymattnError
 from .normalizers import Normalizer, _iter_layers
 
-__all__ = ["Architecture", "Parameters", "forward", "closed_form"]
+__all__ = ["Architecture", "Parameters", "forward", "closed_form", "require_architecture", "require_seed",
+           "MAX_LAYERS"]
+
+#: A structural bound on the number of layers, so that a typo such as ``10**20`` fails at once
+#: instead of exhausting memory; each computation has its own, much lower, limits.
+MAX_LAYERS = 10_000
+
+
+def _short_repr(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_count(value) -> bool:
+    # bool is an int subclass, but True layers or tokens is always a mistake
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def require_architecture(value, what: str = "arch") -> "Architecture":
+    """``value`` itself when it is an :class:`Architecture`; a ShapeError naming it otherwise.
+
+    Every public analysis calls this first, so that a wrong argument gives
+    one clear message instead of an ``AttributeError`` from deep inside.
+
+    Parameters
+    ----------
+    value : object
+        The argument to check.
+    what : str
+        Its name in the message.
+
+    Returns
+    -------
+    Architecture
+
+    Raises
+    ------
+    ShapeError
+        When ``value`` is not an :class:`Architecture`.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=1)
+    >>> require_architecture(arch) is arch
+    True
+    >>> require_architecture(None)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ShapeError: arch must be a symattn.model.Architecture, e.g. Architecture.uniform(layers=2, width=2, rank=1, tokens=3); got NoneType None
+    """
+    if isinstance(value, Architecture):
+        return value
+    raise ShapeError(f"{what} must be a symattn.model.Architecture, e.g. Architecture.uniform(layers=2, "
+                     f"width=2, rank=1, tokens=3); got {type(value).__name__} {_short_repr(value)}")
+
+
+def require_seed(value, what: str = "seed") -> int:
+    """``value`` as an int when it is a non-negative integer; a SymattnError otherwise.
+
+    The one check of every random seed in the public API.  Negative seeds
+    are refused rather than mapped to other seeds: numpy's generators refuse
+    them, and a silent mapping would make two seeds give the same result.
+
+    Parameters
+    ----------
+    value : object
+        The seed to check.
+    what : str
+        Its name in the message.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    SymattnError
+        When ``value`` is not an integer ``>= 0`` (booleans and floats included).
+
+    Examples
+    --------
+    >>> require_seed(3)
+    3
+    >>> require_seed(-1)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: seed must be a non-negative integer (0, 1, 2, ...), got -1
+    """
+    if not _is_count(value) or value < 0:
+        raise SymattnError(f"{what} must be a non-negative integer (0, 1, 2, ...), got {_short_repr(value)}")
+    return int(value)
+
+
+def _integer_list(values, what: str) -> list:
+    """``values`` as a list, refusing what is not a finite sequence (None, a string, a number, a dict)."""
+    if isinstance(values, (str, bytes, dict, set, frozenset)) or not hasattr(values, "__len__") \
+            or not hasattr(values, "__iter__"):
+        raise ShapeError(f"{what} must be a list of positive integers, got {type(values).__name__} "
+                         f"{_short_repr(values)}")
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise ShapeError(f"{what} must be a flat list of positive integers, got an array of shape "
+                         f"{np.shape(values)}")
+    try:
+        length = len(values)
+    except OverflowError:  # range(10**20): too long even to measure
+        length = MAX_LAYERS + 2
+    if length > MAX_LAYERS + 1:
+        raise ShapeError(f"{what} lists more than {MAX_LAYERS + 1} entries; at most {MAX_LAYERS} layers "
+                         "are accepted")
+    return list(values)
 
 
 def _positive_ints(values, what: str) -> tuple[int, ...]:
     out = []
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ShapeError(f"{what} must be positive integers, got {list(values)!r}")
+        if not _is_count(v) or v < 1:
+            raise ShapeError(f"{what} must be positive integers, got {_short_repr(list(values))}")
         out.append(int(v))
     return tuple(out)
 
@@ -94,8 +203,8 @@ class Architecture:
 
     def __init__(self, widths: Sequence[int], score_ranks: Sequence[int], tokens: int = 3,
                  normalizer="softmax"):
-        widths = list(widths)
-        score_ranks = list(score_ranks)
+        widths = _integer_list(widths, "widths")
+        score_ranks = _integer_list(score_ranks, "score ranks")
         if len(widths) < 2:
             raise ShapeError(
                 f"widths must list d_0, ..., d_l with at least one layer, got {widths!r}"
@@ -108,8 +217,8 @@ class Architecture:
                 f"score rank{'s' if layers > 1 else ''}, got {len(score_ranks)}: {score_ranks}"
             )
         self.score_ranks = _positive_ints(score_ranks, "score ranks")
-        if isinstance(tokens, bool) or not isinstance(tokens, (int, np.integer)) or tokens < 1:
-            raise ShapeError(f"tokens must be a positive integer, got {tokens!r}")
+        if not _is_count(tokens) or tokens < 1:
+            raise ShapeError(f"tokens must be a positive integer, got {_short_repr(tokens)}")
         self.tokens = int(tokens)
         normalizers = list(_iter_layers(normalizer, layers))
         if len(normalizers) != layers:
@@ -126,8 +235,10 @@ class Architecture:
         >>> Architecture.uniform(layers=3).widths
         (2, 2, 2, 2)
         """
-        if isinstance(layers, bool) or not isinstance(layers, (int, np.integer)) or layers < 1:
-            raise ShapeError(f"layers must be a positive integer, got {layers!r}")
+        if not _is_count(layers) or layers < 1:
+            raise ShapeError(f"layers must be a positive integer, got {_short_repr(layers)}")
+        if layers > MAX_LAYERS:
+            raise ShapeError(f"layers must be at most {MAX_LAYERS}, got {layers}")
         return cls([width] * (layers + 1), [rank] * layers, tokens, normalizer)
 
     # -- sizes ----------------------------------------------------------------------
