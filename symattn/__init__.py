@@ -14,7 +14,9 @@ import os
 # (SIGFPE in heuristic gcd).  Keep sympy's own ground types unless the user chose.
 os.environ.setdefault("SYMPY_GROUND_TYPES", "python")
 
-from .errors import BankError, DomainError, NormalizerError, ShapeError, SymattnError, TruncationError  # noqa: E402
+from .errors import (  # noqa: E402
+    BankError, DomainError, NormalizerError, ParseError, ShapeError, SymattnError, TruncationError,
+)
 from .model import Architecture, closed_form, forward  # noqa: E402
 from .normalizers import Normalizer  # noqa: E402
 
@@ -27,6 +29,7 @@ __all__ = [
     "closed_form",
     "SymattnError",
     "NormalizerError",
+    "ParseError",
     "ShapeError",
     "DomainError",
     "TruncationError",

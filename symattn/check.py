@@ -35,6 +35,7 @@ import sympy as sp
 
 from .errors import ShapeError, SymattnError
 from .model import Architecture
+from .parsing import parse_expression, to_sympy
 
 __all__ = [
     "CheckResult",
@@ -92,7 +93,7 @@ class Counterexample:
 
     def values(self) -> dict:
         """The point as ``{name: sympy number}``."""
-        return {name: sp.sympify(value) for name, value in self.point}
+        return {name: to_sympy(value, what="counterexample value") for name, value in self.point}
 
 
 @dataclass(frozen=True)
@@ -180,9 +181,10 @@ class CheckResult:
                  rf"method: {_latex_text(self.method)}\\"]
         if self.counterexample is not None:
             ce = self.counterexample
-            point = ", ".join(f"{sp.latex(sp.Symbol(k))} = {sp.latex(sp.sympify(v))}" for k, v in ce.point)
-            lines.append(rf"counterexample: ${point}$: claimed ${sp.latex(sp.sympify(ce.claimed))}$, "
-                         rf"computed ${sp.latex(sp.sympify(ce.computed))}$\\")
+            names = {k: sp.Symbol(k) for k, _ in ce.point}
+            point = ", ".join(f"{sp.latex(sp.Symbol(k))} = {sp.latex(to_sympy(v))}" for k, v in ce.point)
+            lines.append(rf"counterexample: ${point}$: claimed ${sp.latex(to_sympy(ce.claimed, names))}$, "
+                         rf"computed ${sp.latex(to_sympy(ce.computed, names))}$\\")
         body = "\n".join(lines)
         if standalone:
             from .report import latex_document
@@ -214,10 +216,7 @@ def _short(value, limit: int = 400) -> str:
 def _to_matrix(value, what: str, names: dict) -> tuple[sp.Matrix, bool]:
     """A sympy Matrix and whether the input was a scalar."""
     if isinstance(value, str):
-        try:
-            value = sp.sympify(value, locals=names, convert_xor=True)
-        except (sp.SympifyError, SyntaxError, TypeError) as err:
-            raise SymattnError(f"cannot parse the {what} expression {value!r}: {err}") from None
+        value = parse_expression(value, names, what=f"{what} expression")
     if hasattr(value, "explicit") and callable(value.explicit):  # e.g. a LeadingCoefficient
         value = value.explicit()
     if isinstance(value, sp.MatrixExpr) and not isinstance(value, sp.MatrixBase):
@@ -235,11 +234,10 @@ def _to_matrix(value, what: str, names: dict) -> tuple[sp.Matrix, bool]:
             return sp.Matrix(value), False
         except (ValueError, TypeError) as err:
             raise ShapeError(f"the {what} value is not a matrix: {err}") from None
-    try:
-        value = sp.sympify(value)
-    except (sp.SympifyError, TypeError):
-        raise SymattnError(f"the {what} value {value!r} is not an expression") from None
-    return sp.Matrix([[value]]), True
+    if value is None or not isinstance(value, (sp.Basic, int, float, np.number)):
+        raise SymattnError(f"the {what} value must be a sympy expression, a Matrix, a number or a string, "
+                           f"got {type(value).__name__}")
+    return sp.Matrix([[to_sympy(value, what=f"{what} value", error=SymattnError)]]), True
 
 
 def _rename(matrix: sp.Matrix, names: dict) -> sp.Matrix:
@@ -278,7 +276,7 @@ def _degree_pair(expr, variables: set):
 
 def _differ(a, b) -> bool:
     """Whether two exact numbers differ (exact; 60 digits for non-rational numbers)."""
-    difference = sp.sympify(a - b)
+    difference = to_sympy(a - b)
     if difference.is_Rational:
         return difference != 0
     difference = sp.simplify(difference)
@@ -294,7 +292,7 @@ def _expands_to_zero(expr) -> bool | None:
     True: zero.  False: a nonzero polynomial (so not identically zero).  None:
     not a polynomial and ``expand`` does not give 0 (cancel / simplify may still).
     """
-    expr = sp.sympify(expr)
+    expr = to_sympy(expr)
     if expr == 0:
         return True
     gens = sorted(expr.free_symbols, key=lambda s: s.name)
@@ -434,7 +432,7 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
         left = claimed_m.xreplace(point)
         right = evaluate(point)
         right = sp.Matrix(right) if isinstance(right, (sp.MatrixBase, list, tuple, np.ndarray)) \
-            else sp.Matrix([[sp.sympify(right)]])
+            else sp.Matrix([[to_sympy(right, what="computed value")]])
         if right.shape != left.shape:
             raise ShapeError(f"the claimed value has shape {left.shape}, the computed one {right.shape}")
         if _invalid(left) or _invalid(right):

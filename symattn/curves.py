@@ -21,6 +21,7 @@ import numpy as np
 import sympy as sp
 
 from .errors import ShapeError, SymattnError
+from .parsing import to_sympy, to_sympy_matrix
 
 __all__ = ["Curve", "collapse", "collapse_queries", "collapse_keys", "input_scaling", "polynomial_curve", "EPS"]
 
@@ -83,7 +84,7 @@ class Curve:
         for b, i, matrix in self.polynomials:
             if (b, i) == (block, layer):
                 for (r, c), entry in np.ndenumerate(np.array(matrix.tolist(), dtype=object)):
-                    poly = sp.Poly(sp.sympify(entry), EPS)
+                    poly = sp.Poly(to_sympy(entry), EPS)
                     for (power,), coefficient in poly.terms():
                         if power < truncation:
                             out[r, c, power] = residue(coefficient)
@@ -178,9 +179,8 @@ def polynomial_curve(blocks: dict, name: str = "user curve") -> Curve:
     for key, matrix in blocks.items():
         if not isinstance(key, str) or len(key) < 2 or key[0] not in "QKV" or not key[1:].isdigit():
             raise SymattnError(f"curve block names look like 'Q1', 'K2', 'V3'; got {key!r}")
-        matrix = sp.Matrix(matrix)
+        matrix = to_sympy_matrix(matrix, {"eps": EPS}, what=f"curve block {key}", error=SymattnError)
         for entry in matrix:
-            entry = sp.sympify(entry)
             if entry.free_symbols - {EPS} or not entry.is_polynomial(EPS):
                 raise SymattnError(f"curve entry {entry} of {key} is not a polynomial in eps")
         polynomials.append((key[0], int(key[1:]), matrix))

@@ -19,6 +19,10 @@ class NormalizerError(SymattnError, ValueError):
     """A normalizer that is not positive, is constant, is not analytic or does not parse."""
 
 
+class ParseError(SymattnError, ValueError):
+    """User text that is not an accepted expression (see :mod:`symattn.parsing`)."""
+
+
 class ShapeError(SymattnError, ValueError):
     """Sizes or shapes that do not fit the architecture."""
 

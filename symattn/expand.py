@@ -45,6 +45,7 @@ from .curves import EPS, Curve, collapse
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
 from .model import Architecture, Parameters, forward
 from .normalizers import Normalizer, as_normalizer
+from .parsing import to_sympy
 
 __all__ = [
     "Expansion",
@@ -151,7 +152,7 @@ class _SymbolicSeriesDomain(ExactSeriesDomain):
         self.description = description
 
     def residue(self, value):
-        return sp.sympify(value).xreplace(self.coefficient_values)
+        return to_sympy(value).xreplace(self.coefficient_values)
 
     def _series_mul(self, a, b):
         out = super()._series_mul(a, b)
@@ -165,7 +166,7 @@ def _to_fmpq(value):
         return value
     if isinstance(value, (int, np.integer)):
         return flint.fmpq(int(value))
-    value = sp.sympify(value)
+    value = to_sympy(value)
     if not value.is_Rational:
         raise DomainError(f"{value} is not rational")
     return flint.fmpq(int(value.p), int(value.q))
@@ -176,7 +177,7 @@ def _from_fmpq(value) -> sp.Expr:
 
     if isinstance(value, flint.fmpq):
         return sp.Rational(int(value.p), int(value.q))
-    return sp.sympify(value)
+    return to_sympy(value)
 
 
 class _RationalSeriesDomain(ExactSeriesDomain):
@@ -197,7 +198,7 @@ class _RationalSeriesDomain(ExactSeriesDomain):
 
         if isinstance(value, (flint.fmpq, int, np.integer)):
             return _to_fmpq(value)
-        value = sp.sympify(value).xreplace(self.coefficient_values)
+        value = to_sympy(value).xreplace(self.coefficient_values)
         if not value.is_Rational:
             raise DomainError(f"normalizer coefficient {value} is not rational")
         return _to_fmpq(value)
@@ -241,7 +242,7 @@ class _PolynomialSeriesDomain(ExactSeriesDomain):
 
         if isinstance(value, flint.fmpq_mpoly):
             return value
-        value = sp.sympify(value).xreplace(self.coefficient_values)
+        value = to_sympy(value).xreplace(self.coefficient_values)
         if value.is_Rational:
             return self.ctx.constant(_to_fmpq(value))
         if value in self._gens:
@@ -466,10 +467,9 @@ def _point_map(point) -> dict:
     out = {}
     for key, value in point.items():
         name = key.name if isinstance(key, sp.Symbol) else str(key)
-        try:
-            out[name] = sp.sympify(value)
-        except (sp.SympifyError, TypeError):
-            raise SymattnError(f"value {value!r} for {name} is not a number") from None
+        out[name] = to_sympy(value, what=f"value for {name}", error=SymattnError)
+        if out[name].free_symbols:
+            raise SymattnError(f"the value for {name} must be a number, got {value!r}")
     return out
 
 
@@ -495,7 +495,7 @@ def _series_blocks(arch, curve, base: Parameters, truncation: int):
                 polynomial = next(m for b, j, m in curve.polynomials if (b, j) == (name, i))
                 for r in range(rows):
                     for c in range(cols):
-                        poly = sp.Poly(sp.sympify(polynomial[r, c]), EPS)
+                        poly = sp.Poly(to_sympy(polynomial[r, c]), EPS)
                         for (p,), coefficient in poly.terms():
                             if p < truncation:
                                 out[r, c, 0, p] = coefficient
@@ -621,7 +621,7 @@ def _series_coefficients(used: Architecture, curve: Curve, order: int, values: d
         len(coefficient_values) < len(coefficient_names)
     all_rational = ring is None and not free and not generic_left and all(
         n.is_generic or n.is_lightning or n.has_rational_taylor for n in used.normalizers) and all(
-        sp.sympify(v).is_Rational for v in substitution.values())
+        to_sympy(v).is_Rational for v in substitution.values())
     description = f"of {used.param_count} parameters to order {order} "
     if all_rational:
         domains = [_RationalSeriesDomain(truncation, coefficient_values)]
@@ -798,7 +798,7 @@ class LeadingCoefficient:
             name = key if isinstance(key, str) else key.name
             for c in self.coefficients:
                 if isinstance(c, sp.Symbol) and c.name == name:
-                    scalars[c] = sp.sympify(value)
+                    scalars[c] = to_sympy(value)
         symbols = set().union(*(sp.Matrix(m).free_symbols for m in env.values()))
         symbols |= {c for c in self.coefficients if isinstance(c, sp.Symbol) and c not in scalars}
         try:
@@ -1258,7 +1258,7 @@ class _Degree:
 def _formula_degree(lc: "LeadingCoefficient", generic: bool) -> int:
     """Total degree bound of both forms of the formula in (Qt, Kt, Vt, X, c) (max-plus evaluation)."""
     def convert(value):
-        value = sp.sympify(value)
+        value = to_sympy(value)
         if value.is_Symbol:
             return _Degree(1 if generic or not value.name.startswith("c_") else 0)
         return _Degree.of(value)

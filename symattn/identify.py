@@ -1445,7 +1445,7 @@ class _PolynomialSeriesDomain(ExactSeriesDomain):
             return value
         if isinstance(value, (int, np.integer)):
             return _Poly(self.ctx.constant(int(value)))
-        value = sp.sympify(value)
+        value = sp.sympify(value, strict=True)
         if value.is_Rational:
             return _Poly(self.ctx.constant(self._flint.fmpq(int(value.p), int(value.q))))
         if value in self.generators:

@@ -36,6 +36,7 @@ from .algebra.powerseries import (
     series_pow,
 )
 from .errors import NormalizerError
+from .parsing import NORMALIZER_LIMITS, parse_expression
 
 __all__ = ["Normalizer", "PRESETS", "as_normalizer", "x"]
 
@@ -68,9 +69,6 @@ _NOT_ANALYTIC = (
     sp.arg,
     sp.DiracDelta,
 )
-
-_PARSE_NAMES = {"x": x, "e": sp.E, "E": sp.E, "pi": sp.pi}
-
 
 class _NotRational(Exception):
     """Raised inside the fast Taylor path when a constant is irrational."""
@@ -150,21 +148,20 @@ def _factorial(m: int) -> int:
 
 def _parse(expression) -> sp.Expr:
     if isinstance(expression, str):
-        text = expression.strip()
-        if not text:
-            raise NormalizerError("empty normalizer: give an expression in x such as 'exp(x)'")
-        try:
-            expr = sp.sympify(text.replace("^", "**"), locals=dict(_PARSE_NAMES))
-        except (sp.SympifyError, SyntaxError, TypeError, AttributeError, ValueError) as err:
+        if expression.strip().lower() in PRESETS:
+            return PRESETS[expression.strip().lower()]
+        if expression.strip().isidentifier() and expression.strip() != "x":
             raise NormalizerError(
-                f"cannot parse normalizer {expression!r}: write an expression in x "
-                "such as 'exp(x)', 'cosh(x)' or '1 + x**2'"
-            ) from err
+                f"unknown normalizer {expression.strip()!r}: presets are {', '.join(sorted(PRESETS))}, "
+                "and lightning; or give an expression in x such as 'exp(x)' or '1 + x**2'")
+        expr = parse_expression(expression, {}, what="normalizer", limits=NORMALIZER_LIMITS,
+                                error=NormalizerError, variable=x)
+    elif isinstance(expression, sp.Basic):
+        expr = expression
     else:
-        try:
-            expr = sp.sympify(expression)
-        except (sp.SympifyError, TypeError) as err:
-            raise NormalizerError(f"cannot use {expression!r} as a normalizer") from err
+        raise NormalizerError(
+            f"a normalizer is a preset name ({', '.join(sorted(PRESETS))}), an expression in x such as "
+            f"'1 + x**2', or a sympy expression; got {type(expression).__name__} {expression!r:.60}")
     if not isinstance(expr, sp.Expr):
         raise NormalizerError(f"normalizer {expression!r} is not an expression in x")
     if expr.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
@@ -190,7 +187,24 @@ def _parse(expression) -> sp.Expr:
     if free and free != {x}:
         (other,) = free
         expr = expr.subs(other, x)
+    _check_size(expr, expression)
     return expr
+
+
+def _check_size(expr: sp.Expr, given) -> None:
+    """The limits of :data:`~symattn.parsing.NORMALIZER_LIMITS` for expressions not given as text."""
+    limits = NORMALIZER_LIMITS
+    if sp.count_ops(expr) > limits.max_nodes:
+        raise NormalizerError(f"normalizer {given!r:.80} is too large: more than {limits.max_nodes} operations")
+    for power in expr.atoms(sp.Pow):
+        exponent = power.exp
+        if exponent.is_Rational and max(abs(exponent.p), abs(exponent.q)) > limits.max_exponent:
+            raise NormalizerError(f"normalizer {given!r:.80} has the exponent {exponent}: at most "
+                                  f"{limits.max_exponent} in absolute value is accepted")
+    for number in expr.atoms(sp.Rational):
+        if max(len(str(abs(number.p))), len(str(number.q))) > limits.max_digits:
+            raise NormalizerError(f"normalizer {given!r:.80} has a number with more than "
+                                  f"{limits.max_digits} digits")
 
 
 class Normalizer:
@@ -246,7 +260,7 @@ class Normalizer:
         >>> Normalizer.preset("gauss").expr
         exp(x**2)
         """
-        key = name.strip().lower()
+        key = name.strip().lower() if isinstance(name, str) else None
         if key not in PRESETS:
             raise NormalizerError(
                 f"unknown normalizer preset {name!r}; presets are "

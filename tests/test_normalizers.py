@@ -295,7 +295,7 @@ def test_constant_raises(expression):
     "expression, culprit",
     [
         ("Abs(x)+1", "Abs"),
-        ("Piecewise((1, x>0), (2, True))", "Piecewise"),
+        (sp.Piecewise((1, x > 0), (2, True)), "Piecewise"),
         ("sign(x)+2", "sign"),
         ("Heaviside(x)+1", "Heaviside"),
         ("Max(x,0)+1", "Max"),
@@ -323,6 +323,9 @@ def test_several_free_symbols_raise():
     with pytest.raises(NormalizerError, match="more than one free symbol") as info:
         Normalizer("x*y+2")
     assert "x, y" in str(info.value)
+    t = sp.Symbol("t")
+    with pytest.raises(NormalizerError, match="more than one free symbol"):
+        Normalizer(x * t + 2)
 
 
 @pytest.mark.parametrize("expression", ["foo(", "1 +* x", "", "   "])
@@ -332,7 +335,7 @@ def test_unparsable_raises(expression):
 
 
 def test_unparsable_message():
-    with pytest.raises(NormalizerError, match="cannot parse normalizer 'foo\\('"):
+    with pytest.raises(NormalizerError, match="cannot read the normalizer 'foo\\(': invalid syntax"):
         Normalizer("foo(")
 
 

@@ -117,7 +117,7 @@ class SympyDomain(Domain):
         self.unevaluated_normalizer = unevaluated_normalizer
 
     def convert(self, value):
-        return sp.sympify(value)
+        return sp.sympify(value, strict=True)
 
     def normalizer_value(self, normalizer, value):
         if self.unevaluated_normalizer or normalizer.is_generic:
@@ -165,7 +165,7 @@ class SymEngineDomain(Domain):
         return expr.subs({symbol: value})
 
     def to_matrix(self, a) -> sp.Matrix:
-        matrix = sp.Matrix([[sp.sympify(v) for v in row] for row in a.tolist()])
+        matrix = sp.Matrix([[sp.sympify(v, strict=True) for v in row] for row in a.tolist()])
         # symengine keeps no assumptions: restore the real symbols of the architecture
         real = {s: sp.Symbol(s.name, real=True) for s in matrix.free_symbols if isinstance(s, sp.Symbol)}
         return matrix.xreplace(real)

@@ -126,7 +126,7 @@ class ModSeriesDomain(Domain):
 
     def residue(self, value) -> int:
         """The residue of a rational number (or a generic coefficient symbol)."""
-        value = sp.sympify(value)
+        value = sp.sympify(value, strict=True)
         if value in self.coefficient_values:
             return int(self.coefficient_values[value]) % self.p
         if not value.is_Rational:
@@ -381,7 +381,7 @@ class ExactSeriesDomain(ModSeriesDomain):
         self._taylor_cache = {}
 
     def residue(self, value):
-        return sp.sympify(value)
+        return sp.sympify(value, strict=True)
 
     # Subclasses with another exact coefficient field (flint rationals or polynomials)
     # override residue, _canonical and the zero tests; the arithmetic below serves them all.
@@ -420,7 +420,7 @@ class ExactSeriesDomain(ModSeriesDomain):
         return out
 
     def _any_nonzero(self, a) -> bool:
-        return any(sp.sympify(v) != 0 for v in np.asarray(a).flat)
+        return any(sp.sympify(v, strict=True) != 0 for v in np.asarray(a).flat)
 
     def _all_nonzero(self, a) -> bool:
-        return all(sp.sympify(v) != 0 for v in np.asarray(a).flat)
+        return all(sp.sympify(v, strict=True) != 0 for v in np.asarray(a).flat)

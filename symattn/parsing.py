@@ -1,0 +1,450 @@
+"""The one parser for user text: expressions are read, never executed.
+
+Every string a user gives symattn (a normalizer such as ``"1 + x**2"``, a
+claimed formula, a value in a point, an entry of a curve) is read here.  The
+text is split into Python's syntax tree with :func:`ast.parse` (which builds
+the tree and runs nothing), and the tree is walked node by node: only
+numbers, the names the context allows, ``+ - * / **`` (``^`` is read as
+``**``), parentheses and the functions and constants of
+:data:`ACCEPTED_FUNCTIONS` and :data:`ACCEPTED_CONSTANTS` are accepted.
+Anything else (attribute access, subscripts, keywords, lambdas,
+comprehensions, strings, calls outside the table, unknown or non-ASCII
+names) is a :class:`~symattn.errors.ParseError` that names the offending
+token and lists what is accepted.
+
+Size limits (:class:`ExpressionLimits`) keep a hostile or mistyped
+expression from hanging the program: text length, number of nodes, nesting
+depth, digits of a number and size of an exponent.
+
+Examples
+--------
+>>> import sympy as sp
+>>> x = sp.Symbol("x", real=True)
+>>> parse_expression("1 + x^2", {"x": x})
+x**2 + 1
+>>> parse_expression("exp(x) - 0.5*x", {"x": x})
+-x/2 + exp(x)
+>>> parse_expression("__import__('os')", {"x": x})
+Traceback (most recent call last):
+...
+symattn.errors.ParseError: cannot read the expression "__import__('os')": the call of '__import__' is not accepted; accepted: numbers, the names x, the operators + - * / ** ^, parentheses, the functions Abs, acos, ... and the constants E, e, pi
+"""
+
+from __future__ import annotations
+
+import ast
+import decimal
+from dataclasses import dataclass
+from typing import Mapping
+
+import sympy as sp
+
+from .errors import ParseError
+
+__all__ = [
+    "ACCEPTED_FUNCTIONS",
+    "ACCEPTED_CONSTANTS",
+    "ExpressionLimits",
+    "DEFAULT_LIMITS",
+    "parse_expression",
+    "parse_number",
+    "to_sympy",
+    "to_sympy_matrix",
+]
+
+#: Functions a user's expression may call, by name, with their number of arguments.
+#: The non-analytic ones (Abs, sign, Max, ...) are read so that a normalizer
+#: using them gets the precise "not real-analytic" error rather than a parse error.
+ACCEPTED_FUNCTIONS: dict[str, tuple] = {
+    "exp": (sp.exp, 1),
+    "log": (sp.log, 1),
+    "sqrt": (sp.sqrt, 1),
+    "sin": (sp.sin, 1),
+    "cos": (sp.cos, 1),
+    "tan": (sp.tan, 1),
+    "asin": (sp.asin, 1),
+    "acos": (sp.acos, 1),
+    "atan": (sp.atan, 1),
+    "sinh": (sp.sinh, 1),
+    "cosh": (sp.cosh, 1),
+    "tanh": (sp.tanh, 1),
+    "asinh": (sp.asinh, 1),
+    "erf": (sp.erf, 1),
+    "Abs": (sp.Abs, 1),
+    "sign": (sp.sign, 1),
+    "floor": (sp.floor, 1),
+    "ceiling": (sp.ceiling, 1),
+    "Heaviside": (sp.Heaviside, 1),
+    "Max": (sp.Max, None),
+    "Min": (sp.Min, None),
+}
+
+#: Named constants a user's expression may use.
+ACCEPTED_CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi, "E": sp.E, "e": sp.E}
+
+
+@dataclass(frozen=True)
+class ExpressionLimits:
+    """Bounds on a user's expression, checked before any work is done.
+
+    Attributes
+    ----------
+    max_length : int
+        Characters of text.
+    max_nodes : int
+        Nodes of the syntax tree (numbers, names, operators, calls).
+    max_depth : int
+        Nesting depth (parentheses and calls; a long sum or product counts once).
+    max_digits : int
+        Digits of a number, and of the result of a power of numbers.
+    max_exponent : int
+        Absolute value of the numerator and denominator of a numeric
+        exponent applied to an expression with names.
+
+    Examples
+    --------
+    >>> ExpressionLimits().max_exponent
+    1000
+    >>> NORMALIZER_LIMITS.max_length
+    2000
+    """
+
+    max_length: int = 100_000
+    max_nodes: int = 50_000
+    max_depth: int = 60
+    max_digits: int = 10_000
+    max_exponent: int = 1000
+
+
+#: Limits for general expressions (claimed formulas, points).
+DEFAULT_LIMITS = ExpressionLimits()
+#: Limits for normalizers: Taylor coefficients are computed up to degree 512 at most.
+NORMALIZER_LIMITS = ExpressionLimits(max_length=2000, max_nodes=1000, max_depth=30, max_digits=60,
+                                     max_exponent=256)
+
+_BINARY = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+}
+
+
+def _accepted(names) -> str:
+    name_text = ", ".join(sorted(names)) if names else "(none)"
+    return ("accepted: numbers, the names " + name_text + ", the operators + - * / ** ^, parentheses, "
+            "the functions " + ", ".join(sorted(ACCEPTED_FUNCTIONS, key=str.lower))
+            + " and the constants " + ", ".join(sorted(ACCEPTED_CONSTANTS)))
+
+
+class _Reader:
+    """Walks a syntax tree and builds the sympy expression, refusing everything else."""
+
+    def __init__(self, text: str, symbols: Mapping[str, sp.Basic], what: str, limits: ExpressionLimits,
+                 error: type, variable: sp.Symbol | None = None):
+        self.text = text
+        self.symbols = symbols
+        self.variable = variable
+        self.used: set[str] = set()
+        self.what = what
+        self.limits = limits
+        self.error = error
+        self.nodes = 0
+
+    def fail(self, reason: str):
+        raise self.error(f"cannot read the {self.what} {self.text!r}: {reason}; {_accepted(self.symbols)}")
+
+    def read(self, node: ast.AST, depth: int) -> sp.Expr:
+        self.nodes += 1
+        if self.nodes > self.limits.max_nodes:
+            raise self.error(f"the {self.what} is too large: more than {self.limits.max_nodes} "
+                             "numbers, names and operators")
+        if depth > self.limits.max_depth:
+            raise self.error(f"the {self.what} is nested too deeply: more than {self.limits.max_depth} "
+                             "levels of parentheses or calls")
+        if isinstance(node, ast.Constant):
+            return self.number(node)
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+            value = self.read(node.operand, depth + 1)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return self.chain(node, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            return self.power(self.read(node.left, depth + 1), self.read(node.right, depth + 1))
+        if isinstance(node, ast.Call):
+            return self.call(node, depth)
+        self.fail(f"{self.describe(node)} is not accepted")
+
+    def chain(self, node: ast.BinOp, depth: int) -> sp.Expr:
+        # a long sum a + b + c + ... is a left spine of BinOps: walk it in a loop so that
+        # its length does not count as nesting depth
+        operations = []
+        while isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            operations.append((node.op, node.right))
+            node = node.left
+            self.nodes += 1
+        value = self.read(node, depth + 1)
+        for op, right in reversed(operations):
+            operand = self.read(right, depth + 1)
+            if isinstance(op, ast.Div) and operand == 0:
+                self.fail("it divides by zero")
+            value = _BINARY[type(op)](value, operand)
+        return value
+
+    def number(self, node: ast.Constant) -> sp.Expr:
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(f"{self.describe(node)} is not accepted")
+        segment = ast.get_source_segment(self.text, node) or repr(value)
+        digits = sum(ch.isdigit() for ch in segment)
+        if digits > self.limits.max_digits:
+            raise self.error(f"the number {segment[:20]}... in the {self.what} has {digits} digits; "
+                             f"at most {self.limits.max_digits} are accepted")
+        if isinstance(value, int):
+            return sp.Integer(value)
+        # a decimal literal is read exactly: 0.1 is 1/10, not the nearest binary float
+        try:
+            exact = decimal.Decimal(segment.replace("_", ""))
+        except decimal.InvalidOperation:
+            self.fail(f"the number {segment!r} is not accepted")
+        if not exact.is_finite() or abs(exact.adjusted()) > self.limits.max_digits:
+            raise self.error(f"the number {segment!r} in the {self.what} is out of range: at most "
+                             f"{self.limits.max_digits} digits before or after the point are accepted")
+        numerator, denominator = exact.as_integer_ratio()
+        return sp.Rational(numerator, denominator)
+
+    def name(self, identifier: str) -> sp.Expr:
+        if identifier in self.symbols:
+            self.used.add(identifier)
+            return self.symbols[identifier]
+        if identifier in ACCEPTED_CONSTANTS:
+            return ACCEPTED_CONSTANTS[identifier]
+        if identifier in ACCEPTED_FUNCTIONS:
+            self.fail(f"the function {identifier!r} is used without an argument")
+        if self.variable is not None:
+            # a function of one variable may name it as it likes: exp(t) is exp(x)
+            self.used.add(identifier)
+            if len(self.used) > 1:
+                names = ", ".join(sorted(self.used))
+                raise self.error(f"the {self.what} {self.text!r} has more than one free symbol ({names}); "
+                                 f"it is a function of one variable {self.variable}")
+            return self.variable
+        self.fail(f"the name {identifier!r} is not known")
+
+    def power(self, base: sp.Expr, exponent: sp.Expr) -> sp.Expr:
+        limits = self.limits
+        if exponent.is_Rational:
+            if max(abs(exponent.p), abs(exponent.q)) > limits.max_exponent:
+                raise self.error(f"the exponent {exponent} in the {self.what} is too large: at most "
+                                 f"{limits.max_exponent} in absolute value is accepted")
+            if base.is_Rational:
+                size = max(len(str(abs(base.p))), len(str(base.q)))
+                if size * abs(exponent.p) > limits.max_digits:
+                    raise self.error(f"{base}**{exponent} in the {self.what} has more than "
+                                     f"{limits.max_digits} digits")
+            if base == 0 and exponent.is_negative:
+                self.fail("it divides by zero")
+        elif exponent.is_Number:
+            self.fail(f"the exponent {exponent} is not accepted")
+        return base**exponent
+
+    def call(self, node: ast.Call, depth: int) -> sp.Expr:
+        if not isinstance(node.func, ast.Name):
+            self.fail(f"{self.describe(node.func)} is not accepted")
+        name = node.func.id
+        if name not in ACCEPTED_FUNCTIONS:
+            self.fail(f"the call of {name!r} is not accepted")
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            self.fail(f"{name} takes plain arguments only (no keywords, no *)")
+        function, arity = ACCEPTED_FUNCTIONS[name]
+        if (arity is not None and len(node.args) != arity) or (arity is None and len(node.args) < 2):
+            wanted = f"{arity} argument{'s' if arity != 1 else ''}" if arity is not None else "two or more arguments"
+            self.fail(f"{name} takes {wanted}, got {len(node.args)}")
+        return function(*(self.read(a, depth + 1) for a in node.args))
+
+    def describe(self, node: ast.AST) -> str:
+        segment = ast.get_source_segment(self.text, node)
+        kinds = {
+            ast.Attribute: "attribute access", ast.Subscript: "a subscript", ast.Lambda: "a lambda",
+            ast.ListComp: "a comprehension", ast.GeneratorExp: "a comprehension",
+            ast.SetComp: "a comprehension", ast.DictComp: "a comprehension", ast.JoinedStr: "an f-string",
+            ast.Compare: "a comparison", ast.BoolOp: "a logical operator", ast.IfExp: "a conditional",
+            ast.List: "a list", ast.Tuple: "a tuple", ast.Dict: "a dict", ast.Set: "a set",
+            ast.NamedExpr: "an assignment", ast.Starred: "a starred argument",
+        }
+        kind = kinds.get(type(node))
+        if isinstance(node, ast.Constant):
+            kind = f"a {type(node.value).__name__} constant"
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            kind = f"the operator {type(node.op).__name__}"
+        kind = kind or type(node).__name__
+        return f"{kind} {segment!r}" if segment else kind
+
+
+def _check_text(text: str, what: str, limits: ExpressionLimits, error: type) -> str:
+    if len(text) > limits.max_length:
+        raise error(f"the {what} is too long: {len(text)} characters, at most {limits.max_length} "
+                    "are accepted")
+    for position, char in enumerate(text):
+        if not (char.isascii() and (char.isprintable() or char in " \t\n")):
+            hint = "; write powers as x**2" if char in "²³¹⁰⁴⁵⁶⁷⁸⁹" else ""
+            raise error(f"cannot read the {what} {text!r}: the character {char!r} at position {position} "
+                        f"is not accepted (ASCII only{hint})")
+    depth = deepest = 0
+    for char in text:
+        depth += char in "([{"
+        depth -= char in ")]}"
+        deepest = max(deepest, depth)
+    if deepest > limits.max_depth:
+        raise error(f"the {what} is nested too deeply: more than {limits.max_depth} levels of parentheses")
+    return text
+
+
+def parse_expression(text: str, symbols: Mapping[str, sp.Basic] | None = None, *,
+                     what: str = "expression", limits: ExpressionLimits = DEFAULT_LIMITS,
+                     error: type = ParseError, variable: sp.Symbol | None = None) -> sp.Expr:
+    """Read a user's expression into sympy without executing anything.
+
+    Parameters
+    ----------
+    text : str
+        The expression, e.g. ``"1 + x**2"`` or ``"c_1^2/4"``.
+    symbols : mapping of str to sympy objects, optional
+        The names the expression may use (besides the accepted constants).
+    what : str
+        What the text is, for error messages (``"normalizer"``, ``"claimed expression"``...).
+    limits : ExpressionLimits
+        Size limits checked while reading.
+    error : type
+        The :class:`~symattn.errors.SymattnError` subclass to raise
+        (:class:`~symattn.errors.ParseError` by default).
+    variable : sympy Symbol, optional
+        For a function of one variable: one name outside ``symbols`` is read
+        as this symbol (``exp(t)`` as ``exp(x)``); a second name is an error.
+
+    Returns
+    -------
+    sympy expression
+
+    Raises
+    ------
+    ParseError
+        (or ``error``) naming the offending token and what is accepted.
+
+    Examples
+    --------
+    >>> c1 = sp.Symbol("c_1")
+    >>> parse_expression("c_1^2/4 + 0.25", {"c_1": c1})
+    c_1**2/4 + 1/4
+    >>> parse_expression("x.__class__", {"x": c1})
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: cannot read the expression 'x.__class__': attribute access 'x.__class__' is not accepted; accepted: ...
+    >>> parse_expression("exp(x²)", {"x": c1})
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: cannot read the expression 'exp(x²)': the character '²' at position 5 is not accepted (ASCII only; write powers as x**2)
+    """
+    symbols = dict(symbols or {})
+    if not isinstance(text, str):
+        raise error(f"the {what} must be a string, got {type(text).__name__} {text!r:.60}")
+    text = _check_text(text, what, limits, error).strip()
+    if not text:
+        raise error(f"the {what} is empty; {_accepted(symbols)}")
+    try:
+        tree = ast.parse(text.replace("^", "**"), mode="eval")
+    except SyntaxError as err:
+        where = f" at position {err.offset - 1}" if err.offset else ""
+        raise error(f"cannot read the {what} {text!r}: invalid syntax{where}; {_accepted(symbols)}") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise error(f"cannot read the {what} {text!r}: too deeply nested") from None
+    reader = _Reader(text.replace("^", "**"), symbols, what, limits, error, variable)
+    try:
+        value = reader.read(tree.body, 0)
+    except RecursionError:
+        raise error(f"the {what} is nested too deeply") from None
+    except (TypeError, ValueError, ArithmeticError) as err:  # sympy refusing e.g. Max of a complex
+        if isinstance(err, error):
+            raise
+        raise error(f"cannot read the {what} {text!r}: {err}") from None
+    if value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+        raise error(f"the {what} {text!r} is not finite")
+    return value
+
+
+def parse_number(text: str, *, what: str = "number", limits: ExpressionLimits = DEFAULT_LIMITS,
+                 error: type = ParseError) -> sp.Expr:
+    """Read an exact real number (``"1/3"``, ``"0.25"``, ``"sqrt(2)"``, ``"pi/2"``).
+
+    Examples
+    --------
+    >>> parse_number("0.1"), parse_number("-3/4"), parse_number("sqrt(2)/2")
+    (1/10, -3/4, sqrt(2)/2)
+    >>> parse_number("x")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: cannot read the number 'x': the name 'x' is not known; accepted: numbers, the names (none), ...
+    """
+    value = parse_expression(text, {}, what=what, limits=limits, error=error)
+    if value.free_symbols or value.is_real is False:
+        raise error(f"the {what} {text!r} is not a real number")
+    return value
+
+
+def to_sympy(value, symbols: Mapping[str, sp.Basic] | None = None, *, what: str = "value",
+             error: type = ParseError) -> sp.Basic:
+    """A sympy object from a user's value: strings through :func:`parse_expression`, never ``eval``.
+
+    Numbers (int, Fraction, float, numpy and mpmath numbers) and sympy objects
+    are converted exactly as sympy converts them; any other type is refused.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> to_sympy(Fraction(1, 3)), to_sympy("2/3"), to_sympy(sp.Symbol("y") + 1)
+    (1/3, 2/3, y + 1)
+    >>> to_sympy(object())
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: the value must be a number, a sympy expression or a string, got object
+    """
+    if isinstance(value, str):
+        return parse_expression(value, symbols, what=what, error=error)
+    try:
+        return sp.sympify(value, strict=True)
+    except (sp.SympifyError, TypeError, ValueError):
+        raise error(f"the {what} must be a number, a sympy expression or a string, "
+                    f"got {type(value).__name__}") from None
+
+
+def to_sympy_matrix(value, symbols: Mapping[str, sp.Basic] | None = None, *, what: str = "matrix",
+                    error: type = ParseError) -> sp.Matrix:
+    """A sympy Matrix from a Matrix, a numpy array or nested lists, each entry read by :func:`to_sympy`.
+
+    ``sympy.Matrix`` itself would pass string entries to ``sympify``; this
+    reads them with the safe parser instead.
+
+    Examples
+    --------
+    >>> eps = sp.Symbol("eps")
+    >>> to_sympy_matrix([["eps", "2*eps**2"]], {"eps": eps})
+    Matrix([[eps, 2*eps**2]])
+    >>> to_sympy_matrix([[1, 2], [3]])
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: the matrix has rows of different lengths (2, 1)
+    """
+    if isinstance(value, sp.MatrixBase):
+        return sp.Matrix(value)
+    if hasattr(value, "tolist") and not isinstance(value, sp.Basic):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or not value:
+        raise error(f"the {what} must be a Matrix or a non-empty list of rows, got {type(value).__name__}")
+    rows = [row if isinstance(row, (list, tuple)) else [row] for row in value]
+    lengths = tuple(len(row) for row in rows)
+    if len(set(lengths)) != 1 or not lengths[0]:
+        raise error(f"the {what} has rows of different lengths {lengths}")
+    return sp.Matrix([[to_sympy(entry, symbols, what=f"entry of the {what}", error=error) for entry in row]
+                      for row in rows])
