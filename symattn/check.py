@@ -35,7 +35,7 @@ import sympy as sp
 
 from .errors import ShapeError, SymattnError
 from .model import Architecture
-from .parsing import parse_expression, to_sympy
+from .parsing import parse_expression, to_sympy, to_sympy_matrix
 
 __all__ = [
     "CheckResult",
@@ -230,10 +230,7 @@ def _to_matrix(value, what: str, names: dict) -> tuple[sp.Matrix, bool]:
         except Exception as err:  # noqa: BLE001 - sympy raises many kinds here
             raise SymattnError(f"the {what} matrix expression has no explicit form: {err}") from None
     if isinstance(value, (sp.MatrixBase, np.ndarray, list, tuple)):
-        try:
-            return sp.Matrix(value), False
-        except (ValueError, TypeError) as err:
-            raise ShapeError(f"the {what} value is not a matrix: {err}") from None
+        return to_sympy_matrix(value, names, what=f"{what} matrix", error=ShapeError), False
     if value is None or not isinstance(value, (sp.Basic, int, float, np.number)):
         raise SymattnError(f"the {what} value must be a sympy expression, a Matrix, a number or a string, "
                            f"got {type(value).__name__}")
@@ -431,7 +428,7 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
         point = {s: sp.Integer(rng.randint(-radius, radius)) for s in variables}
         left = claimed_m.xreplace(point)
         right = evaluate(point)
-        right = sp.Matrix(right) if isinstance(right, (sp.MatrixBase, list, tuple, np.ndarray)) \
+        right = to_sympy_matrix(right, what="computed matrix") if isinstance(right, (sp.MatrixBase, list, tuple, np.ndarray)) \
             else sp.Matrix([[to_sympy(right, what="computed value")]])
         if right.shape != left.shape:
             raise ShapeError(f"the claimed value has shape {left.shape}, the computed one {right.shape}")
