@@ -27,6 +27,7 @@ __all__ = [
     "effective_scores",
     "combined_value_map",
     "effective_forward",
+    "effective_architecture",
     "effective_closed_form",
     "effective_closed_form_latex",
     "ClosedForm",
@@ -38,6 +39,7 @@ __all__ = [
     "effective_block_dimensions",
     "gauge_dimension",
     "sign_group_order",
+    "flip_preserves_output",
     "rank_matrix_dimension",
 ]
 
@@ -80,23 +82,65 @@ def effective_scores(params: Parameters) -> list[sp.Matrix]:
     return out
 
 
+def effective_architecture(arch: Architecture) -> Architecture:
+    """The network that runs the closed form ``F = P X M_l`` as native layers.
+
+    Widths ``[d_0, ..., d_0, d_l]`` and score ranks ``d_0``, with ``arch``'s
+    tokens and normalizers: with ``Q_i = What_i``, ``K_i = I``, ``V_i = I``
+    (``i < l``) and ``V_l = P``, its hidden states are ``X M_i`` and its
+    output is ``P X M_l``.
+
+    Examples
+    --------
+    >>> effective_architecture(Architecture([3, 1, 2], [1, 1]))
+    Architecture(widths=[3, 3, 2], score_ranks=[3, 3], tokens=3, normalizer=['softmax', 'softmax'])
+    """
+    d0, layers = arch.widths[0], arch.layers
+    return Architecture([d0] * layers + [arch.widths[-1]], [d0] * layers, arch.tokens, list(arch.normalizers))
+
+
 def effective_forward(arch: Architecture, scores, value_map, X, domain):
     """``F = P X M_l`` in a domain, from effective scores and the combined value map.
 
-    This is an independent computation of the output: tests compare it with
-    :func:`symattn.model.forward`.
+    Runs :func:`symattn.model.forward` (the one forward pass, lightning
+    attention included) on :func:`effective_architecture`, whose native
+    parameters are the effective ones.  Comparing it with ``forward`` on
+    the native parameters checks that ``F`` depends on them only through
+    :func:`effective_scores` and :func:`combined_value_map`.
+
+    Parameters
+    ----------
+    arch : Architecture
+    scores : sequence of matrices
+        ``What_1, ..., What_l``, each ``d_0 x d_0``.
+    value_map : matrix
+        ``P``, ``d_l x d_0``.
+    X : matrix
+        The input, ``d_0 x t``.
+    domain : Domain
+
+    Returns
+    -------
+    The output matrix in the domain's representation.
+
+    Examples
+    --------
+    >>> from symattn.algebra.domains import RationalDomain
+    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2, normalizer="lightning")
+    >>> effective_forward(arch, [[[2]]], [[3]], [[1, -1]], RationalDomain())
+    array([[Fraction(12, 1), Fraction(-12, 1)]], dtype=object)
     """
+    from .model import forward, require_architecture
+
+    arch = require_architecture(arch)
+    scores = list(scores)
     if len(scores) != arch.layers:
         raise ShapeError(f"{arch.layers} layers need {arch.layers} effective score matrices, got {len(scores)}")
-    X = domain.matrix(X)
-    t = arch.tokens
-    mixing = domain.matrix(sp.eye(t))
-    for i in range(arch.layers):
-        W = domain.matrix(scores[i])
-        mixed = domain.matmul(X, mixing)
-        argument = domain.matmul(domain.matmul(domain.transpose(mixed), W), mixed)
-        mixing = domain.matmul(mixing, domain.attention(argument, arch.normalizers[i]))
-    return domain.matmul(domain.matmul(domain.matrix(value_map), X), mixing)
+    d0, layers = arch.widths[0], arch.layers
+    identity = sp.eye(d0)
+    runner = effective_architecture(arch)
+    params = runner.parameters_from(scores, [identity] * layers, [identity] * (layers - 1) + [value_map])
+    return forward(runner, params, X, domain)
 
 
 def effective_closed_form(arch: Architecture, unevaluated_normalizer: bool = True) -> sp.Expr:
@@ -336,12 +380,79 @@ def gauge_dimension(arch: Architecture) -> int:
     return sum(a * a for a in arch.score_ranks) + sum(d * d for d in arch.widths[1:-1])
 
 
+def _sign_flip_layers(arch: Architecture) -> tuple[list[int], list[int]]:
+    """``(free, lightning)``: layers whose flip alone keeps ``F``, and lightning layers.
+
+    The one classification behind :func:`flip_preserves_output` and
+    :func:`sign_group_order`.  A normalized layer's flip is free when ``s``
+    is even (``S(-A) = S(A)``) or there is one token (``S(A) = 1``).  A
+    lightning layer (``S(A) = A``) flipped alone negates its output, and the
+    sign reaches ``F`` (every later layer is odd in its input: linear in the
+    values, even in the scores), so lightning flips keep ``F`` in pairs.
+    Any other flip changes ``F`` for generic parameters.
+    """
+    free, lightning = [], []
+    for i, n in enumerate(arch.normalizers, start=1):
+        if n.is_lightning:
+            lightning.append(i)
+        elif n.is_even or arch.degenerate:
+            free.append(i)
+    return free, lightning
+
+
+def flip_preserves_output(arch: Architecture, layers) -> bool:
+    """Whether ``What_i -> -What_i`` for the given (1-based) layers keeps ``F`` for generic parameters.
+
+    True exactly when every flipped normalized layer has an even normalizer
+    (or there is one token) and an even number of lightning layers is
+    flipped.  The flips of lightning layers in pairs lie in the lightning
+    scalings ``Q_i -> c Q_i, V_i -> V_i / c`` at ``c = -1``.
+
+    Parameters
+    ----------
+    arch : Architecture
+    layers : iterable of int
+        The flipped layers (1-based); the empty set is the identity.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> flip_preserves_output(Architecture.uniform(layers=2, normalizer="cosh"), [2])
+    True
+    >>> flip_preserves_output(Architecture.uniform(layers=2, normalizer="softmax"), [2])
+    False
+    >>> lightning = Architecture.uniform(layers=2, normalizer="lightning")
+    >>> flip_preserves_output(lightning, [1]), flip_preserves_output(lightning, [1, 2])
+    (False, True)
+    """
+    layers = set(layers)
+    bad = [i for i in layers if not (isinstance(i, int) and 1 <= i <= arch.layers)]
+    if bad:
+        raise ShapeError(f"layers to flip must be integers in 1..{arch.layers}, got {bad}")
+    free, lightning = _sign_flip_layers(arch)
+    flipped_lightning = layers & set(lightning)
+    return layers <= set(free) | flipped_lightning and len(flipped_lightning) % 2 == 0
+
+
 def sign_group_order(arch: Architecture) -> int:
-    """Order of the group of sign flips: ``2^(number of layers with an even normalizer)``.
+    """Order of the group of sign flips ``What_i -> -What_i`` that keep ``F``.
+
+    ``2^f * 2^max(m - 1, 0)``: each of the ``f`` layers with an even
+    normalizer flips freely (every normalized layer when there is one
+    token), and the ``m`` lightning layers flip in pairs, an even-sized
+    subset of them (:func:`flip_preserves_output` tells which flips).
 
     Examples
     --------
     >>> sign_group_order(Architecture.uniform(layers=3, normalizer="gauss"))
     8
+    >>> sign_group_order(Architecture.uniform(layers=1, normalizer="lightning"))
+    1
+    >>> sign_group_order(Architecture.uniform(layers=3, normalizer="lightning"))
+    4
     """
-    return 2 ** sum(1 for n in arch.normalizers if n.is_even)
+    free, lightning = _sign_flip_layers(arch)
+    return 2 ** len(free) * 2 ** max(len(lightning) - 1, 0)

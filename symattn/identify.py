@@ -54,6 +54,7 @@ from .curves import Curve, collapse, input_scaling
 from .effective import (
     effective_block_dimensions,
     effective_dimension,
+    flip_preserves_output,
     gauge_dimension,
     sign_flip,
     sign_group_order,
@@ -1667,16 +1668,11 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
         params = sign_flip(params, subset)  # Q_i -> -Q_i
         return [forward(arch, params, X.tolist(), QQ) for X in bank]
 
-    # one token: S(A) = 1 whatever the scores, so every flip of a normalized layer keeps F
-    trivial = arch.degenerate
     checks = []
     for subset in subsets:
-        # a flipped lightning layer flips the sign of its output, and so of F (later scores are
-        # quadratic in it): F is kept when the other flipped layers are even and the lightning
-        # ones come in pairs -- those flips lie in the components of the lightning scalings
-        lightning = sum(1 for i in subset if arch.normalizers[i - 1].is_lightning)
-        expected = lightning % 2 == 0 and all(
-            arch.normalizers[i - 1].is_lightning or arch.normalizers[i - 1].is_even or trivial for i in subset)
+        # the one rule of effective.sign_group_order: even (or one-token) layers flip freely,
+        # lightning layers in pairs
+        expected = flip_preserves_output(arch, subset)
         flipped = _flip_point(point, subset)
         flipped_normalizers = [arch.normalizers[i - 1] for i in subset]
         use_rational = all(n.is_lightning or (n.is_even and n.is_polynomial) for n in flipped_normalizers) and \
@@ -1858,8 +1854,8 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     kernel = arch.param_count - native_rank.rank
     is_orbit = bool(annihilated and kernel == symmetry_rank)
     checks = sign_flip_checks(arch, curve, seed=seed, p=p) if flips else ()
-    even = {i for i, n in enumerate(arch.normalizers, start=1) if n.is_even}
-    verified = 1 + sum(1 for c in checks if c.preserved and set(c.layers) <= even)
+    # the identity, and every checked flip of the sign group that kept F
+    verified = 1 + sum(1 for c in checks if c.preserved and flip_preserves_output(arch, c.layers))
     method = (f"ranks over GF({p})((eps)) resolved below eps^{native_truncation} at the random point of the "
               f"orders (native Jacobian on {bank_size} inputs, rows compressed); gauge tangents of "
               "G_i in GL(a_i), H_i in GL(d_i)"

@@ -36,7 +36,8 @@ __all__ = ["ArchitectureReport", "Section", "architecture_report", "latex_docume
 #: How the numbers of an :class:`ArchitectureReport` are obtained.
 METHOD = (
     "exact closed formulas: native parameter count, dimensions of the rank-bounded "
-    "effective blocks, gauge group GL(a_i) x GL(d_i), sign flips of even normalizers"
+    "effective blocks, gauge group GL(a_i) x GL(d_i), sign flips of even normalizers and of pairs "
+    "of lightning layers (effective.sign_group_order)"
 )
 
 _LATEX_SPECIALS = {
@@ -178,7 +179,9 @@ class ArchitectureReport:
     gauge_dim : int
         Dimension of the gauge group.
     sign_group_order : int
-        Order of the group of sign flips of layers with an even normalizer.
+        Order of the group of sign flips ``What_i -> -What_i`` that keep ``F``
+        (:func:`symattn.effective.sign_group_order`, the number ``identify``
+        and ``check`` use too).
     degenerate : bool
         One token: every attention matrix is the constant 1.
     normalizers : tuple of dict
