@@ -896,6 +896,9 @@ def _read_claims_file(path: str) -> list[str]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise SymattnError(f"cannot read --claims {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise SymattnError(f"--claims {path} is not a UTF-8 text file: give one claim per line "
+                           "or a JSON list of claim strings") from None
     stripped = text.strip()
     if stripped.startswith("["):
         try:

@@ -6,9 +6,11 @@ default), JSON (``--json``) or LaTeX (``--latex``).  The CLI computes nothing
 itself.
 
 Exit status: 0 on success; 2 for a user error (any
-:class:`~symattn.errors.SymattnError`, or a usage error found by argparse),
-reported as one line ``symattn: error: <message>`` on standard error; 1 for an
-internal failure (set ``SYMATTN_DEBUG=1`` to see the traceback).
+:class:`~symattn.errors.SymattnError`, a usage error found by argparse, a file
+that cannot be read or written, or a computation that runs out of memory),
+reported as one line ``symattn: error: <message>`` on standard error; 130
+after Ctrl-C; 1 for an internal failure (set ``SYMATTN_DEBUG=1`` to see the
+traceback).
 
 Adding a subcommand is one call to :func:`add_subcommand`::
 
@@ -45,7 +47,8 @@ from typing import Any, Callable, Sequence
 
 from . import __version__
 from .errors import ShapeError, SymattnError
-from .model import Architecture
+from .model import MAX_LAYERS, Architecture
+from .normalizers import as_normalizer
 from .report import architecture_report, latex_document
 
 __all__ = [
@@ -167,8 +170,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     net.add_argument("--tokens", metavar="T", type=int, default=DEFAULT_TOKENS,
                      help=f"number of tokens (default {DEFAULT_TOKENS})")
     net.add_argument("--normalizer", metavar="NAME|EXPR", default=DEFAULT_NORMALIZER,
-                     help="a preset (softmax, cosh, quadratic, gauss, softplus, sigmoid) or an "
-                          f"expression in x such as '1 + x**2' (default {DEFAULT_NORMALIZER})")
+                     help="a preset (softmax, cosh, quadratic, gauss, softplus, sigmoid, lightning) or an "
+                          f"expression in x such as '1 + x**2' (default {DEFAULT_NORMALIZER}); "
+                          "see the docs page 'Accepted input and limits'")
+    net.add_argument("--assume-positive", action="store_true",
+                     help="accept a normalizer whose positivity on R symattn cannot decide "
+                          "(s(0) > 0 and finite Taylor coefficients are still required)")
     out = parser.add_argument_group("output")
     fmt = out.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -266,8 +273,8 @@ def architecture_from_args(args: argparse.Namespace) -> Architecture:
     ranks = _int_list(args.ranks, "--ranks") if args.ranks is not None else None
     sources = []  # (flag text, number of layers it gives)
     if args.layers is not None:
-        if args.layers < 1:
-            raise ShapeError(f"--layers must be a positive integer, got {args.layers}")
+        if not 1 <= args.layers <= MAX_LAYERS:
+            raise ShapeError(f"--layers must be an integer from 1 to {MAX_LAYERS}, got {args.layers}")
         sources.append((f"--layers {args.layers}", args.layers))
     if widths is not None:
         if len(widths) < 2:
@@ -293,7 +300,8 @@ def architecture_from_args(args: argparse.Namespace) -> Architecture:
         widths = [DEFAULT_WIDTH if args.width is None else args.width] * (layers + 1)
     if ranks is None:
         ranks = [DEFAULT_RANK if args.rank is None else args.rank] * layers
-    return Architecture(widths, ranks, tokens=args.tokens, normalizer=args.normalizer)
+    normalizer = as_normalizer(args.normalizer, assume_positive=getattr(args, "assume_positive", False))
+    return Architecture(widths, ranks, tokens=args.tokens, normalizer=normalizer)
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -388,10 +396,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # e.g. `symattn report | head -1`
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+    except OSError as err:  # a file the user named: missing folder, no permission, full disk
+        if isinstance(err, BrokenPipeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 0
+        if _debug():
+            traceback.print_exc()
+        where = f" {err.filename}" if err.filename else ""
+        print(f"{PROG}: error: cannot use the file{where}: {_one_line(err.strerror or err)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"{PROG}: error: the computation ran out of memory; choose smaller sizes (fewer layers, "
+              "tokens or a smaller width) or a smaller --bank / --order", file=sys.stderr)
+        return 2
     except Exception as err:
         if _debug():
             traceback.print_exc()

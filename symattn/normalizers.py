@@ -323,6 +323,12 @@ class Normalizer:
             )
         self._check_domain()
         if assume_positive:
+            # S(A) divides by s(0): even an assumed-positive normalizer needs s(0) > 0 exactly
+            at_zero = sp.simplify(expr.subs(x, 0))
+            if at_zero.is_positive is not True:
+                raise NormalizerError(
+                    f"normalizer {self.name} has s(0) = {at_zero}; assume_positive still requires s(0) > 0 "
+                    "(attention normalizes by s/s(0))")
             return
         if expr.is_positive:
             return
@@ -446,7 +452,11 @@ class Normalizer:
         series = sp.series(self.expr, x, 0, n).removeO()
         poly = sp.Poly(series, x)
         raw = [poly.coeff_monomial(x**m) for m in range(n)]
-        return [sp.simplify(c / raw[0]) for c in raw]
+        coefficients = [sp.simplify(c / raw[0]) for c in raw]
+        if any(c.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or c.free_symbols for c in coefficients):
+            raise NormalizerError(f"normalizer {self.name} has no finite Taylor expansion at 0: "
+                                  f"s/s(0) = {' + '.join(map(str, coefficients[:3]))} + ...")
+        return coefficients
 
     @cached_property
     def k(self) -> int:
@@ -618,8 +628,10 @@ class Lightning(Normalizer):
         return hash("lightning")
 
 
-def as_normalizer(value) -> Normalizer:
+def as_normalizer(value, assume_positive: bool = False) -> Normalizer:
     """A :class:`Normalizer` from a preset name, an expression or a Normalizer.
+
+    ``assume_positive`` is passed to :class:`Normalizer` for an expression.
 
     Examples
     --------
@@ -634,7 +646,7 @@ def as_normalizer(value) -> Normalizer:
         return Lightning()
     if isinstance(value, str) and value.strip().lower() in PRESETS:
         return Normalizer.preset(value)
-    return Normalizer(value)
+    return Normalizer(value, assume_positive=assume_positive)
 
 
 def _iter_layers(value, layers: int) -> Iterable[Normalizer]:

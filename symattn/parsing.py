@@ -152,7 +152,8 @@ class _Reader:
         self.nodes = 0
 
     def fail(self, reason: str):
-        raise self.error(f"cannot read the {self.what} {self.text!r}: {reason}; {_accepted(self.symbols)}")
+        names = list(self.symbols) + ([str(self.variable)] if self.variable is not None else [])
+        raise self.error(f"cannot read the {self.what} {self.text!r}: {reason}; {_accepted(names)}")
 
     def read(self, node: ast.AST, depth: int) -> sp.Expr:
         self.nodes += 1
