@@ -17,6 +17,7 @@ os.environ.setdefault("SYMPY_GROUND_TYPES", "python")
 from .errors import (  # noqa: E402
     BankError, DomainError, NormalizerError, ParseError, ShapeError, SymattnError, TruncationError,
 )
+from .errors import ResourceLimitError  # noqa: E402
 from .model import Architecture, closed_form, forward  # noqa: E402
 from .normalizers import Normalizer  # noqa: E402
 
@@ -34,4 +35,5 @@ __all__ = [
     "DomainError",
     "TruncationError",
     "BankError",
+    "ResourceLimitError",
 ]

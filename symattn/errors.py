@@ -37,3 +37,7 @@ class TruncationError(SymattnError, ValueError):
 
 class BankError(SymattnError, ValueError):
     """An input bank of the wrong shape or size."""
+
+
+class ResourceLimitError(SymattnError, ValueError):
+    """A computation whose estimated memory or size is over the limit (raised before any work)."""

@@ -672,7 +672,7 @@ def _initial_truncation(arch: Architecture, curve: Curve) -> int:
 
 def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", order="auto", seed: int = 0,
                    primes=DEFAULT_PRIMES, confirm: bool = True, progress: bool = True,
-                   max_bank: int = 64, max_order: int = 1024) -> Spectrum:
+                   max_bank: int = 64, max_order: int = 1024, max_memory=None) -> Spectrum:
     """The exact decay spectrum of the native Jacobian along ``curve`` (default: collapse).
 
     Parameters
@@ -693,11 +693,21 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         The first computes; the second, at another point and an independent
         bank, confirms (``confirm=True``).
     progress : bool
-        Show a progress bar.
+        Show a progress bar (on a terminal only).
+    max_memory : int or str, optional
+        Memory limit (e.g. ``"16G"``; default ``$SYMATTN_MAX_MEMORY`` or half the
+        machine).  Each step (first run, larger bank, deeper truncation) is
+        estimated before it starts (:func:`symattn.limits.spectrum_memory`).
 
     Returns
     -------
     Spectrum
+
+    Raises
+    ------
+    ResourceLimitError
+        When a step would need more memory than the limit, or the bank is
+        beyond :data:`symattn.limits.MAX_BANK`; raised before the step allocates.
     """
     curve = collapse() if curve is None else curve
     curve.validate(arch)
@@ -746,8 +756,12 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 
     bar = _progress_bar(progress, arch)
 
+    first_step = (bank_size, truncation)
+
     def run_pair(size, N):
         larger = size + max(1, size // 2)
+        _require_step_memory(arch, curve, size, larger, N, first_step, bank, order, max_memory)
+        bar.set_postfix_str(f"bank {size}+{larger}, eps^{N}")
         main, check = spectrum_at(arch, curve, bank_for(primes[0], size, seed), primes[0], seed, N,
                                   progress=(bar.update if bar is not None else None),
                                   extra_banks=[bank_for(primes[0], larger, seed + 1_000_003)])
@@ -815,12 +829,40 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 
 
 def _progress_bar(progress: bool, arch: Architecture):
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
+    from .limits import progress_bar
 
-    # disable=None: no bar when stderr is not a terminal (pipes, CI logs)
-    return tqdm(desc="Smith pivots", unit="pivot", leave=False, disable=None)
+    # no total: the number of pivots is known only as they are found
+    return progress_bar(progress, desc="Smith pivots", unit="pivot")
+
+
+def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: int, truncation: int,
+                         first_step: tuple, bank, order, max_memory) -> None:
+    """Refuse a step of :func:`decay_spectrum` that would not fit, before it allocates anything."""
+    from .limits import MAX_BANK, check_count, check_memory, spectrum_memory
+
+    chosen = isinstance(bank, (int, np.integer)) and not isinstance(bank, bool)  # --bank N
+    check_count(size, MAX_BANK, "--bank" if chosen else "the bank")
+    fixed_bank = size if chosen else None
+    growth = truncation // first_step[1]  # the truncation doubles from its first value
+
+    def estimate_for(resized: Architecture, bank: int | None = None):
+        # the starting sizes of decay_spectrum for a resized network (its "auto" bank guess)
+        if bank is None and fixed_bank is None:
+            eff = effective_dimension(resized)
+            score_dims = eff - effective_block_dimensions(resized)["values"]
+            bank = max(1, math.ceil(eff / (resized.widths[-1] * resized.tokens)) + 1, score_dims)
+        elif bank is None:
+            bank = fixed_bank
+        N = truncation if order != "auto" else _initial_truncation(resized, curve) * growth
+        return spectrum_memory(resized, bank + bank + max(1, bank // 2), N)
+
+    step = ""
+    if size != first_step[0]:
+        step = f"growing the bank to {size} inputs"
+    elif truncation != first_step[1]:
+        step = f"deepening the truncation to eps^{truncation}"
+    check_memory(spectrum_memory(arch, size + larger, truncation), max_memory, arch=arch,
+                 estimate_for=estimate_for, bank=fixed_bank, step=step)
 
 
 _random_point = random_point  # older name, kept for callers

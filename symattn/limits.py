@@ -1,0 +1,694 @@
+"""Limits before work, and progress while it runs.
+
+Every certifying computation of symattn pushes first-order jets of truncated
+power series through the forward pass: an element of a ``rows x cols``
+matrix is an int64 array of shape ``(batch, 1 + directions, N)`` (the bank,
+the value and one derivative per parameter, the coefficients of ``eps^0 ..
+eps^(N-1)``; see :mod:`symattn.algebra.modseries`).  The memory a
+computation needs therefore follows from the architecture, the bank and the
+truncation before anything is allocated.  This module
+
+* estimates that peak (:func:`jet_forward_memory`, :func:`spectrum_memory`,
+  :func:`rank_check_memory`, :func:`jet_jacobian_memory`) by walking the
+  shapes of the forward pass, operation by operation;
+* compares it with the limit (:func:`memory_limit`: ``max_memory=``, else the
+  environment variable ``SYMATTN_MAX_MEMORY``, else half of the machine's
+  memory) and raises :class:`~symattn.errors.ResourceLimitError` before any
+  work, with a message that names the flags driving the size and the values
+  that fit (:func:`check_memory`);
+* caps absurd sizes outright (:func:`check_count`: layers, bank);
+* draws the one kind of progress bar every long computation shows
+  (:func:`progress_bar`): on a terminal only, silent with ``progress=False``.
+
+How close the estimates are (tracemalloc peaks of the whole computation,
+numpy arrays included, against the estimate; ``tests/test_limits.py`` keeps
+the factor checked on small sizes):
+
+==========================================  ==========  ==========  =======
+computation                                 estimate    measured    ratio
+==========================================  ==========  ==========  =======
+spectrum l=2 d=4 t=4 bank 8 N=8             see ``tests/test_limits.py`` and the
+spectrum l=3 d=3 t=4 bank 10 N=20           module constant :data:`MEASURED`
+==========================================  ==========  ==========  =======
+
+Examples
+--------
+>>> from symattn.model import Architecture
+>>> parse_size("512M"), parse_size("2.5G")
+(536870912, 2684354560)
+>>> estimate = spectrum_memory(Architecture.uniform(layers=2), bank=12, truncation=8)
+>>> format_size(estimate.bytes), estimate.series_order, estimate.jacobian
+('1.1 MiB', 8, (72, 16))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import ResourceLimitError, SymattnError
+
+__all__ = [
+    "MemoryEstimate",
+    "parse_size",
+    "format_size",
+    "machine_memory",
+    "memory_limit",
+    "memory_limit_set",
+    "jet_forward_memory",
+    "spectrum_memory",
+    "rank_check_memory",
+    "jet_jacobian_memory",
+    "check_memory",
+    "check_count",
+    "size_argument",
+    "count_argument",
+    "progress_bar",
+    "MAX_LAYERS",
+    "MAX_BANK",
+    "MAX_TOKENS",
+    "MEMORY_ENVIRONMENT_VARIABLE",
+]
+
+#: The environment variable that sets the memory limit (a size such as ``16G``).
+MEMORY_ENVIRONMENT_VARIABLE = "SYMATTN_MAX_MEMORY"
+
+#: Default limit: this fraction of the machine's memory (others may be using the rest).
+DEFAULT_MEMORY_FRACTION = 0.5
+
+#: Assumed machine memory when neither /proc/meminfo nor sysconf tells.
+FALLBACK_MACHINE_MEMORY = 8 * 2**30
+
+#: Hard caps, checked before any estimate: far beyond anything computable, so a typo
+#: (``--layers 99999999999999999999``) fails at once instead of allocating.
+MAX_LAYERS = 1000
+MAX_BANK = 100_000
+MAX_TOKENS = 100_000
+
+_INT64 = 8
+# The limit set by the analysis that is running (its max_memory=), read by the guards inside it.
+_ACTIVE_LIMIT: contextvars.ContextVar = contextvars.ContextVar("symattn_max_memory", default=None)
+_UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+# Transient cost of one matrix product of jets, in multiples of the array it broadcasts
+# (ModSeriesDomain.matmul: the (r, c, k, batch, width, N) product; the value and the two
+# tangent products, each with the temporary of series_mul_mod, are alive together).
+_BROADCAST_PRODUCT_COPIES = 3
+# Transient cost of one BLAS product (identify's _FastSeriesDomain): the (batch, width, N, r, c)
+# result plus float64 and int64 copies of one coefficient's stacked operands and product.
+_BLAS_RESULT_COPIES = 1
+_BLAS_OPERAND_COPIES = 6
+# attention(): s(A), s'(A), the column sums, their reciprocal and the product, per score array.
+_ATTENTION_COPIES = 5
+
+
+# -- sizes -----------------------------------------------------------------------------------
+def parse_size(text) -> int:
+    """Bytes from a size such as ``16G``, ``512M``, ``2.5G``, ``800K`` or ``1000000`` (binary units).
+
+    Raises
+    ------
+    ResourceLimitError
+        For anything that is not a positive size.
+
+    Examples
+    --------
+    >>> parse_size("16G") == 16 * 2**30, parse_size("512m"), parse_size("1.5GiB")
+    (True, 536870912, 1610612736)
+    >>> parse_size("-1G")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ResourceLimitError: a memory size is a positive number with an optional unit K, M, G or T (e.g. 16G, 512M, 2.5G), got '-1G'
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool) and math.isfinite(text) and text > 0:
+        return int(text)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*", str(text), flags=re.IGNORECASE)
+    value = float(match.group(1)) * _UNITS[match.group(2).upper()] if match else 0
+    if not match or not math.isfinite(value) or value < 1:
+        raise ResourceLimitError(f"a memory size is a positive number with an optional unit K, M, G or T "
+                                 f"(e.g. 16G, 512M, 2.5G), got {text!r}")
+    return int(value)
+
+
+def format_size(nbytes: float) -> str:
+    """A size for people: ``5.1 GiB``, ``512 MiB``.
+
+    Examples
+    --------
+    >>> format_size(5.1 * 2**30), format_size(512 * 2**20), format_size(3 * 2**60)
+    ('5.1 GiB', '512 MiB', '3072 PiB')
+    """
+    for unit, scale in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            value = nbytes / scale
+            return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{int(nbytes)} B"
+
+
+def machine_memory() -> int:
+    """The machine's memory in bytes (``MemTotal`` of /proc/meminfo, else sysconf, else 8 GiB).
+
+    Examples
+    --------
+    >>> machine_memory() > 2**20
+    True
+    """
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return FALLBACK_MACHINE_MEMORY
+
+
+def memory_limit(max_memory=None) -> int:
+    """The memory limit in bytes: ``max_memory``, else ``$SYMATTN_MAX_MEMORY``, else half the machine.
+
+    Parameters
+    ----------
+    max_memory : int, str or None
+        Bytes, or a size such as ``"16G"`` (:func:`parse_size`).
+
+    Examples
+    --------
+    >>> memory_limit("2G") == 2 * 2**30
+    True
+    >>> memory_limit() <= machine_memory()
+    True
+    """
+    if max_memory is None:
+        max_memory = _ACTIVE_LIMIT.get()
+    if max_memory is not None:
+        return parse_size(max_memory)
+    from_environment = os.environ.get(MEMORY_ENVIRONMENT_VARIABLE, "").strip()
+    if from_environment:
+        try:
+            return parse_size(from_environment)
+        except ResourceLimitError as err:
+            raise ResourceLimitError(f"{MEMORY_ENVIRONMENT_VARIABLE}: {err}") from None
+    return int(machine_memory() * DEFAULT_MEMORY_FRACTION)
+
+
+@contextlib.contextmanager
+def memory_limit_set(max_memory=None):
+    """Within the block, guards that are given no ``max_memory`` use this one (if not None).
+
+    An analysis takes ``max_memory=`` once and sets it for all the steps it calls.
+
+    Examples
+    --------
+    >>> with memory_limit_set("3G"):
+    ...     memory_limit() == 3 * 2**30
+    True
+    """
+    if max_memory is None:
+        yield
+        return
+    token = _ACTIVE_LIMIT.set(parse_size(max_memory))
+    try:
+        yield
+    finally:
+        _ACTIVE_LIMIT.reset(token)
+
+
+def size_argument(text: str) -> int:
+    """argparse type of ``--max-memory``: bytes, or a usage error (exit 2).
+
+    Examples
+    --------
+    >>> size_argument("16G") == 16 * 2**30
+    True
+    """
+    import argparse
+
+    try:
+        return parse_size(text)
+    except ResourceLimitError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def count_argument(flag: str, cap: int):
+    """An argparse type for a count such as ``--layers``: an int no larger than ``cap``.
+
+    Values below 1 are passed on, for the command to explain what it accepts.
+
+    Examples
+    --------
+    >>> count_argument("--layers", MAX_LAYERS)("3")
+    3
+    """
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}") from None
+        try:
+            return check_count(value, cap, flag)
+        except ResourceLimitError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return parse
+
+
+def check_count(value: int, cap: int, flag: str) -> int:
+    """``value``, or a ResourceLimitError when it exceeds the hard cap ``cap``.
+
+    Examples
+    --------
+    >>> check_count(1000000000, MAX_BANK, "--bank")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ResourceLimitError: --bank 1000000000 is beyond the hard limit of 100000: no computation of that size can finish; give --bank <= 100000
+    """
+    if value > cap:
+        raise ResourceLimitError(f"{flag} {value} is beyond the hard limit of {cap}: no computation of that "
+                                 f"size can finish; give {flag} <= {cap}")
+    return value
+
+
+# -- estimates ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """The estimated peak memory of one computation, and the sizes behind it.
+
+    Attributes
+    ----------
+    computation : str
+        What is estimated, e.g. ``"the decay spectrum"``.
+    bytes : int
+        Estimated peak, in bytes.
+    series_order : int
+        Truncation ``N``: coefficients of ``eps^0 .. eps^(N-1)``.
+    jacobian : tuple
+        ``(rows, columns)`` of the largest Jacobian (each entry a series of ``N`` int64).
+    bank : int
+        Inputs pushed through one forward pass.
+    largest : str
+        The largest array and its shape.
+    """
+
+    computation: str
+    bytes: int
+    series_order: int
+    jacobian: tuple
+    bank: int
+    largest: str = field(default="")
+
+    def __str__(self) -> str:
+        rows, cols = self.jacobian
+        return (f"{self.computation} needs about {format_size(self.bytes)} (bank {self.bank} inputs, series to "
+                f"eps^{self.series_order}, Jacobian {rows} x {cols}; largest array {self.largest})")
+
+
+def _block_directions(arch, block_directions=None) -> list:
+    """Per layer, the jet widths ``1 + directions`` after ``Q_i``, ``K_i`` and ``V_i``.
+
+    Jets are only as long as the last direction an element has met
+    (:meth:`ModSeriesDomain.from_coefficients`), so layer ``i`` carries the
+    directions of layers ``1..i`` only.
+    """
+    widths, used = [], 0
+    for i in range(1, arch.layers + 1):
+        after = {}
+        for name, (rows, cols) in arch.block_shapes(i).items():
+            used += rows * cols if block_directions is None else block_directions[(name, i)]
+            after[name] = 1 + used
+        widths.append(after)
+    return widths
+
+
+def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadcast",
+                       block_directions=None) -> tuple[int, str]:
+    """Peak bytes of one forward pass over jets of truncated series: ``(bytes, largest array)``.
+
+    Walks :func:`symattn.model.forward` layer by layer with the shapes of
+    :class:`~symattn.algebra.modseries.ModSeriesDomain`: each element of a
+    matrix is ``(batch, width, N)`` int64.  ``products="broadcast"``: the
+    parent's ``matmul`` materializes the ``(r, c, k, batch, width, N)``
+    elementwise product before summing over ``k``; ``"blas"``: identify's
+    fast domain keeps only the ``(batch, width, N, r, c)`` result and one
+    coefficient's operands at a time.
+
+    Parameters
+    ----------
+    arch : Architecture
+    bank : int
+        Inputs in the batch.
+    truncation : int
+        ``N``.
+    products : {"broadcast", "blas"}
+    block_directions : dict, optional
+        ``(name, layer) -> number of jet directions`` of each block (default:
+        every entry, as for the native Jacobian).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> small, _ = jet_forward_memory(Architecture.uniform(layers=2), 4, 8)
+    >>> larger, _ = jet_forward_memory(Architecture.uniform(layers=2), 8, 8)
+    >>> small < larger
+    True
+    """
+    if products not in ("broadcast", "blas"):
+        raise SymattnError(f"products must be 'broadcast' or 'blas', got {products!r}")
+    t, B, N = arch.tokens, bank, truncation
+    peak, largest = 0, ""
+    hidden = arch.widths[0] * t * B * 1 * N  # the input carries no jets
+    previous_layer = 0  # keys, queries, scores and weights of the last layer stay alive in forward()
+    jet_widths = _block_directions(arch, block_directions)
+    for i, width in enumerate(jet_widths, start=1):
+        d_in, d_out, a = arch.widths[i - 1], arch.widths[i], arch.score_ranks[i - 1]
+        w_hidden = 1 if i == 1 else jet_widths[i - 2]["V"]
+        operations = [  # (name, r, c, k, width of the result)
+            ("keys", a, t, d_in, max(width["K"], w_hidden)),
+            ("queries", a, t, d_in, max(width["Q"], w_hidden)),
+            ("scores", t, t, a, width["K"]),
+            ("values", d_out, t, d_in, width["V"]),
+            ("outputs", d_out, t, t, width["V"]),
+        ]
+        live = hidden + previous_layer
+        results = {}
+        for name, r, c, k, w in operations:
+            result = r * c * B * w * N
+            if products == "broadcast":
+                transient = _BROADCAST_PRODUCT_COPIES * r * c * k * B * w * N
+                shape = f"({r}, {c}, {k}, {B}, {w}, {N}) int64"
+            else:
+                transient = _BLAS_RESULT_COPIES * result + _BLAS_OPERAND_COPIES * B * w * c * max(r, k)
+                shape = f"({B}, {w}, {N}, {r}, {c}) int64"
+            if live + transient > peak:
+                peak, largest = live + transient, f"{shape} for the {name} of layer {i}"
+            results[name] = result
+            live += result
+            if name == "scores":  # the normalized weights
+                attention = _ATTENTION_COPIES * result
+                if live + attention > peak:
+                    peak, largest = live + attention, f"({t}, {t}, {B}, {w}, {N}) int64 for the attention of layer {i}"
+                live += result
+                results["weights"] = result
+        previous_layer = results["keys"] + results["queries"] + results["scores"] + results["weights"]
+        hidden = results["outputs"]
+    return peak * _INT64, largest
+
+
+def spectrum_memory(arch, bank: int, truncation: int, gauge: int | None = None) -> MemoryEstimate:
+    """Peak memory of one step of :func:`symattn.spectrum.decay_spectrum` (both banks in one pass).
+
+    One forward pass over the ``bank`` inputs (the bank and the larger
+    check bank together), then the Jacobian ``(d_l t bank, #params, N)``,
+    its row-compressed copy ``(#params, #params, N)`` and the product of
+    that with the gauge tangents, ``(#params, gauge, #params, N)``, which
+    checks that they lie in the kernel.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> estimate = spectrum_memory(Architecture.uniform(layers=3, width=8, tokens=8), bank=112, truncation=19)
+    >>> 4 * 2**30 < estimate.bytes < 8 * 2**30
+    True
+    """
+    P = arch.param_count
+    if gauge is None:
+        gauge = sum(a * a for a in arch.score_ranks) + sum(d * d for d in arch.widths[1:-1])
+    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, "broadcast")
+    rows = arch.widths[-1] * arch.tokens * bank
+    jacobian = rows * P * truncation * _INT64
+    compressed = min(rows, P)
+    # the output, its padded tangents and their reshaped copy; then per bank the compressed copy,
+    # and J(eps) G(eps)^T broadcast as (rows, gauge, #params, N) with one temporary
+    output = arch.widths[-1] * arch.tokens * bank * (1 + P) * truncation * _INT64
+    after = output + 2 * jacobian + 2 * compressed * P * truncation * _INT64 \
+        + 2 * compressed * gauge * P * truncation * _INT64
+    if after > forward_bytes:
+        largest = f"({compressed}, {gauge}, {P}, {truncation}) int64 for the gauge-kernel check"
+    return MemoryEstimate("the decay spectrum", max(forward_bytes, after), truncation, (rows, P), bank, largest)
+
+
+def rank_check_memory(arch, bank: int, truncation: int) -> MemoryEstimate:
+    """Peak memory of one exact rank of :mod:`symattn.observe` (``_set_ranks``) on ``bank`` inputs.
+
+    One forward pass over jets in every native direction, then Smith-form
+    eliminations on the uncompressed Jacobian ``(d_l t bank, #params, N)``,
+    which copy it a few times.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> rank_check_memory(Architecture.uniform(layers=2), bank=5, truncation=40).jacobian
+    (30, 16)
+    """
+    P = arch.param_count
+    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, "broadcast")
+    rows = arch.widths[-1] * arch.tokens * bank
+    jacobian = rows * P * truncation * _INT64
+    output = arch.widths[-1] * arch.tokens * bank * (1 + P) * truncation * _INT64
+    after = output + 6 * jacobian  # J, the tangent columns T, and the eliminations' working copies
+    if after > forward_bytes:
+        largest = f"({rows}, {P}, {truncation}) int64 Jacobians in the eliminations"
+    return MemoryEstimate("the exact ranks of observe", max(forward_bytes, after), truncation, (rows, P), bank,
+                          largest)
+
+
+def jet_jacobian_memory(arch, bank: int, truncation: int, directions: int | None = None,
+                        block_directions=None, computation: str = "identify",
+                        jacobian_copies: int = 4) -> MemoryEstimate:
+    """Peak memory of identify's Jacobians (fast BLAS products) on ``bank`` inputs.
+
+    Parameters
+    ----------
+    directions, block_directions
+        The differentiated directions (default: every native parameter).
+    jacobian_copies : int
+        Jacobians ``(d_l t bank, directions, N)`` alive at once after the pass
+        (identification orders keep the first while computing a second at
+        another prime; the fiber shifts and compresses it).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> jet_jacobian_memory(Architecture.uniform(layers=2), bank=6, truncation=13).series_order
+    13
+    """
+    P = arch.param_count if directions is None else directions
+    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, "blas", block_directions)
+    rows = arch.widths[-1] * arch.tokens * bank
+    jacobian = rows * P * truncation * _INT64
+    output = arch.widths[-1] * arch.tokens * bank * (1 + P) * truncation * _INT64
+    after = output + jacobian_copies * jacobian
+    if after > forward_bytes:
+        largest = f"{jacobian_copies} x ({rows}, {P}, {truncation}) int64 Jacobians"
+    return MemoryEstimate(computation, max(forward_bytes, after), truncation, (rows, P), bank, largest)
+
+
+# -- the check ----------------------------------------------------------------------------------
+def _flags(arch) -> str:
+    parts = [f"--layers {arch.layers}"]
+    widths, ranks = arch.widths, arch.score_ranks
+    parts.append(f"--width {widths[0]}" if len(set(widths)) == 1 else "--widths " + ",".join(map(str, widths)))
+    parts.append(f"--rank {ranks[0]}" if len(set(ranks)) == 1 else "--ranks " + ",".join(map(str, ranks)))
+    parts.append(f"--tokens {arch.tokens}")
+    return " ".join(parts)
+
+
+def _resized(arch, flag: str, value: int):
+    from .model import Architecture
+
+    if flag == "--tokens":
+        return Architecture(arch.widths, arch.score_ranks, value, list(arch.normalizers))
+    if flag == "--width":
+        return Architecture([value] * len(arch.widths), [min(a, value) for a in arch.score_ranks], arch.tokens,
+                            list(arch.normalizers))
+    return Architecture([arch.widths[0]] * (value + 1), [arch.score_ranks[0]] * value, arch.tokens,
+                        arch.normalizers[0])
+
+
+def _largest_fitting(needed: Callable[[int], int], current: int, limit: int, smallest: int = 1) -> int | None:
+    """The largest value below ``current`` whose need fits in ``limit`` (needs grow with the value)."""
+    if current <= smallest or needed(smallest) > limit:
+        return None
+    low, high = smallest, current - 1  # needed(low) fits; find the last that does
+    while low < high:
+        middle = (low + high + 1) // 2
+        if needed(middle) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _what_fits(arch, fits: Callable, estimate_for, bank: int | None) -> list[str]:
+    """``--FLAG <= V`` for each size that alone makes ``fits(estimate)`` true."""
+    found = []
+    sizes = [("--tokens", arch.tokens)]
+    if len(set(arch.widths)) == 1:
+        sizes.append(("--width", arch.widths[0]))
+    if len(set(arch.widths)) == 1 and len(set(arch.score_ranks)) == 1 and len(set(arch.normalizers)) == 1:
+        sizes.append(("--layers", arch.layers))
+
+    def fitting(make):
+        def fits_at(value):
+            try:
+                return fits(make(value))
+            except SymattnError:  # e.g. a curve that the smaller network does not have
+                return False
+        return fits_at
+
+    if bank is not None:
+        value = _largest_fitting(fitting(lambda b: estimate_for(arch, bank=b)), bank)
+        if value is not None:
+            found.append(f"--bank <= {value}")
+    for flag, current in sizes:
+        value = _largest_fitting(fitting(lambda v, flag=flag: estimate_for(_resized(arch, flag, v))), current,
+                                 smallest=2 if flag == "--tokens" else 1)
+        if value is not None:
+            found.append(f"{flag} <= {value}")
+    return found
+
+
+def _largest_fitting(fits_at: Callable[[int], bool], current: int, smallest: int = 1) -> int | None:
+    """The largest value below ``current`` that fits (what fits at a value fits below it)."""
+    if current <= smallest or not fits_at(smallest):
+        return None
+    low, high = smallest, current - 1  # fits_at(low) holds; find the last value that fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits_at(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def check_memory(estimate: MemoryEstimate, max_memory=None, arch=None, estimate_for=None,
+                 bank: int | None = None, step: str = "", max_series_order: int | None = None) -> MemoryEstimate:
+    """``estimate``, or a ResourceLimitError when it is over the limit (before any allocation).
+
+    Parameters
+    ----------
+    estimate : MemoryEstimate
+    max_memory : int, str or None
+        The limit (see :func:`memory_limit`).
+    arch : Architecture, optional
+        Named in the message by its flags.
+    estimate_for : callable, optional
+        ``estimate_for(arch)`` (and ``estimate_for(arch, bank=b)`` when ``bank``
+        is given) -> MemoryEstimate for a resized network: the message then
+        says which ``--tokens``, ``--width``, ``--layers`` (or ``--bank``) fit.
+    bank : int, optional
+        A bank size the user chose.
+    step : str
+        What the computation is doing, e.g. ``"deepening the truncation to eps^38"``.
+    max_series_order : int, optional
+        The deepest truncation the computation handles: a longer series is
+        refused too (the time of a series product grows with its square).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=2, width=4, tokens=6)
+    >>> def estimate_for(network, bank=60):
+    ...     return spectrum_memory(network, bank=bank, truncation=8)
+    >>> check_memory(estimate_for(arch), max_memory="10M", arch=arch, estimate_for=estimate_for, bank=60)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ResourceLimitError: --layers 2 --width 4 --rank 1 --tokens 6 needs about 96.8 MiB for the decay spectrum (bank 60 inputs, series to eps^8, Jacobian 1440 x 48; largest array (4, 6, 6, 60, 49, 8) int64 for the outputs of layer 2), over the limit of 10.0 MiB; --bank <= 6 or --width <= 1 fits in 10.0 MiB; --max-memory SIZE (or max_memory=, SYMATTN_MAX_MEMORY) raises the limit
+    """
+    limit = memory_limit(max_memory)
+    who = _flags(arch) + " " if arch is not None else ""
+    prefix = f"{step}: " if step else ""
+    if max_series_order is not None and estimate.series_order > max_series_order:
+        fits = _what_fits(arch, lambda e: e.series_order <= max_series_order, estimate_for, None) \
+            if arch is not None and estimate_for is not None else []
+        fitting = (" or ".join(fits) + " fits" if fits else "no smaller network fits")
+        raise ResourceLimitError(
+            f"{prefix}{who}needs series to eps^{estimate.series_order} for {estimate.computation}, beyond the "
+            f"deepest truncation eps^{max_series_order} it computes (each layer triples the order); {fitting}")
+    if estimate.bytes <= limit:
+        return estimate
+    fits = _what_fits(arch, lambda e: e.bytes <= limit, estimate_for, bank) \
+        if arch is not None and estimate_for is not None else []
+    text = str(estimate).replace(f"{estimate.computation} needs", f"{who}needs", 1)
+    text = text.replace(" (bank", f" for {estimate.computation} (bank", 1)
+    advice = (" or ".join([", ".join(fits[:-1]), fits[-1]]) if len(fits) > 1 else fits[0]) + \
+        f" fits in {format_size(limit)}; " if fits else "no smaller size of one flag fits; "
+    raise ResourceLimitError(f"{prefix}{text}, over the limit of {format_size(limit)}; {advice}--max-memory SIZE "
+                             f"(or max_memory=, {MEMORY_ENVIRONMENT_VARIABLE}) raises the limit")
+
+
+# -- progress -----------------------------------------------------------------------------------
+class _Silent:
+    """A progress bar that shows nothing (``progress=False`` or stderr not a terminal)."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:
+        pass
+
+    def set_description(self, text: str = "", refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def progress_bar(enabled: bool, total: int | None = None, desc: str = "", unit: str = "step"):
+    """The progress bar of every long computation: tqdm on a terminal, silent otherwise.
+
+    With ``total`` tqdm shows the elapsed time and an estimate of the time
+    left.  The bar is removed when closed (``leave=False``), so a finished
+    command prints only its result; use it as a context manager so that
+    Ctrl-C closes it before :func:`symattn.cli.main` prints its one line.
+
+    Parameters
+    ----------
+    enabled : bool
+        ``False`` (``progress=False``, ``--quiet``) shows nothing.
+    total : int, optional
+        Number of steps, when known.
+    desc, unit : str
+
+    Returns
+    -------
+    An object with ``update()``, ``set_postfix_str()``, ``set_description()`` and ``close()``.
+
+    Examples
+    --------
+    >>> with progress_bar(False, total=3, desc="widths") as bar:
+    ...     bar.update()
+    >>> type(progress_bar(True)).__name__ in ("_Silent", "tqdm", "tqdm_notebook")
+    True
+    """
+    if not enabled:
+        return _Silent()
+    stream = sys.stderr
+    try:
+        interactive = stream is not None and stream.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:  # pipes, CI logs, captured output, notebooks: no bar
+        return _Silent()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, leave=False, file=stream, dynamic_ncols=True)
+
