@@ -368,18 +368,9 @@ def _as_flat_parameters(arch: Architecture, params) -> list:
 
 
 def _as_bank(arch: Architecture, bank) -> list:
-    d0, t = arch.input_shape
-    try:
-        inputs = [np.array(x.tolist() if isinstance(x, sp.MatrixBase) else x, dtype=object) for x in bank]
-    except TypeError as err:
-        raise BankError(f"a bank is a list of d_0 x t = {d0} x {t} matrices; got {bank!r}") from err
-    if not inputs:
-        raise BankError("a bank needs at least one input")
-    for b, x in enumerate(inputs):
-        if x.shape != (d0, t):
-            raise BankError(f"bank input {b} has shape {x.shape}; every input must be d_0 x t = {d0} x {t} "
-                            "(one token per column)")
-    return inputs
+    from .spectrum import validate_bank  # the one check of user banks (shapes, finite entries)
+
+    return validate_bank(arch, bank)
 
 
 def numeric_jacobian(arch: Architecture, params_tilde, bank, eps, base: str = "float64", dps: int = 50):

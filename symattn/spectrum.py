@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 import sympy as sp
@@ -45,6 +47,7 @@ __all__ = [
     "contact_order",
     "spectrum_at",
     "random_bank",
+    "validate_bank",
     "random_point",
     "check_prime",
     "jacobian_series",
@@ -149,31 +152,114 @@ def random_bank(arch: Architecture, size: int, p: int, seed: int) -> np.ndarray:
     return rng.integers(1, p, size=(size, d0, t), dtype=np.int64)
 
 
+#: What a bank entry may be, for the messages of :func:`validate_bank`.
+BANK_ENTRIES = ("finite real numbers: ints, Fractions, finite floats, decimal or fraction strings such as "
+                "'0.25' or '1/3', or real sympy/mpmath numbers")
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _bank_entry_problem(value) -> str | None:
+    """Why ``value`` cannot be a bank entry, or None when it is a finite real number."""
+    import mpmath
+
+    if isinstance(value, (bool, np.bool_)):
+        return "a boolean, not a number"
+    if isinstance(value, numbers.Rational):  # int, Fraction, numpy integers
+        return None
+    if isinstance(value, numbers.Real):  # float, numpy floats
+        return None if math.isfinite(value) else "not finite"
+    if isinstance(value, str):
+        try:
+            Fraction(value.strip())  # a parser of numbers only: nothing is evaluated
+        except ValueError:
+            return "a string that is not a decimal or fraction"
+        return None
+    if isinstance(value, mpmath.mpf):
+        return None if mpmath.isfinite(value) else "not finite"
+    if isinstance(value, sp.Basic):
+        if value.is_number and value.is_real and value.is_finite:
+            return None
+        return "not finite" if value is sp.nan or value.is_finite is False else "not a real number"
+    return f"of type {type(value).__name__}, not a number"
+
+
+def validate_bank(arch: Architecture, bank) -> list:
+    """The inputs of a user's bank, checked: each ``d_0 x t``, every entry a finite real number.
+
+    The one check of every bank given by a user (:func:`decay_spectrum`,
+    :func:`symattn.numeric.sensitivity`, :func:`symattn.numeric.numeric_jacobian`);
+    random banks (:func:`random_bank`) need none.
+
+    Parameters
+    ----------
+    arch : Architecture
+    bank : sequence of matrices
+        Nested lists, numpy arrays or sympy matrices, one ``d_0 x t`` input
+        each (one token per column); entries as in :data:`BANK_ENTRIES`.
+
+    Returns
+    -------
+    list of numpy object arrays
+        The inputs, entries unchanged.
+
+    Raises
+    ------
+    BankError
+        Naming the input and entry, or the shape, that is not accepted.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
+    >>> validate_bank(arch, [[[1, "1/3"]]])[0].shape
+    (1, 2)
+    >>> validate_bank(arch, [[[float("nan"), 1]]])
+    Traceback (most recent call last):
+    ...
+    symattn.errors.BankError: bank input 0 has entry nan at (0, 0), which is not finite; entries must be finite real numbers: ints, Fractions, finite floats, decimal or fraction strings such as '0.25' or '1/3', or real sympy/mpmath numbers
+    """
+    d0, t = arch.input_shape
+    shape_text = f"a bank is a list of d_0 x t = {d0} x {t} matrices (one token per column)"
+    if isinstance(bank, (str, bytes, dict)) or not hasattr(bank, "__iter__"):
+        raise BankError(f"{shape_text}; got {type(bank).__name__} {_short(bank)}")
+    inputs = []
+    for b, x in enumerate(bank):
+        try:
+            x = np.array(x.tolist() if hasattr(x, "tolist") and not isinstance(x, np.ndarray) else x, dtype=object)
+        except (TypeError, ValueError):  # ragged rows
+            raise BankError(f"bank input {b} has rows of different lengths; {shape_text}") from None
+        if x.shape != (d0, t):
+            raise BankError(f"bank input {b} has shape {x.shape}; {shape_text}")
+        for index, value in np.ndenumerate(x):
+            problem = _bank_entry_problem(value)
+            if problem is not None:
+                raise BankError(f"bank input {b} has entry {_short(value)} at {index}, which is {problem}; "
+                                f"entries must be {BANK_ENTRIES}")
+        inputs.append(x)
+    if not inputs:
+        raise BankError(f"a bank needs at least one input; {shape_text}")
+    return inputs
+
+
 def _bank_residues(arch: Architecture, bank, p: int) -> np.ndarray:
     from .algebra.domains import PrimeFieldDomain
 
     d0, t = arch.input_shape
-    try:
-        inputs = [np.array(x.tolist() if hasattr(x, "tolist") and not isinstance(x, np.ndarray) else x,
-                           dtype=object) for x in bank]
-    except TypeError as err:
-        raise BankError(f"a bank is a list of d_0 x t = {d0} x {t} matrices; got {bank!r}") from err
-    if not inputs:
-        raise BankError("a bank needs at least one input")
+    inputs = validate_bank(arch, bank)
     field = PrimeFieldDomain(p)
     out = np.zeros((len(inputs), d0, t), dtype=np.int64)
     for b, x in enumerate(inputs):
-        if x.shape != (d0, t):
-            raise BankError(
-                f"bank input {b} has shape {x.shape}; every input must be d_0 x t = {d0} x {t} "
-                "(one token per column)"
-            )
         for index, value in np.ndenumerate(x):
             try:
                 out[(b, *index)] = int(field.convert(value))
             except (TypeError, ValueError, sp.SympifyError) as err:
-                raise BankError(f"bank input {b} has entry {value!r} at {index}; entries must be rational "
-                                "numbers") from err
+                raise BankError(f"bank input {b} has entry {_short(value)} at {index}; the exact spectrum needs "
+                                "rational entries (ints, Fractions, floats read exactly, strings such as '1/3') "
+                                f"with denominators prime to {p}") from err
     return out
 
 
@@ -481,6 +567,10 @@ class Spectrum:
     unresolved : int
         Directions neither resolved below the truncation nor in the gauge
         kernel: valuation ``>= truncation``, never reported as an exponent.
+    blocks_withheld : str
+        Why there is no block table (``blocks`` is then empty), or ``""``.
+        Blocks are shown only on a bank shown to be separating, and only when
+        every count is non-negative and the blocks add up to the spectrum.
     """
 
     architecture: dict
@@ -504,6 +594,14 @@ class Spectrum:
     degree_bound: int
     predicted: PredictedSpectrum
     method: str = field(default="")
+    blocks_withheld: str = field(default="")
+
+    def __post_init__(self):
+        # a block table is a claim about the network: never show one that is not
+        problem = _block_table_problem(self)
+        if problem is not None:
+            object.__setattr__(self, "blocks", {})
+            object.__setattr__(self, "blocks_withheld", problem)
 
     @property
     def matches_prediction(self) -> bool | None:
@@ -519,12 +617,19 @@ class Spectrum:
     def block_comparison(self) -> list[dict]:
         """Predicted against computed exponents, block by block (``scores:1..l``, ``values``).
 
+        Empty when the block table is withheld (see ``blocks_withheld``).
+
         Examples
         --------
         >>> from symattn.model import Architecture
         >>> s = decay_spectrum(Architecture.uniform(layers=2), progress=False)
         >>> s.block_comparison()[1]
         {'block': 'scores:2', 'computed': {'5': 3}, 'predicted': {'5': 3}, 'agrees': True}
+        >>> small = decay_spectrum(Architecture.uniform(layers=2), bank=1, progress=False)
+        >>> small.separating, small.block_comparison()
+        (False, [])
+        >>> small.blocks_withheld.startswith("the bank of 1 inputs is not shown to be separating")
+        True
         """
         rows = []
         for block, computed in self.blocks.items():
@@ -542,7 +647,8 @@ class Spectrum:
             "rank": self.rank,
             "kernel": self.kernel,
             "spectrum": {str(e): m for e, m in self.exponents.items()},
-            "blocks": self.blocks,
+            "blocks": None if self.blocks_withheld else self.blocks,
+            "blocks_withheld": self.blocks_withheld or None,
             "unresolved": self.unresolved,
             "unresolved_valuation": f">= {self.truncation}" if self.unresolved else None,
             "truncation": self.truncation,
@@ -558,7 +664,7 @@ class Spectrum:
             "predicted": self.predicted.to_json()["spectrum"],
             "predicted_kernel": self.predicted.kernel,
             "matches_prediction": self.matches_prediction,
-            "block_comparison": self.block_comparison(),
+            "block_comparison": None if self.blocks_withheld else self.block_comparison(),
             "method": self.method,
         }
 
@@ -578,6 +684,8 @@ class Spectrum:
         lines.append(f"rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel}"
                      f" (predicted {self.predicted.kernel}), params {self.params}")
         lines.append(f"bank {self.bank} inputs, separating: {self.separating} ({self.separation_note})")
+        if self.blocks_withheld:
+            lines.append(f"no block table: {self.blocks_withheld}")
         lines.append(f"truncation eps^{self.truncation}, primes {list(self.primes)}, confirmed: {self.confirmed}, "
                      f"error probability <= {self.error_bound:.1e}")
         return "\n".join(lines)
@@ -589,7 +697,10 @@ class Spectrum:
             lines.append(f"| {e} | {m} | {'-' if q is None else q} |")
         if self.unresolved:
             lines.append(f"| >= {self.truncation} (unresolved) | {self.unresolved} | |")
-        lines += ["", "| block | computed | predicted |", "|---|---|---|"]
+        if self.blocks_withheld:
+            lines += ["", f"No block table: {self.blocks_withheld}."]
+        else:
+            lines += ["", "| block | computed | predicted |", "|---|---|---|"]
         for row in self.block_comparison():
             def show(histogram):
                 if histogram is None:
@@ -624,6 +735,7 @@ class Spectrum:
             *rows,
             r"\hline",
             rf"\multicolumn{{3}}{{l}}{{rank {self.rank}, kernel {self.kernel}, {self.params} parameters}} \\",
+            *([rf"\multicolumn{{3}}{{l}}{{{self._latex_caveat()}}} \\"] if self.blocks_withheld else []),
             r"\end{tabular}",
         ])
         if standalone:
@@ -640,10 +752,40 @@ class Spectrum:
         return ("$$\\begin{array}{rrr} e & \\text{computed} & \\text{predicted} \\\\ \\hline "
                 + " ".join(rows)
                 + rf" \hline \end{{array}} \qquad \text{{rank {self.rank}, kernel {self.kernel}, "
-                  rf"{self.params} parameters}}$$")
+                  rf"{self.params} parameters"
+                + (f"; {self._latex_caveat()}" if self.blocks_withheld else "") + "}$$")
+
+    def _latex_caveat(self) -> str:
+        # short and free of LaTeX specials: the full reason is in blocks_withheld
+        if not self.separating:
+            return f"bank of {self.bank} inputs not shown separating: no block table"
+        return "no block table: the exponents cannot be attributed to blocks"
 
     def to_json_string(self) -> str:
         return json.dumps(self.to_json(), indent=2)
+
+
+def _block_table_problem(spectrum: Spectrum) -> str | None:
+    """Why ``spectrum.blocks`` cannot be shown as a block table, or None when it can."""
+    if spectrum.blocks_withheld:
+        return spectrum.blocks_withheld
+    if not spectrum.blocks:
+        return None
+    if not spectrum.separating:
+        return (f"the bank of {spectrum.bank} inputs is not shown to be separating ({spectrum.separation_note}): "
+                "its blocks would describe the bank, not the network")
+    negative = {block: {e: m for e, m in histogram.items() if m < 0} for block, histogram in spectrum.blocks.items()}
+    negative = {block: counts for block, counts in negative.items() if counts}
+    if negative:
+        return (f"adding each block's columns in turn gives negative counts {negative}, so the exponents "
+                "cannot be attributed to blocks along this curve")
+    total: dict[int, int] = {}
+    for histogram in spectrum.blocks.values():
+        for e, m in histogram.items():
+            total[int(e)] = total.get(int(e), 0) + m
+    if {e: m for e, m in total.items() if m} != {e: m for e, m in spectrum.exponents.items() if m}:
+        return f"the block counts add up to {dict(sorted(total.items()))}, not to the spectrum {spectrum.exponents}"
+    return None
 
 
 def check_prime(p) -> int:
