@@ -34,7 +34,7 @@ import numpy as np
 import sympy as sp
 
 from .errors import ShapeError, SymattnError
-from .model import Architecture
+from .model import Architecture, require_architecture, require_seed
 from .parsing import parse_expression, to_sympy, to_sympy_matrix
 
 __all__ = [
@@ -843,8 +843,8 @@ def check_claims(arch: Architecture, claims, *, seed: int = 0, progress: bool = 
     -------
     ClaimsReport
     """
-    if not isinstance(arch, Architecture):
-        raise SymattnError(f"expected an Architecture, got {type(arch).__name__}")
+    arch = require_architecture(arch)
+    seed = require_seed(seed)
     if isinstance(claims, str):
         claims = [claims]
     claims = list(claims)

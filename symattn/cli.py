@@ -185,6 +185,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--out", metavar="DIR", default=None,
                      help="also write NAME.md, NAME.tex (a standalone document) and NAME.json "
                           "into DIR, creating it")
+    from .limits import MEMORY_ENVIRONMENT_VARIABLE, size_argument
+
+    limits = parser.add_argument_group("limits")
+    limits.add_argument("--max-memory", metavar="SIZE", type=size_argument, default=None,
+                        help="memory a computation may use, e.g. 16G or 512M (default "
+                             f"${MEMORY_ENVIRONMENT_VARIABLE}, else half of this machine's memory); a "
+                             "computation estimated above it stops before it starts and says what fits")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -426,39 +433,58 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
 
     from .errors import DomainError
 
+    from .errors import ResourceLimitError
+    from .limits import memory_limit_set
+
+    def unavailable(title, key, err):
+        # a section over the memory limit is skipped, and says so; the rest of the report goes on
+        note = (f"skipped: over the memory limit: {err}" if isinstance(err, ResourceLimitError)
+                else f"not computed: {err}")
+        return Section(title, key, {"error": note, "skipped": isinstance(err, ResourceLimitError)}, note, note)
+
+    max_memory = getattr(args, "max_memory", None)
     report = architecture_report(arch)
     title = "Decay spectrum near query/key collapse"
+    sections, spectrum = [], None
     try:
-        spectrum = decay_spectrum(arch, progress=not args.quiet)
+        with memory_limit_set(max_memory):
+            spectrum = decay_spectrum(arch, progress=not args.quiet)
+        sections.append(Section.from_result(title, "spectrum", spectrum, markdown=spectrum.to_markdown()))
+    except ResourceLimitError as err:
+        sections.append(unavailable(title, "spectrum", err))
     except DomainError as err:  # e.g. Taylor coefficients in Q(log 2): no exact engine
         note = f"not computed exactly: {err}"
         return report.with_sections(Section(title, "spectrum", {"error": note}, note, note))
-    sections = [Section.from_result(title, "spectrum", spectrum, markdown=spectrum.to_markdown())]
     from .numeric import sensitivity
 
     sensitivity_title = "Numerical sensitivity (mpmath and float64)"
-    try:
-        numbers = sensitivity(arch, spectrum=spectrum)
-        sections.append(replace(Section.from_result(sensitivity_title, "sensitivity", numbers),
-                                figures=(("sensitivity.png", numbers.plot),)))
-    except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
-        note = f"not computed: {err}"
-        sections.append(Section(sensitivity_title, "sensitivity", {"error": note}, note, note))
+    if spectrum is None:
+        note = "skipped: it compares with the decay spectrum, which is over the memory limit (see above)"
+        sections.append(Section(sensitivity_title, "sensitivity", {"error": note, "skipped": True}, note, note))
+    else:
+        try:
+            with memory_limit_set(max_memory):
+                numbers = sensitivity(arch, spectrum=spectrum)
+            sections.append(replace(Section.from_result(sensitivity_title, "sensitivity", numbers),
+                                    figures=(("sensitivity.png", numbers.plot),)))
+        except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
+            sections.append(unavailable(sensitivity_title, "sensitivity", err))
     from .identify import identify
 
     identification_title = "Identifiability: dimension, generic fiber, identification orders"
     try:
-        identification = identify(arch, progress=not args.quiet)
+        with memory_limit_set(max_memory):
+            identification = identify(arch, progress=not args.quiet)
         sections.append(Section.from_result(identification_title, "identification", identification,
                                             markdown=identification.to_markdown()))
     except SymattnError as err:
-        note = f"not computed: {err}"
-        sections.append(Section(identification_title, "identification", {"error": note}, note, note))
+        sections.append(unavailable(identification_title, "identification", err))
     from .observe import exceptional_fibers
 
     observability_title = "Observability under collapse"
     try:
-        fibers = exceptional_fibers(arch, max_events=1)
+        with memory_limit_set(max_memory):
+            fibers = exceptional_fibers(arch, max_events=1, progress=not args.quiet)
         from .observe import dependency_graph, draw
 
         graph = dependency_graph(arch)
@@ -466,8 +492,7 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
                                                     markdown=fibers.to_markdown()),
                                 figures=(("dependency_graph.png", lambda path: draw(graph, path)),)))
     except SymattnError as err:  # e.g. lightning attention or one token: no verdicts to prove
-        note = f"not computed: {err}"
-        sections.append(Section(observability_title, "observability", {"error": note}, note, note))
+        sections.append(unavailable(observability_title, "observability", err))
     return report.with_sections(*sections)
 
 
@@ -494,7 +519,8 @@ def _configure_spectrum(parser: argparse.ArgumentParser) -> None:
 def _run_spectrum(args: argparse.Namespace, arch: Architecture):
     from .spectrum import decay_spectrum
 
-    return decay_spectrum(arch, bank=args.bank, order=args.order, seed=args.seed, progress=not args.quiet)
+    return decay_spectrum(arch, bank=args.bank, order=args.order, seed=args.seed, progress=not args.quiet,
+                          max_memory=args.max_memory)
 
 
 add_subcommand(

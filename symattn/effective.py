@@ -21,7 +21,7 @@ import sympy as sp
 from dataclasses import dataclass
 
 from .errors import ShapeError
-from .model import Architecture, Parameters
+from .model import Architecture, Parameters, forward, require_architecture, require_seed
 
 __all__ = [
     "effective_scores",
@@ -130,8 +130,6 @@ def effective_forward(arch: Architecture, scores, value_map, X, domain):
     >>> effective_forward(arch, [[[2]]], [[3]], [[1, -1]], RationalDomain())
     array([[Fraction(12, 1), Fraction(-12, 1)]], dtype=object)
     """
-    from .model import forward, require_architecture
-
     arch = require_architecture(arch)
     scores = list(scores)
     if len(scores) != arch.layers:
@@ -341,7 +339,7 @@ def effective_jacobian_rank(arch: Architecture, seed: int = 0) -> int:
     params = arch.symbols()
     entries = [e for W in effective_scores(params) for e in W] + list(combined_value_map(params))
     symbols = params.flat()
-    rng = random.Random(seed)
+    rng = random.Random(require_seed(seed))
     point = {v: rng.randint(-50, 50) or 1 for v in symbols}
     jacobian = sp.Matrix(entries).jacobian(symbols).subs(point)
     return int(flint.fmpz_mat([[int(v) for v in row] for row in jacobian.tolist()]).rank())

@@ -43,7 +43,7 @@ import sympy as sp
 from .algebra.modseries import ExactSeriesDomain
 from .curves import EPS, Curve, collapse
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
-from .model import Architecture, Parameters, forward
+from .model import Architecture, Parameters, forward, require_architecture, require_seed
 from .normalizers import Normalizer, as_normalizer
 from .parsing import to_sympy
 
@@ -83,6 +83,7 @@ def curve_symbols(arch: Architecture) -> Parameters:
     >>> curve_symbols(Architecture.uniform(layers=1, width=2)).K[0]
     Matrix([[Kt1_11, Kt1_12]])
     """
+    _check_arch(arch)
     return arch.symbols(marker="t", immutable=True)
 
 
@@ -118,8 +119,7 @@ def _with_normalizer(arch: Architecture, normalizer) -> Architecture:
 
 
 def _check_arch(arch) -> None:
-    if not isinstance(arch, Architecture):
-        raise SymattnError(f"expected an Architecture, got {type(arch).__name__}")
+    require_architecture(arch)
 
 
 # -- coefficient fields -----------------------------------------------------------------------
@@ -1389,6 +1389,8 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
     >>> result.verdict, result.bound < 1e-4
     (True, True)
     """
+    _check_arch(arch)
+    seed = require_seed(seed)
     from .check import CheckResult, Counterexample
 
     lc = leading_coefficient(arch, layer, normalizer) if candidate is None else candidate

@@ -60,7 +60,7 @@ from .effective import (
     sign_group_order,
 )
 from .errors import DomainError, SymattnError
-from .model import Architecture, Parameters, forward
+from .model import Architecture, Parameters, forward, require_architecture, require_seed
 from .spectrum import DEFAULT_PRIMES, _random_point, degree_bound, gauge_tangent_series, random_bank
 
 __all__ = [
@@ -446,6 +446,7 @@ def gauge_slice(arch: Architecture) -> tuple[dict, int]:
     >>> directions[("Q", 1)].tolist()
     [[-1, -1, 0], [-1, -1, 1]]
     """
+    arch = require_architecture(arch)
     out, position = {}, 0
     for i in range(1, arch.layers + 1):
         for name, (rows, cols) in arch.block_shapes(i).items():
@@ -520,15 +521,11 @@ def _compress_rows(J, rows: int, p: int, seed: int) -> np.ndarray:
 # checks of the arguments
 # ---------------------------------------------------------------------------------------
 def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise SymattnError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
+    return require_seed(seed)
 
 
 def _check_arch(arch) -> Architecture:
-    if not isinstance(arch, Architecture):
-        raise SymattnError(f"expected an Architecture (symattn.model.Architecture), got {type(arch).__name__}")
-    return arch
+    return require_architecture(arch)
 
 
 def _check_curve(arch: Architecture, curve) -> Curve:

@@ -38,7 +38,7 @@ import sympy as sp
 
 from .algebra.domains import Domain
 from .errors import BankError, DomainError, ShapeError, SymattnError
-from .model import Architecture, Parameters, forward
+from .model import Architecture, Parameters, forward, require_architecture, require_seed
 from .normalizers import Normalizer, x as _x
 
 __all__ = [
@@ -415,6 +415,7 @@ def numeric_jacobian(arch: Architecture, params_tilde, bank, eps, base: str = "f
     Here the output is ``(sigma(QK), 1/2)`` with ``sigma`` the logistic
     function, so ``d/dQ = K sigma (1 - sigma) = 0.5 * 0.562177 * 0.437823``.
     """
+    arch = require_architecture(arch)
     P = arch.param_count
     domain = NumericJetDomain(base, dps=dps, directions=P)
     flat = _as_flat_parameters(arch, params_tilde)
@@ -804,8 +805,8 @@ def sensitivity(arch: Architecture, eps_values=None, seed: int = 0, bank=None, d
     """
     from .spectrum import decay_spectrum
 
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise SymattnError(f"seed must be a non-negative integer, got {seed!r}")
+    arch = require_architecture(arch)
+    seed = require_seed(seed)
     if dps != "auto" and (isinstance(dps, bool) or not isinstance(dps, (int, np.integer)) or dps < 10):
         raise SymattnError(f"dps must be 'auto' or an integer >= 10, got {dps!r}")
     if spectrum is None:

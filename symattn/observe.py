@@ -56,7 +56,7 @@ from .effective import (
     rank_matrix_dimension,
 )
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError
-from .model import Architecture, Parameters
+from .model import Architecture, Parameters, require_architecture, require_seed
 from .spectrum import jacobian_from_series
 from .normalizers import Normalizer, as_normalizer
 
@@ -341,6 +341,7 @@ def all_events(arch: Architecture) -> list[Event]:
     >>> [e.name for e in all_events(Architecture.uniform(layers=2, width=2))]
     ['scores:1', 'scores:2', 'values:1', 'values:2', 'value-rank:1:1', 'value-rank:2:1', 'identical-tokens', 'bias']
     """
+    arch = require_architecture(arch)
     out = [score_collapse(i) for i in range(1, arch.layers + 1)]
     out += [value_collapse(i) for i in range(1, arch.layers + 1)]
     for i in range(1, arch.layers + 1):
@@ -389,6 +390,7 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
     >>> G.number_of_nodes(), G.number_of_edges()
     (10, 11)
     """
+    arch = require_architecture(arch)
     G = nx.DiGraph(architecture=arch, name=f"symattn dependency graph: {arch.describe()}")
     d0, t = arch.input_shape
     G.add_node("input", kind="input", layer=0, params=(), block="", label="X",
@@ -1009,6 +1011,7 @@ def _combine(J, columns, basis, p):
 
 def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     """Block ranks of the native Jacobian at a random point of the collapsed set."""
+    _require_rank_memory(arch, bank_size, truncation)
     point, coefficient_values, tangents = _set_point(arch, events, p, seed)
     bank = _set_bank(arch, events, bank_size, p, seed)
     J = jacobian_from_series(arch, _constant_series(point, truncation), _scaled_inputs(bank, truncation), p,
@@ -1075,6 +1078,24 @@ def _default_bank(arch: Architecture) -> int:
     eff = _effective_dimension(arch)
     score_dims = eff - effective_block_dimensions(arch)["values"]
     return max(arch.widths[0] + 1, math.ceil(eff / (arch.widths[-1] * arch.tokens)) + 2, score_dims + 2)
+
+
+def _first_rank_memory(arch: Architecture, bank="auto", truncation="auto", confirm: bool = True):
+    """Memory of the largest exact rank :func:`rank_check` computes before any growth (the confirmation)."""
+    from .limits import rank_check_memory
+
+    size = _default_bank(arch) if bank == "auto" else int(bank)
+    N = 2 * _generic_input_scaling_order(arch) + 2 if truncation == "auto" else int(truncation)
+    return rank_check_memory(arch, size + max(1, size // 2) if confirm else size, N)
+
+
+def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, max_order: int | None = None):
+    """Refuse an exact rank that would not fit in memory, before its forward pass allocates anything."""
+    from .limits import MAX_BANK, check_count, check_memory, rank_check_memory
+
+    check_count(bank_size, MAX_BANK, "the bank")
+    check_memory(rank_check_memory(arch, bank_size, truncation), arch=arch,
+                 estimate_for=lambda resized: _first_rank_memory(resized), max_series_order=max_order)
 
 
 @dataclass(frozen=True)
@@ -1200,7 +1221,8 @@ def _generic_ranks(arch, p, seed, bank_size, truncation):
 
 
 def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="auto", truncation="auto",
-               primes=None, confirm: bool = True, max_order: int = 512, max_bank: int = 64) -> RankCheck:
+               primes=None, confirm: bool = True, max_order: int = 512, max_bank: int = 64,
+               progress: bool = False, max_memory=None) -> RankCheck:
     """Exact ranks of the native Jacobian at a generic point of the collapsed set, block by block.
 
     The parameters are random residues mod ``p`` except the collapsed
@@ -1227,6 +1249,13 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     primes : sequence of int, optional
         Default :data:`symattn.spectrum.DEFAULT_PRIMES`.
     confirm : bool
+    progress : bool
+        Show a bar over the ranks (generic, on the set, confirmation) on a terminal.
+    max_memory : int or str, optional
+        Memory limit (default ``$SYMATTN_MAX_MEMORY`` or half the machine): each
+        rank is estimated first (:func:`symattn.limits.rank_check_memory`) and
+        refused with a ResourceLimitError when over it, as is a truncation
+        beyond ``max_order``.
 
     Returns
     -------
@@ -1242,6 +1271,8 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     >>> check.normal, check.fiber_dim_jump
     ({'scores:1': 2}, 4)
     """
+    arch = require_architecture(arch)
+    seed = require_seed(seed)
     from .spectrum import DEFAULT_PRIMES, check_prime as _check_prime
 
     events = _events(arch, events)
@@ -1266,11 +1297,26 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     else:
         raise SymattnError(f"bank must be 'auto' or a positive integer, got {bank!r}")
     p = primes[0]
+    from .limits import memory_limit_set, progress_bar
+
+    with memory_limit_set(max_memory), progress_bar(progress, total=3 if confirm else 2, desc="exact ranks",
+                                                    unit="rank") as bar:
+        # the first ranks, before any growth, must fit (the later ones are checked as they come)
+        _require_rank_memory(arch, size + max(1, size // 2) if confirm else size, N,
+                             max_order if auto_order else None)
+        return _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order,
+                           size, auto_bank, bar)
+
+
+def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order, size, auto_bank,
+                bar) -> RankCheck:
+    p = primes[0]
     try:
         _set_ranks(arch, (), p, seed, 1, 2)  # can the series engine apply the normalizers?
     except DomainError as err:
         raise DomainError(f"exact ranks need the Taylor coefficients of s/s(0) in GF(p): {err} "
                           "(propagate() still gives the graph's verdict)") from None
+    bar.set_postfix_str("generic")
     while True:
         generic = _generic_ranks(arch, p, seed, size, N)
         if generic["total"] == eff:
@@ -1285,7 +1331,11 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
             f"the generic rank {generic['total']} stays below the effective dimension {eff} "
             f"(bank {size}, truncation eps^{N}): raise the bank or the truncation")
     resolved_at = generic["deepest"]
+    bar.update()
+    bar.set_postfix_str("on the set")
     main = _set_ranks(arch, events, p, seed, size, N)
+    bar.update()
+    bar.set_postfix_str("confirmation")
     confirmed = False
     if confirm and len(primes) > 1:
         larger = size + max(1, size // 2)
@@ -1296,6 +1346,7 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
             main, size = _set_ranks(arch, events, p, seed, larger, N), larger
             check = _set_ranks(arch, events, primes[1], seed + 1, larger + max(1, larger // 2), N)
             confirmed = _same_ranks(check, main)
+        bar.update()
     reference = dict(generic["blocks"])
     statuses = {b: _status_from_rank(b, main["blocks"][b], reference[b], events) for b in reference}
     method = (f"Smith-form ranks of J(eps) mod eps^{N} over GF({p}) at a random point of the set, along "
@@ -1350,6 +1401,7 @@ def _near_set_exponents(arch, event, m, p, seed, size, N):
     from .algebra.valuations import smith_valuations
     from .spectrum import random_bank, random_point as _random_point
 
+    _require_rank_memory(arch, size, N)
     point, coefficient_values = _random_point(arch, p, seed)
     series = _constant_series(point, N)
     rng = np.random.default_rng([seed, 16180])
@@ -1403,6 +1455,8 @@ def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes
     >>> contact_orders(arch, "scores:1").orders
     {'scores:1': {0: 2, 1: 1}, 'scores:2': {2: 3}, 'values': {0: 4}}
     """
+    arch = require_architecture(arch)
+    seed = require_seed(seed)
     from .spectrum import DEFAULT_PRIMES, check_prime as _check_prime
 
     (event,) = _events(arch, [event])
@@ -1587,7 +1641,8 @@ class ObserveResult:
 
 
 def observe(arch: Architecture, events: Iterable = (), seed: int = 0, contact: bool = False,
-            confirm: bool = True, bank="auto", truncation="auto") -> ObserveResult:
+            confirm: bool = True, bank="auto", truncation="auto", progress: bool = False,
+            max_memory=None) -> ObserveResult:
     """The graph's verdict after ``events`` (:func:`propagate`), proved by exact ranks (:func:`rank_check`).
 
     Parameters
@@ -1599,6 +1654,10 @@ def observe(arch: Architecture, events: Iterable = (), seed: int = 0, contact: b
         Also compute :func:`contact_orders` near each parameter event.
     confirm : bool
         Confirm the ranks at a second prime, point and larger bank.
+    progress : bool
+        Show the ranks and contact orders as they are computed (on a terminal).
+    max_memory : int or str, optional
+        Memory limit; see :func:`rank_check`.
 
     Returns
     -------
@@ -1612,11 +1671,22 @@ def observe(arch: Architecture, events: Iterable = (), seed: int = 0, contact: b
     >>> result.partial, result.rank.on_set["scores:1"], result.agrees_with_rank
     (['scores:1', 'scores:2'], 2, True)
     """
+    arch = require_architecture(arch)
+    seed = require_seed(seed)
+    from .limits import memory_limit_set, progress_bar
+
     verdict = propagate(dependency_graph(arch), events)
-    rank = rank_check(arch, verdict.events, seed=seed, confirm=confirm, bank=bank, truncation=truncation)
-    orders = tuple(contact_orders(arch, e, seed=seed) for e in verdict.events if e.on_parameters) \
-        if contact else ()
-    return ObserveResult(verdict, rank, orders, tuple(_compare(verdict, rank)))
+    rank = rank_check(arch, verdict.events, seed=seed, confirm=confirm, bank=bank, truncation=truncation,
+                      progress=progress, max_memory=max_memory)
+    near = [e for e in verdict.events if e.on_parameters] if contact else []
+    orders = []
+    with memory_limit_set(max_memory), progress_bar(progress and bool(near), total=len(near),
+                                                    desc="contact orders", unit="event") as bar:
+        for e in near:
+            bar.set_postfix_str(e.name)
+            orders.append(contact_orders(arch, e, seed=seed))
+            bar.update()
+    return ObserveResult(verdict, rank, tuple(orders), tuple(_compare(verdict, rank)))
 
 
 # -- exceptional fibers ----------------------------------------------------------------------
@@ -1764,7 +1834,7 @@ class ExceptionalFibers:
 
 
 def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, confirm: bool = False,
-                       events=None) -> ExceptionalFibers:
+                       events=None, progress: bool = False, max_memory=None) -> ExceptionalFibers:
     """Go through every set of at most ``max_events`` events and classify its fiber.
 
     For each set: the blocks lost (unobservable, partial) by the graph, the
@@ -1783,6 +1853,10 @@ def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, c
         Confirm each rank at a second prime (twice the time).
     events : iterable, optional
         The single events to combine (default :func:`all_events`).
+    progress : bool
+        Show a bar over the event sets, with the time left (on a terminal).
+    max_memory : int or str, optional
+        Memory limit; see :func:`rank_check` (the first rank is estimated before any).
 
     Returns
     -------
@@ -1798,18 +1872,26 @@ def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, c
     >>> table.agrees_with_rank
     True
     """
+    arch = require_architecture(arch)
+    seed = require_seed(seed)
     if isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1:
         raise SymattnError(f"max_events must be a positive integer, got {max_events!r}")
     graph = dependency_graph(arch)
     pool = [parse_event(e).validate(arch) for e in (events if events is not None else all_events(arch))]
+    from .limits import memory_limit_set, progress_bar
+
     rows, skipped = [], []
     generic_rank = None
-    for size in range(1, max_events + 1):
-        for subset in itertools.combinations(pool, size):
+    subsets = [subset for size in range(1, max_events + 1) for subset in itertools.combinations(pool, size)]
+    with memory_limit_set(max_memory), progress_bar(progress, total=len(subsets), desc="exceptional fibers",
+                                                    unit="set") as bar:
+        for subset in subsets:
+            bar.set_postfix_str(", ".join(e.name for e in subset))
             try:
                 verdict = propagate(graph, subset)
             except SymattnError as err:
                 skipped.append((tuple(e.name for e in subset), str(err)))
+                bar.update()
                 continue
             rank = rank_check(arch, verdict.events, seed=seed, confirm=confirm)
             generic_rank = rank.generic_total
@@ -1817,8 +1899,9 @@ def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, c
             rows.append(FiberRow(verdict.events, tuple(verdict.unobservable), tuple(verdict.partial),
                                  rank.fiber_dim_jump, dict(rank.normal), verdict.sign_components,
                                  _conditions(verdict), not problems, problems))
-    if generic_rank is None:
-        generic_rank = rank_check(arch, (), seed=seed, confirm=False).generic_total
+            bar.update()
+        if generic_rank is None:
+            generic_rank = rank_check(arch, (), seed=seed, confirm=False).generic_total
     method = ("verdicts by propagation along the dependency graph; fiber dimension jumps and checks by "
               "exact Smith-form ranks of the native Jacobian over GF(p)((eps)) at a random point of each set, "
               "along X -> eps X" + ("; each confirmed at a second prime" if confirm else ""))
@@ -2090,7 +2173,8 @@ def _run_observe(args, arch):
         if args.collapse or args.bias or args.identical_tokens or args.contact:
             raise SymattnError("--exceptional goes through all events itself: drop --collapse, --bias, "
                                "--identical-tokens and --contact")
-        result = exceptional_fibers(arch, max_events=args.max_events, seed=args.seed, confirm=True)
+        result = exceptional_fibers(arch, max_events=args.max_events, seed=args.seed, confirm=True,
+                                    progress=not args.quiet, max_memory=args.max_memory)
         if args.export:
             export_graph(dependency_graph(arch), args.export)
         return result
@@ -2099,7 +2183,8 @@ def _run_observe(args, arch):
         events.append(bias_coordinate())
     if args.identical_tokens:
         events.append(identical_tokens())
-    result = observe(arch, events, seed=args.seed, contact=args.contact)
+    result = observe(arch, events, seed=args.seed, contact=args.contact, progress=not args.quiet,
+                     max_memory=args.max_memory)
     if args.export:
         export_graph(result, args.export)
     return result

@@ -37,7 +37,7 @@ from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
 from .effective import effective_block_dimensions, effective_dimension, gauge_dimension
 from .errors import BankError, DomainError, SymattnError, TruncationError
-from .model import Architecture, Parameters, forward
+from .model import Architecture, Parameters, forward, require_architecture, require_seed
 
 __all__ = [
     "Spectrum",
@@ -123,6 +123,7 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
     >>> predicted_spectrum(Architecture.uniform(layers=3, normalizer="cosh")).exponents
     {0: 4, 3: 3, 11: 3, 35: 3}
     """
+    arch = require_architecture(arch)
     dims = effective_block_dimensions(arch)
     ks = {n.k for n in arch.normalizers}
     rank = effective_dimension(arch)
@@ -147,7 +148,7 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
 
 def random_bank(arch: Architecture, size: int, p: int, seed: int) -> np.ndarray:
     """``size`` random inputs as residues mod ``p``: shape ``(size, d_0, t)``."""
-    rng = np.random.default_rng([seed, 7919])
+    rng = np.random.default_rng([require_seed(seed), 7919])
     d0, t = arch.input_shape
     return rng.integers(1, p, size=(size, d0, t), dtype=np.int64)
 
@@ -305,7 +306,7 @@ def random_point(arch: Architecture, p: int, seed: int):
     >>> sorted(point)
     [('K', 1), ('Q', 1), ('V', 1)]
     """
-    rng = np.random.default_rng([seed, 104729])
+    rng = np.random.default_rng([require_seed(seed), 104729])
     blocks = {}
     for i in range(1, arch.layers + 1):
         for name, shape in arch.block_shapes(i).items():
@@ -851,13 +852,13 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         When a step would need more memory than the limit, or the bank is
         beyond :data:`symattn.limits.MAX_BANK`; raised before the step allocates.
     """
+    arch = require_architecture(arch)
+    seed = require_seed(seed)
     curve = collapse() if curve is None else curve
     curve.validate(arch)
     primes = tuple(check_prime(p) for p in primes)
     if not primes:
         raise DomainError("give at least one prime")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise SymattnError(f"seed must be a non-negative integer, got {seed!r}")
     if order == "auto":
         truncation, auto_order = _initial_truncation(arch, curve), True
     else:
