@@ -483,6 +483,7 @@ def _jet_jacobian(arch, curve, bank, point, p, truncation, coefficient_values=No
     if domain is None:
         domain = _FastSeriesDomain(p, truncation, directions=count, coefficient_values=coefficient_values)
     N = domain.truncation
+    _require_jacobian_memory(arch, curve, len(bank), N, directions, count)
     blocks = {"Q": [], "K": [], "V": []}
     for i in range(1, arch.layers + 1):
         for name, (rows, cols) in arch.block_shapes(i).items():
@@ -505,6 +506,63 @@ def _jet_jacobian(arch, curve, bank, point, p, truncation, coefficient_values=No
     output = forward(arch, params, X, domain, convert=False)
     tangents = domain.tangents(output)  # (d_l, t, B, count, N)
     return np.moveaxis(tangents, 2, 0).reshape(-1, count, N)
+
+
+def _directions_per_block(directions: dict) -> dict:
+    return {key: int((chosen >= 0).sum()) for key, chosen in directions.items()}
+
+
+def _dimension_memory(arch: Architecture, curve: Curve | None = None):
+    """Memory of the first Jacobian of :func:`function_space_dimension` (gauge slice, before any growth)."""
+    from .limits import jet_jacobian_memory
+
+    upper, _ = _upper_bound(arch)
+    polynomial = _is_polynomial_arch(arch)
+    truncation = 1
+    if not polynomial:
+        route_curve = _check_curve(arch, curve)
+        scaled = _scales_parameters(route_curve, arch.layers)
+        truncation = _guess_deepest_order(arch, route_curve) + (0 if scaled else 1)
+    directions, count = gauge_slice(arch)
+    return jet_jacobian_memory(arch, _bank_size(arch, upper, on_curve=not polynomial), truncation, count,
+                               _directions_per_block(directions), computation="the dimension", jacobian_copies=3)
+
+
+def _orders_memory(arch: Architecture, curve: Curve | None = None):
+    """Memory of the first Jacobians of :func:`identification_orders` (the second prime's beside the first)."""
+    from .limits import jet_jacobian_memory
+
+    curve = _check_curve(arch, curve)
+    upper, _ = _upper_bound(arch)
+    return jet_jacobian_memory(arch, _bank_size(arch, upper, on_curve=True), _guess_deepest_order(arch, curve) + 1,
+                               computation="the identification orders", jacobian_copies=4)
+
+
+def _identify_memory(arch: Architecture, curve: Curve | None = None):
+    """The larger of the two, with the deeper series: what :func:`identify` needs before any growth."""
+    from dataclasses import replace
+
+    dimension, orders = _dimension_memory(arch, curve), _orders_memory(arch, curve)
+    largest = max(dimension, orders, key=lambda estimate: estimate.bytes)
+    return replace(largest, computation="identify", series_order=max(dimension.series_order, orders.series_order))
+
+
+def _require_memory(estimate_for, arch: Architecture, curve, max_series_order: int | None = None) -> None:
+    """Refuse a computation whose first step would not fit, naming the sizes that would."""
+    from .limits import check_memory
+
+    check_memory(estimate_for(arch, curve), arch=arch, estimate_for=lambda resized: estimate_for(resized, curve),
+                 max_series_order=max_series_order)
+
+
+def _require_jacobian_memory(arch: Architecture, curve: Curve, bank: int, truncation: int, directions: dict,
+                             count: int) -> None:
+    """Refuse a jet Jacobian that would not fit in memory, before its forward pass allocates anything."""
+    from .limits import check_memory, jet_jacobian_memory
+
+    curve = None if curve is _POINT else curve  # the polynomial route: no curve, series of length 1
+    estimate = jet_jacobian_memory(arch, bank, truncation, count, _directions_per_block(directions))
+    check_memory(estimate, arch=arch, estimate_for=lambda resized: _identify_memory(resized, curve))
 
 
 def _compress_rows(J, rows: int, p: int, seed: int) -> np.ndarray:
@@ -845,7 +903,7 @@ def _numeric_estimate(arch: Architecture, upper: int, seed: int, base, dps: int)
 
 def function_space_dimension(arch: Architecture, curve: Curve | None = None, seed: int = 0,
                              estimate="mpmath", dps: int = 30, prime: int = DIMENSION_PRIME,
-                             max_attempts: int = 4) -> DimensionResult:
+                             max_attempts: int = 4, max_memory=None) -> DimensionResult:
     """Certified lower bound, upper bound and an estimate of the dimension of the function space.
 
     * **Lower bound** (certified): when every normalizer is a polynomial
@@ -876,6 +934,11 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
     prime : int
         Prime of the exact rank.
     max_attempts : int
+    max_memory : int or str, optional
+        Memory limit (e.g. ``"16G"``; default ``$SYMATTN_MAX_MEMORY`` or half the
+        machine).  The first Jacobian is estimated before it is computed, and so
+        is each larger one; over the limit, or with series deeper than
+        ``MAX_TRUNCATION``, a ResourceLimitError says which sizes fit.
 
     Returns
     -------
@@ -896,6 +959,16 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
     estimate = _check_estimate(estimate)
     if not isinstance(prime, (int, np.integer)) or not is_prime(int(prime)) or not 1000 < prime < MAX_PRIME:
         raise DomainError(f"prime must be a prime between 1000 and 2**28, got {prime!r}")
+    from .limits import memory_limit_set
+
+    with memory_limit_set(max_memory):
+        if not _is_polynomial_arch(arch):
+            _check_exact_taylor(arch)
+        _require_memory(_dimension_memory, arch, curve, MAX_TRUNCATION)
+        return _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started)
+
+
+def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started) -> DimensionResult:
     upper, upper_reason = _upper_bound(arch)
     polynomial = _is_polynomial_arch(arch)
     if polynomial:
@@ -1052,7 +1125,7 @@ class DimensionTable:
 
 def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens: int = 3,
                     normalizer="softmax", seed: int = 0, estimate="mpmath", dps: int = 30,
-                    progress: bool = False, architectures=None) -> DimensionTable:
+                    progress: bool = False, architectures=None, max_memory=None) -> DimensionTable:
     """HMK's Figure 3: the certified dimension for each width (default ``l = 2, t = 3, a = 2, d = 3..10``).
 
     Parameters
@@ -1063,6 +1136,11 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
         Use these instead (one row each; the row's width is ``d_0``).
     estimate : {"mpmath", "float64", None}
         The estimate column (``None`` skips it: only the exact part is computed).
+    progress : bool
+        A bar over the widths with the time left (on a terminal).
+    max_memory : int or str, optional
+        Memory limit; every width is checked before the first is computed
+        (see :func:`function_space_dimension`).
 
     Examples
     --------
@@ -1079,15 +1157,20 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
         architectures = [Architecture.uniform(layers=layers, width=d, rank=rank, tokens=tokens,
                                               normalizer=normalizer) for d in widths]
     architectures = [_check_arch(a) for a in architectures]
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from .limits import memory_limit_set, progress_bar
 
-        bar = tqdm(total=len(architectures), desc="dimension", unit="width", leave=False, disable=None)
+    with memory_limit_set(max_memory):
+        for arch in architectures:  # the largest width last: refuse it before the first runs for minutes
+            if not _is_polynomial_arch(arch):
+                _check_exact_taylor(arch)
+            _require_memory(_dimension_memory, arch, None, MAX_TRUNCATION)
+    bar = progress_bar(progress, total=len(architectures), desc="dimension", unit="width")
     rows, results, exact_seconds = [], [], 0.0
     try:
         for arch in architectures:
-            result = function_space_dimension(arch, seed=seed, estimate=None)
+            bar.set_postfix_str(f"d = {arch.widths[0]}")
+            with memory_limit_set(max_memory):
+                result = function_space_dimension(arch, seed=seed, estimate=None)
             exact_seconds += result.seconds
             if estimate is not None:
                 value, method, gap = _numeric_estimate(arch, result.upper, seed, estimate, dps)
@@ -1095,11 +1178,9 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
             results.append(result)
             rows.append(DimensionRow(arch.widths[0], result.expected, result.lower, result.upper,
                                      result.certified, result.estimate, result.seconds))
-            if bar is not None:
-                bar.update()
+            bar.update()
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     first = architectures[0]
     description = (f"{first.layers} layer(s), score ranks {sorted(set(first.score_ranks))}, {first.tokens} tokens, "
                    f"normalizer {', '.join(sorted({n.name for n in first.normalizers}))}; widths "
@@ -1218,7 +1299,7 @@ def _curve_jacobian(arch, curve, p, seed, truncation, bank_size):
 
 def identification_orders(arch: Architecture, curve: Curve | None = None, seed: int = 0,
                           primes=DEFAULT_PRIMES, exact_check="auto", bank: int | None = None,
-                          max_order: int = MAX_TRUNCATION) -> OrdersResult:
+                          max_order: int = MAX_TRUNCATION, max_memory=None) -> OrdersResult:
     """Identification orders of each layer's scores and of the combined value map along ``curve``.
 
     On the collapse curve parameterized by ``(Qt, Kt, Vt)``, the coefficient
@@ -1252,7 +1333,10 @@ def identification_orders(arch: Architecture, curve: Curve | None = None, seed: 
     bank : int, optional
         Number of random inputs (default: just enough; grown when a rank falls short).
     max_order : int
-        Deepest truncation tried.
+        Deepest truncation tried; a first truncation beyond it is refused
+        (ResourceLimitError) instead of running for hours.
+    max_memory : int or str, optional
+        Memory limit; see :func:`function_space_dimension`.
 
     Returns
     -------
@@ -1281,6 +1365,14 @@ def identification_orders(arch: Architecture, curve: Curve | None = None, seed: 
     if _score_order(curve, arch.layers) == 0:
         raise SymattnError(f"curve {curve.describe(arch.layers)!r} keeps the scores away from 0: the series "
                            "need every score to vanish at eps = 0 (collapse queries and/or keys, or scale the input)")
+    from .limits import memory_limit_set
+
+    with memory_limit_set(max_memory):
+        _require_memory(_orders_memory, arch, curve, max_order)
+        return _identification_orders(arch, curve, seed, primes, exact_check, bank, max_order)
+
+
+def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_order) -> OrdersResult:
     p = int(primes[0])
     columns = _block_columns(arch)
     dims = _block_dimensions(arch)
@@ -2032,7 +2124,8 @@ class IdentificationReport:
 
 
 def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, progress: bool = False,
-             estimate="mpmath", exact_check="auto", primes=DEFAULT_PRIMES, dps: int = 30) -> IdentificationReport:
+             estimate="mpmath", exact_check="auto", primes=DEFAULT_PRIMES, dps: int = 30,
+             max_memory=None) -> IdentificationReport:
     """Dimension of the function space, generic fiber and identification orders along ``curve``.
 
     Parameters
@@ -2044,7 +2137,7 @@ def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, prog
     seed : int
         Seed of the random points and banks.
     progress : bool
-        Show which step runs.
+        Show which step runs (a bar over the three stages, on a terminal).
     estimate : {"mpmath", "float64", None}
         The numerical estimate of the dimension.
     exact_check : "auto", bool
@@ -2053,10 +2146,21 @@ def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, prog
         The first computes, the second confirms.
     dps : int
         Digits of the mpmath estimate.
+    max_memory : int or str, optional
+        Memory limit (e.g. ``"16G"``; default ``$SYMATTN_MAX_MEMORY`` or half the
+        machine).  The first Jacobians of every stage are estimated before the
+        first stage starts (:func:`symattn.limits.jet_jacobian_memory`), and
+        every later one before it is computed.
 
     Returns
     -------
     IdentificationReport
+
+    Raises
+    ------
+    ResourceLimitError
+        Over the memory limit, or series deeper than ``MAX_TRUNCATION``
+        (``2k 3^(l-1)`` grows threefold with each layer), naming what fits.
 
     Examples
     --------
@@ -2070,33 +2174,21 @@ def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, prog
     seed = _check_seed(seed)
     estimate = _check_estimate(estimate)
     _check_exact_taylor(arch)
+    from .limits import memory_limit_set, progress_bar
+
     steps = ["dimension", "orders", "fiber"]
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(steps), desc="identify", unit="step", leave=False, disable=None)
-
-    def step(name):
-        if bar is not None:
-            bar.set_postfix_str(name)
-
-    try:
-        step("dimension")
+    with memory_limit_set(max_memory), progress_bar(progress, total=len(steps), desc="identify",
+                                                    unit="step") as bar:
+        _require_memory(_identify_memory, arch, curve, MAX_TRUNCATION)
+        bar.set_postfix_str("dimension")
         dimension = function_space_dimension(arch, curve=curve, seed=seed, estimate=estimate, dps=dps)
-        if bar is not None:
-            bar.update()
-        step("orders")
+        bar.update()
+        bar.set_postfix_str("orders")
         orders = identification_orders(arch, curve, seed=seed, primes=primes, exact_check=exact_check)
-        if bar is not None:
-            bar.update()
-        step("fiber")
+        bar.update()
+        bar.set_postfix_str("fiber")
         fiber = generic_fiber(arch, curve, seed=seed, orders=orders)
-        if bar is not None:
-            bar.update()
-    finally:
-        if bar is not None:
-            bar.close()
+        bar.update()
     formula = _expected_orders(arch, curve) is not None
     method = ("dimension: " + dimension.method + "; orders: " + orders.method + "; fiber: " + fiber.method)
     return IdentificationReport(
@@ -2159,7 +2251,7 @@ def _configure_identify(parser) -> None:
 def _run_identify(args, arch):
     curve = collapse() if args.curve == "collapse" else input_scaling()
     return identify(arch, curve=curve, seed=_check_seed(args.seed), progress=not args.quiet,
-                    estimate=args.estimate, exact_check=args.exact_check)
+                    estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory)
 
 
 def _configure_dimension(parser) -> None:
@@ -2178,7 +2270,7 @@ def _run_dimension(args, arch):
         architectures = [architecture_from_args(argparse.Namespace(**{**vars(args), "width": w}))
                          for w in width_values(args)]
     return dimension_table(architectures=architectures, seed=_check_seed(args.seed), estimate=args.estimate,
-                           progress=not args.quiet)
+                           progress=not args.quiet, max_memory=args.max_memory)
 
 
 CLI_COMMANDS = [
