@@ -509,7 +509,7 @@ def _series_blocks(arch, curve, base: Parameters, truncation: int):
 
 def expand(arch: Architecture, curve: Curve | None = None, order: int | None = None, normalizer=None, *,
            point: dict | None = None, max_params: int = MAX_PARAMS, max_order: int = MAX_ORDER,
-           max_terms: int = MAX_TERMS) -> Expansion:
+           max_terms: int = MAX_TERMS, progress: bool = False) -> Expansion:
     """The coefficients ``F_0, ..., F_order`` of the output along a curve, exactly.
 
     Parameters
@@ -532,6 +532,9 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
         Size guards: parameters, order, and terms of any series coefficient
         during a symbolic computation (checked as it runs; the sympy fallback
         for irrational Taylor coefficients allows ``max_terms // 200``).
+    progress : bool
+        A bar over the layers of the forward pass and then the orders converted
+        to sympy (on a terminal only).
 
     Returns
     -------
@@ -572,17 +575,24 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
     order = _default_order(used, curve) if order is None else _validate_order(order, max_order)
     values = _point_map(point)
     start = time.perf_counter()
-    domain, raw, symbolic = _series_coefficients(used, curve, order, values, max_terms)
-    if isinstance(domain, _PolynomialSeriesDomain):
-        convert = domain.to_sympy  # already expanded
-    elif isinstance(domain, _RationalSeriesDomain):
-        convert = _from_fmpq
-    else:
-        convert = sp.expand
-    matrices = tuple(
-        sp.ImmutableMatrix(raw.shape[0], raw.shape[1], lambda r, c: convert(raw[r, c, n]))
-        for n in range(order + 1)
-    )
+    from .limits import progress_bar
+
+    normalized = sum(1 for n in used.normalizers if not n.is_lightning)
+    with progress_bar(progress, total=normalized + order + 1, desc="expand", unit="step") as bar:
+        bar.set_postfix_str("forward pass")
+        domain, raw, symbolic = _series_coefficients(used, curve, order, values, max_terms, layer_done=bar.update)
+        if isinstance(domain, _PolynomialSeriesDomain):
+            convert = domain.to_sympy  # already expanded
+        elif isinstance(domain, _RationalSeriesDomain):
+            convert = _from_fmpq
+        else:
+            convert = sp.expand
+        matrices = []
+        for n in range(order + 1):
+            bar.set_postfix_str(f"F_{n}")
+            matrices.append(sp.ImmutableMatrix(raw.shape[0], raw.shape[1], lambda r, c: convert(raw[r, c, n])))
+            bar.update()
+        matrices = tuple(matrices)
     seconds = time.perf_counter() - start
     generic_left = any(isinstance(c, sp.Symbol) and c.name.startswith("c_")
                        for m in matrices for c in m.free_symbols)
@@ -596,10 +606,11 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
 
 
 def _series_coefficients(used: Architecture, curve: Curve, order: int, values: dict, max_terms: int,
-                         ring=None):
+                         ring=None, layer_done=None):
     """Run the forward pass along the curve: ``(domain, coefficients (rows, cols, N), symbolic)``.
 
-    ``ring`` fixes the polynomial ring's symbols (to compare several runs in one ring).
+    ``ring`` fixes the polynomial ring's symbols (to compare several runs in one ring);
+    ``layer_done()`` is called as each normalized layer's attention is computed (progress).
     """
     truncation = order + 1
     base = curve_symbols(used)
@@ -638,6 +649,8 @@ def _series_coefficients(used: Architecture, curve: Curve, order: int, values: d
         for (r, c), v in np.ndenumerate(np.array(X.tolist(), dtype=object)):
             inputs[r, c, 0, curve.input_power] = v
     for attempt, domain in enumerate(domains):
+        if layer_done is not None:
+            _report_layers(domain, layer_done)
         try:
             params = Parameters(*(tuple(domain.from_coefficients(c) for c in series[name]) for name in "QKV"))
             output = forward(used, params, domain.from_coefficients(inputs), domain, convert=False)
@@ -647,6 +660,18 @@ def _series_coefficients(used: Architecture, curve: Curve, order: int, values: d
                 continue  # e.g. irrational Taylor coefficients: sympy coefficients instead
             raise DomainError(f"cannot expand along {curve.describe(used.layers)}: {err}") from None
     return domain, domain.coefficients(output)[:, :, 0, :], bool(free)
+
+
+def _report_layers(domain, layer_done) -> None:
+    """Call ``layer_done()`` after each ``domain.attention``: once per normalized layer of the forward pass."""
+    attention = domain.attention
+
+    def attention_then_report(scores, normalizer):
+        weights = attention(scores, normalizer)
+        layer_done()
+        return weights
+
+    domain.attention = attention_then_report
 
 
 # -- the leading coefficients in matrix form --------------------------------------------------
@@ -1454,7 +1479,7 @@ def _run_cli(args, arch):
     normalizer = Normalizer.generic(args.generic) if args.generic is not None else None
     if args.leading is not None:
         return leading_coefficient(arch, args.leading, normalizer)
-    return expand(arch, order=args.order, normalizer=normalizer)
+    return expand(arch, order=args.order, normalizer=normalizer, progress=not args.quiet)
 
 
 CLI_COMMANDS = [dict(
