@@ -20,16 +20,32 @@ truncation before anything is allocated.  This module
 * draws the one kind of progress bar every long computation shows
   (:func:`progress_bar`): on a terminal only, silent with ``progress=False``.
 
-How close the estimates are (tracemalloc peaks of the whole computation,
-numpy arrays included, against the estimate; ``tests/test_limits.py`` keeps
-the factor checked on small sizes):
+How close the estimates are: the estimate against the peak that tracemalloc
+measures (every numpy array included), and against the peak resident size of
+``/usr/bin/time -v`` less the 90 MiB that importing symattn takes.  Measured
+on this package's machine; ``tests/test_limits.py`` keeps the first rows
+within a factor 1.5 either way.
 
-==========================================  ==========  ==========  =======
-computation                                 estimate    measured    ratio
-==========================================  ==========  ==========  =======
-spectrum l=2 d=4 t=4 bank 8 N=8             see ``tests/test_limits.py`` and the
-spectrum l=3 d=3 t=4 bank 10 N=20           module constant :data:`MEASURED`
-==========================================  ==========  ==========  =======
+====================================================  =========  ==========  =====
+computation (one step, sizes as it runs them)          estimate   measured    ratio
+====================================================  =========  ==========  =====
+spectrum l=2 d=4 t=4, bank 8 (+12), eps^8              14.9 MiB   14.7 MiB    1.02
+spectrum l=3 d=3 t=4, bank 10 (+15), eps^20            37.7 MiB   34.6 MiB    1.09
+spectrum l=3 d=4 t=4, bank 20 (+30), eps^19            142 MiB    133 MiB     1.07
+spectrum l=3 d=5 t=5, bank 30 (+45), eps^19, RSS       563 MiB    628 MiB     0.90
+observe ranks l=2 d=4 t=4 (bank 24, eps^16)            35.9 MiB   35.1 MiB    1.02
+observe ranks l=3 d=3 t=3 (bank 25, eps^40)            44.4 MiB   40.9 MiB    1.09
+identify orders l=2 d=5 a=2 t=3 (bank 17, eps^7)       6.4 MiB    7.9 MiB     0.82
+identify orders l=1 d=12 t=3 (bank 24, eps^3)          16.6 MiB   20.2 MiB    0.82
+dimension l=1 d=12 t=3 (bank 24, gauge slice, eps^2)   11.3 MiB   10.4 MiB    1.09
+====================================================  =========  ==========  =====
+
+Below about 2 MiB a fixed cost (caches, small arrays) dominates and the
+estimate is low by up to a factor 3; no limit is that small in practice.
+Growth steps (a larger bank, a deeper truncation) are estimated again, with
+their own sizes, before they run.  :func:`symattn.expand.expand` is guarded
+by its own limits on parameters, order and terms per coefficient instead:
+the size of its symbolic coefficients is not known before they are built.
 
 Examples
 --------
@@ -68,11 +84,8 @@ __all__ = [
     "check_memory",
     "check_count",
     "size_argument",
-    "count_argument",
     "progress_bar",
-    "MAX_LAYERS",
     "MAX_BANK",
-    "MAX_TOKENS",
     "MEMORY_ENVIRONMENT_VARIABLE",
 ]
 
@@ -85,11 +98,9 @@ DEFAULT_MEMORY_FRACTION = 0.5
 #: Assumed machine memory when neither /proc/meminfo nor sysconf tells.
 FALLBACK_MACHINE_MEMORY = 8 * 2**30
 
-#: Hard caps, checked before any estimate: far beyond anything computable, so a typo
-#: (``--layers 99999999999999999999``) fails at once instead of allocating.
-MAX_LAYERS = 1000
+#: Hard cap on a bank, checked before any estimate: far beyond anything computable, so a
+#: typo (``--bank 1000000000``) fails at once.  (Layers are capped by ``model.MAX_LAYERS``.)
 MAX_BANK = 100_000
-MAX_TOKENS = 100_000
 
 _INT64 = 8
 # The limit set by the analysis that is running (its max_memory=), read by the guards inside it.
@@ -236,31 +247,6 @@ def size_argument(text: str) -> int:
         return parse_size(text)
     except ResourceLimitError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def count_argument(flag: str, cap: int):
-    """An argparse type for a count such as ``--layers``: an int no larger than ``cap``.
-
-    Values below 1 are passed on, for the command to explain what it accepts.
-
-    Examples
-    --------
-    >>> count_argument("--layers", MAX_LAYERS)("3")
-    3
-    """
-    import argparse
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer, got {text!r}") from None
-        try:
-            return check_count(value, cap, flag)
-        except ResourceLimitError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-
-    return parse
 
 
 def check_count(value: int, cap: int, flag: str) -> int:
