@@ -163,24 +163,49 @@ def format_size(nbytes: float) -> str:
 
 
 def machine_memory() -> int:
-    """The machine's memory in bytes (``MemTotal`` of /proc/meminfo, else sysconf, else 8 GiB).
+    """The memory this process can have, in bytes.
+
+    ``MemTotal`` of /proc/meminfo (else sysconf, else 8 GiB), lowered to a
+    container's cgroup limit or the address-space rlimit when those are
+    smaller: a container shows the host's MemTotal but is stopped at its own
+    limit.
 
     Examples
     --------
     >>> machine_memory() > 2**20
     True
     """
+    total = None
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
             for line in meminfo:
                 if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
+                    total = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
         pass
+    if total is None:
+        try:
+            total = int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        except (AttributeError, ValueError, OSError):
+            total = FALLBACK_MACHINE_MEMORY
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as cgroup:
+                text = cgroup.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():  # "max" means no limit
+            total = min(total, int(text))
     try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
-        return FALLBACK_MACHINE_MEMORY
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            total = min(total, soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    return total
 
 
 def memory_limit(max_memory=None) -> int:
