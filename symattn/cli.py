@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import __version__
-from .errors import ShapeError, SymattnError
+from .errors import DomainError, ResourceLimitError, ShapeError, SymattnError
+from .limits import memory_limit_set
 from .model import MAX_LAYERS, Architecture
 from .normalizers import as_normalizer
 from .report import architecture_report, latex_document
@@ -387,7 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = SUBCOMMANDS[args.command]
     try:
         arch = architecture_from_args(args)
-        result = command.run(args, arch)
+        with memory_limit_set(getattr(args, "max_memory", None)):  # one limit for every step of the command
+            result = command.run(args, arch)
         text = _render(result, args)
         if args.out is not None:
             written = _write_files(command.name, result, args.out)
@@ -431,24 +433,17 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
     from .report import Section
     from .spectrum import decay_spectrum
 
-    from .errors import DomainError
-
-    from .errors import ResourceLimitError
-    from .limits import memory_limit_set
-
     def unavailable(title, key, err):
         # a section over the memory limit is skipped, and says so; the rest of the report goes on
         note = (f"skipped: over the memory limit: {err}" if isinstance(err, ResourceLimitError)
                 else f"not computed: {err}")
         return Section(title, key, {"error": note, "skipped": isinstance(err, ResourceLimitError)}, note, note)
 
-    max_memory = getattr(args, "max_memory", None)
     report = architecture_report(arch)
     title = "Decay spectrum near query/key collapse"
     sections, spectrum = [], None
     try:
-        with memory_limit_set(max_memory):
-            spectrum = decay_spectrum(arch, progress=not args.quiet)
+        spectrum = decay_spectrum(arch, progress=not args.quiet)
         sections.append(Section.from_result(title, "spectrum", spectrum, markdown=spectrum.to_markdown()))
     except ResourceLimitError as err:
         sections.append(unavailable(title, "spectrum", err))
@@ -463,8 +458,7 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
         sections.append(Section(sensitivity_title, "sensitivity", {"error": note, "skipped": True}, note, note))
     else:
         try:
-            with memory_limit_set(max_memory):
-                numbers = sensitivity(arch, spectrum=spectrum)
+            numbers = sensitivity(arch, spectrum=spectrum)
             sections.append(replace(Section.from_result(sensitivity_title, "sensitivity", numbers),
                                     figures=(("sensitivity.png", numbers.plot),)))
         except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
@@ -473,8 +467,7 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
 
     identification_title = "Identifiability: dimension, generic fiber, identification orders"
     try:
-        with memory_limit_set(max_memory):
-            identification = identify(arch, progress=not args.quiet)
+        identification = identify(arch, progress=not args.quiet)
         sections.append(Section.from_result(identification_title, "identification", identification,
                                             markdown=identification.to_markdown()))
     except SymattnError as err:
@@ -483,8 +476,7 @@ def _run_report(args: argparse.Namespace, arch: Architecture):
 
     observability_title = "Observability under collapse"
     try:
-        with memory_limit_set(max_memory):
-            fibers = exceptional_fibers(arch, max_events=1, progress=not args.quiet)
+        fibers = exceptional_fibers(arch, max_events=1, progress=not args.quiet)
         from .observe import dependency_graph, draw
 
         graph = dependency_graph(arch)
@@ -519,8 +511,7 @@ def _configure_spectrum(parser: argparse.ArgumentParser) -> None:
 def _run_spectrum(args: argparse.Namespace, arch: Architecture):
     from .spectrum import decay_spectrum
 
-    return decay_spectrum(arch, bank=args.bank, order=args.order, seed=args.seed, progress=not args.quiet,
-                          max_memory=args.max_memory)
+    return decay_spectrum(arch, bank=args.bank, order=args.order, seed=args.seed, progress=not args.quiet)
 
 
 add_subcommand(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from .errors import ShapeError
 from .model import Architecture, Parameters, forward, require_architecture, require_seed
+from .parsing import to_sympy_matrix
 
 __all__ = [
     "effective_scores",
@@ -45,7 +46,7 @@ __all__ = [
 
 
 def _mat(m) -> sp.Matrix:
-    return m if isinstance(m, sp.MatrixBase) else sp.Matrix(m)
+    return m if isinstance(m, sp.MatrixBase) else to_sympy_matrix(m, what="parameter block", error=ShapeError)
 
 
 def combined_value_map(params: Parameters, upto: int | None = None) -> sp.Matrix:

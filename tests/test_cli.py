@@ -192,7 +192,7 @@ def test_out_into_a_file_is_a_user_error(capsys, tmp_path):
 @pytest.mark.parametrize("argv, fragment", [
     (["--normalizer", "1+x**3"], "not positive"),
     (["--normalizer", "Abs(x)+1"], "not real-analytic"),
-    (["--normalizer", "exp(x"], "cannot parse"),
+    (["--normalizer", "exp(x"], "cannot read the normalizer"),
     (["--normalizer", "nosuchpreset"], "normalizer"),
     (["--layers", "3", "--widths", "2,3,2"], "--layers 3 (3 layers) disagrees with --widths 2,3,2"),
     (["--widths", "2,2", "--ranks", "1,1"], "disagrees"),
