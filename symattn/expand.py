@@ -40,7 +40,13 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .algebra.modseries import ExactSeriesDomain
+from .algebra.exactseries import (
+    PolynomialSeriesDomain,
+    RationalSeriesDomain,
+    SymbolicSeriesDomain,
+    from_fmpq,
+    to_fmpq,
+)
 from .curves import EPS, Curve, collapse
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
 from .model import Architecture, Parameters, forward, require_architecture, require_seed
@@ -120,192 +126,6 @@ def _with_normalizer(arch: Architecture, normalizer) -> Architecture:
 
 def _check_arch(arch) -> None:
     require_architecture(arch)
-
-
-# -- coefficient fields -----------------------------------------------------------------------
-def _guard_growth(domain, out, largest: int):
-    """``out``, unless one coefficient has grown past ``domain.max_terms`` terms."""
-    if largest > domain.max_terms:
-        raise TruncationError(
-            f"the symbolic expansion {domain.description}grows beyond {domain.max_terms} terms in one "
-            f"coefficient ({largest}); give numbers for some symbols with point=..., lower the order, "
-            f"use leading_coefficient for the matrix formulas, or raise max_terms")
-    return out
-
-
-def _terms(value) -> int:
-    return len(value.args) if isinstance(value, sp.Add) else 1
-
-
-class _SymbolicSeriesDomain(ExactSeriesDomain):
-    """Exact series with a size guard, where some generic coefficients ``c_j`` may take given values.
-
-    Raises TruncationError as soon as a coefficient has more than ``max_terms``
-    terms, instead of running for minutes or hours.
-    """
-
-    def __init__(self, truncation: int, coefficient_values: dict | None = None,
-                 max_terms: int = MAX_TERMS // 200, description: str = ""):
-        super().__init__(truncation)
-        self.coefficient_values = dict(coefficient_values or {})
-        self.max_terms = max_terms
-        self.description = description
-
-    def residue(self, value):
-        return to_sympy(value).xreplace(self.coefficient_values)
-
-    def _series_mul(self, a, b):
-        out = super()._series_mul(a, b)
-        return _guard_growth(self, out, max((_terms(v) for v in out.flat), default=0))
-
-
-def _to_fmpq(value):
-    import flint
-
-    if isinstance(value, flint.fmpq):
-        return value
-    if isinstance(value, (int, np.integer)):
-        return flint.fmpq(int(value))
-    value = to_sympy(value)
-    if not value.is_Rational:
-        raise DomainError(f"{value} is not rational")
-    return flint.fmpq(int(value.p), int(value.q))
-
-
-def _from_fmpq(value) -> sp.Expr:
-    import flint
-
-    if isinstance(value, flint.fmpq):
-        return sp.Rational(int(value.p), int(value.q))
-    return to_sympy(value)
-
-
-class _RationalSeriesDomain(ExactSeriesDomain):
-    """Truncated series over Q with python-flint ``fmpq`` coefficients.
-
-    The same arithmetic as :class:`ExactSeriesDomain` (its coefficient-field
-    hooks are overridden), for points where every parameter, input entry and
-    normalizer coefficient is rational: much faster than sympy numbers.
-    """
-
-    def __init__(self, truncation: int, coefficient_values: dict | None = None):
-        super().__init__(truncation)
-        self.coefficient_values = dict(coefficient_values or {})
-        self.name = f"Q[[eps]]/eps^{self.truncation} (flint fmpq)"
-
-    def residue(self, value):
-        import flint
-
-        if isinstance(value, (flint.fmpq, int, np.integer)):
-            return _to_fmpq(value)
-        value = to_sympy(value).xreplace(self.coefficient_values)
-        if not value.is_Rational:
-            raise DomainError(f"normalizer coefficient {value} is not rational")
-        return _to_fmpq(value)
-
-    def _canonical(self, a):
-        return np.asarray(a, dtype=object)  # flint rationals are canonical
-
-    def _any_nonzero(self, a) -> bool:
-        return any(bool(v) for v in np.asarray(a).flat)
-
-    def _all_nonzero(self, a) -> bool:
-        return all(bool(v) for v in np.asarray(a).flat)
-
-
-class _PolynomialSeriesDomain(ExactSeriesDomain):
-    """Truncated series whose coefficients are python-flint polynomials over Q.
-
-    The same arithmetic as :class:`ExactSeriesDomain` (its coefficient-field
-    hooks are overridden) with coefficients in ``Q[symbols]`` held as
-    ``flint.fmpq_mpoly``: orders of magnitude faster than expanded sympy
-    expressions.  Needs polynomial data and column sums with constant
-    leading terms (true on collapse curves); otherwise it raises DomainError
-    and :func:`expand` falls back to sympy coefficients.
-    """
-
-    def __init__(self, truncation: int, symbols, coefficient_values: dict | None = None,
-                 max_terms: int = MAX_TERMS, description: str = ""):
-        import flint
-
-        super().__init__(truncation)
-        self.symbols = tuple(symbols)
-        self.ctx = flint.fmpq_mpoly_ctx.get(tuple(s.name for s in self.symbols) or ("_",), "degrevlex")
-        self._gens = dict(zip(self.symbols, self.ctx.gens()))
-        self.coefficient_values = dict(coefficient_values or {})
-        self.max_terms = max_terms
-        self.description = description
-        self.name = f"Q[symbols][[eps]]/eps^{self.truncation} (flint fmpq_mpoly)"
-
-    def _convert(self, value):
-        import flint
-
-        if isinstance(value, flint.fmpq_mpoly):
-            return value
-        value = to_sympy(value).xreplace(self.coefficient_values)
-        if value.is_Rational:
-            return self.ctx.constant(_to_fmpq(value))
-        if value in self._gens:
-            return self._gens[value]
-        if value.free_symbols - set(self._gens):
-            raise DomainError(f"{value} has symbols outside the polynomial ring")
-        try:
-            poly = sp.Poly(value, *self.symbols)
-        except sp.PolynomialError as err:
-            raise DomainError(f"{value} is not a polynomial: {err}") from None
-        if not poly.domain.is_QQ and not poly.domain.is_ZZ:
-            raise DomainError(f"{value} has coefficients in {poly.domain}, not Q")
-        return self.ctx.from_dict({m: _to_fmpq(c) for m, c in poly.terms()})
-
-    def to_sympy(self, value) -> sp.Expr:
-        import flint
-
-        if not isinstance(value, flint.fmpq_mpoly):
-            return _from_fmpq(value)
-        terms = value.to_dict()
-        if not terms:
-            return sp.Integer(0)
-        return sp.Poly.from_dict({m: sp.Rational(int(c.p), int(c.q)) for m, c in terms.items()},
-                                 *self.symbols, domain=sp.QQ).as_expr()
-
-    def residue(self, value):
-        return self._convert(value)
-
-    def _taylor_residues(self, normalizer, degree: int) -> np.ndarray:
-        key = (id(normalizer), degree)
-        if key not in self._taylor_cache:
-            coefficients = normalizer.taylor(degree)
-            # shape (degree + 1, 1): taylor[m] is then a 1-element array, which numpy broadcasts;
-            # a bare fmpq_mpoly would be read as a sequence of its terms
-            out = np.empty((len(coefficients), 1), dtype=object)
-            for i, c in enumerate(coefficients):
-                out[i, 0] = self._convert(c)
-            self._taylor_cache[key] = out
-        return self._taylor_cache[key]
-
-    def _canonical(self, a):
-        return np.asarray(a, dtype=object)  # flint polynomials are canonical
-
-    def _series_mul(self, a, b):
-        out = super()._series_mul(a, b)
-        return _guard_growth(self, out, max((len(v) for v in out.flat if not isinstance(v, int)), default=0))
-
-    def _invert_scalars(self, a):
-        out = np.empty(a.shape, dtype=object)
-        constant_monomial = (0,) * len(self._gens or (0,))
-        for index, value in np.ndenumerate(a):
-            value = self._convert(value)
-            terms = value.to_dict()
-            if set(terms) - {constant_monomial}:
-                raise DomainError("a column sum of s(A) has a non-constant leading term")
-            out[index] = self.ctx.constant(1 / terms[constant_monomial])
-        return out
-
-    def _any_nonzero(self, a) -> bool:
-        return any(bool(v) for v in np.asarray(a).flat)
-
-    def _all_nonzero(self, a) -> bool:
-        return all(bool(v) for v in np.asarray(a).flat)
 
 
 # -- the expansion ----------------------------------------------------------------------------
@@ -581,10 +401,10 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
     with progress_bar(progress, total=normalized + order + 1, desc="expand", unit="step") as bar:
         bar.set_postfix_str("forward pass")
         domain, raw, symbolic = _series_coefficients(used, curve, order, values, max_terms, layer_done=bar.update)
-        if isinstance(domain, _PolynomialSeriesDomain):
+        if isinstance(domain, PolynomialSeriesDomain):
             convert = domain.to_sympy  # already expanded
-        elif isinstance(domain, _RationalSeriesDomain):
-            convert = _from_fmpq
+        elif isinstance(domain, RationalSeriesDomain):
+            convert = from_fmpq
         else:
             convert = sp.expand
         matrices = []
@@ -635,13 +455,13 @@ def _series_coefficients(used: Architecture, curve: Curve, order: int, values: d
         to_sympy(v).is_Rational for v in substitution.values())
     description = f"of {used.param_count} parameters to order {order} "
     if all_rational:
-        domains = [_RationalSeriesDomain(truncation, coefficient_values)]
+        domains = [RationalSeriesDomain(truncation, coefficient_values)]
     else:
         if ring is None:
             ring = sorted(free | {c for n, c in coefficient_names.items() if n not in values},
                           key=lambda s: s.name)
-        domains = [_PolynomialSeriesDomain(truncation, ring, coefficient_values, max_terms, description)]
-        domains.append(_SymbolicSeriesDomain(truncation, coefficient_values, max(1, max_terms // 200),
+        domains = [PolynomialSeriesDomain(truncation, ring, coefficient_values, max_terms, description)]
+        domains.append(SymbolicSeriesDomain(truncation, coefficient_values, max(1, max_terms // 200),
                                              description))
     series = _series_blocks(used, curve, base, truncation)
     inputs = np.zeros((*used.input_shape, 1, truncation), dtype=object)
@@ -828,10 +648,10 @@ class LeadingCoefficient:
         symbols |= {c for c in self.coefficients if isinstance(c, sp.Symbol) and c not in scalars}
         try:
             if symbols:
-                domain = _PolynomialSeriesDomain(1, sorted(symbols, key=lambda s: s.name))
+                domain = PolynomialSeriesDomain(1, sorted(symbols, key=lambda s: s.name))
                 convert, back = domain._convert, domain.to_sympy
             else:
-                convert, back = _to_fmpq, _from_fmpq
+                convert, back = to_fmpq, from_fmpq
             array = self._evaluate_in_ring(convert, {k: _object_array(v, convert) for k, v in env.items()},
                                            {c: convert(v) for c, v in scalars.items()}, effective)
             return sp.Matrix(array.shape[0], array.shape[1], lambda r, c: back(array[r, c]))
@@ -1345,7 +1165,7 @@ def _verify_symbolic(lc: LeadingCoefficient, max_terms: int):
     zero_keys = {s.name: 0 for s in base.K[layer - 1]}
     domain, full, _ = _series_coefficients(used, collapse(), n, {}, max_terms, ring)
     other, collapsed, _ = _series_coefficients(used, collapse(), n, zero_keys, max_terms, ring)
-    if not (isinstance(domain, _PolynomialSeriesDomain) and isinstance(other, _PolynomialSeriesDomain)):
+    if not (isinstance(domain, PolynomialSeriesDomain) and isinstance(other, PolynomialSeriesDomain)):
         raise DomainError("the symbolic verification needs polynomial data over Q (rational Taylor coefficients)")
     convert = domain._convert
     env = {s: _object_array(m, convert) for s, m in lc.environment().items()}
@@ -1362,15 +1182,15 @@ def _verify_symbolic(lc: LeadingCoefficient, max_terms: int):
                 rng = random.Random(0)
                 while True:  # a point where the difference is nonzero (Schwartz-Zippel: found at once)
                     values = [sp.Integer(rng.randint(-50, 50)) for _ in ring]
-                    if difference(*[_to_fmpq(v) for v in values]) != 0:
+                    if difference(*[to_fmpq(v) for v in values]) != 0:
                         break
                 point = tuple((s.name, str(v)) for s, v in zip(ring, values))
-                at = [_to_fmpq(v) for v in values]
+                at = [to_fmpq(v) for v in values]
                 return CheckResult(
                     False, f"symbolic, in Q[symbols]: F_{m} - F_{m}|Kt_{layer}=0 differs from {what} at entry "
                     f"{(r, c)}", 0.0,
-                    Counterexample(point, (r, c), str(_from_fmpq(convert(want[r, c])(*at))),
-                                   str(_from_fmpq(convert(value)(*at)))),
+                    Counterexample(point, (r, c), str(from_fmpq(convert(want[r, c])(*at))),
+                                   str(from_fmpq(convert(value)(*at)))),
                     "leading coefficient formula", f"F_{m} - F_{m}|Kt_{layer}=0", 0, None, None)
     method = (f"symbolic proof: F_0..F_{n} with every parameter, input entry and generic c_j a symbol, "
               f"computed with and without Kt_{layer} by one forward pass over truncated series with "

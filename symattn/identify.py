@@ -49,7 +49,8 @@ import numpy as np
 import sympy as sp
 
 from .algebra.domains import RationalDomain, is_prime
-from .algebra.modseries import MAX_PRIME, ExactSeriesDomain, ModSeriesDomain, modular_inverse
+from .algebra.exactseries import PolynomialSeriesDomain
+from .algebra.modseries import MAX_PRIME, ModSeriesDomain, modular_inverse
 from .curves import Curve, collapse, input_scaling
 from .effective import (
     effective_block_dimensions,
@@ -1474,103 +1475,6 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
 
 
 # -- exact check of condition (a): flint polynomials over Q ----------------------------------
-class _Poly:
-    """A flint ``fmpq_mpoly`` that numpy object arrays treat as a scalar."""
-
-    __slots__ = ("p",)
-
-    def __init__(self, p):
-        self.p = p
-
-    @staticmethod
-    def _unwrap(other):
-        return other.p if isinstance(other, _Poly) else other
-
-    def __add__(self, other):
-        return _Poly(self.p + _Poly._unwrap(other))
-
-    __radd__ = __add__
-
-    def __sub__(self, other):
-        return _Poly(self.p - _Poly._unwrap(other))
-
-    def __rsub__(self, other):
-        return _Poly(_Poly._unwrap(other) - self.p)
-
-    def __mul__(self, other):
-        return _Poly(self.p * _Poly._unwrap(other))
-
-    __rmul__ = __mul__
-
-    def __neg__(self):
-        return _Poly(-self.p)
-
-    def __eq__(self, other):
-        return self.p == _Poly._unwrap(other)
-
-    def __ne__(self, other):
-        return self.p != _Poly._unwrap(other)
-
-    def __bool__(self):
-        return not self.p.is_zero()
-
-    __hash__ = None
-
-
-class _PolynomialSeriesDomain(ExactSeriesDomain):
-    """Truncated series whose coefficients are exact polynomials over Q (python-flint)."""
-
-    def __init__(self, truncation: int, symbols):
-        import flint
-
-        super().__init__(truncation)
-        self._flint = flint
-        self.symbols = list(symbols)
-        self.ctx = flint.fmpq_mpoly_ctx.get(tuple(str(s) for s in self.symbols))
-        self.generators = dict(zip(self.symbols, self.ctx.gens()))
-        self.name = f"Q[{len(self.symbols)} symbols][[eps]]/eps^{truncation}"
-
-    def residue(self, value):
-        if isinstance(value, _Poly):
-            return value
-        if isinstance(value, (int, np.integer)):
-            return _Poly(self.ctx.constant(int(value)))
-        value = sp.sympify(value, strict=True)
-        if value.is_Rational:
-            return _Poly(self.ctx.constant(self._flint.fmpq(int(value.p), int(value.q))))
-        if value in self.generators:
-            return _Poly(self.generators[value])
-        raise DomainError(f"{value} is neither rational nor a symbol of this domain")
-
-    def _taylor_residues(self, normalizer, degree: int):
-        key = (id(normalizer), degree)
-        if key not in self._taylor_cache:
-            coefficients = normalizer.taylor(degree)
-            array = np.empty(len(coefficients), dtype=object)
-            for m, c in enumerate(coefficients):
-                array[m] = self.residue(c)
-            self._taylor_cache[key] = array
-        return self._taylor_cache[key]
-
-    def _canonical(self, a):
-        return np.asarray(a, dtype=object)  # flint polynomials are canonical
-
-    def _invert_scalars(self, a):
-        out = np.empty(a.shape, dtype=object)
-        for index, value in np.ndenumerate(a):
-            value = self.residue(value).p
-            if value.is_zero() or not value.is_constant():
-                raise DomainError("only nonzero constants are inverted in this domain")
-            out[index] = _Poly(self.ctx.constant(1 / value.leading_coefficient()))
-        return out
-
-    def _any_nonzero(self, a) -> bool:
-        return any(bool(v) for v in np.asarray(a).flat)
-
-    def _all_nonzero(self, a) -> bool:
-        return all(bool(v) for v in np.asarray(a).flat)
-
-
 def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_check) -> dict:
     """``block -> bool``: F_0..F_{order-1} are free of the block's symbols, exactly (``None``: not checked)."""
     names = list(orders)
@@ -1593,7 +1497,7 @@ def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_ch
     X = arch.input_symbols()
     coefficients = [c for c in generic.taylor(truncation) if isinstance(c, sp.Symbol)]
     symbols = params.flat() + list(X) + coefficients
-    domain = _PolynomialSeriesDomain(truncation, symbols)
+    domain = PolynomialSeriesDomain(truncation, symbols)
 
     def series(matrix, power):
         entries = np.array(sp.Matrix(matrix).tolist(), dtype=object)
@@ -1615,7 +1519,7 @@ def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_ch
         total = np.zeros(len(symbols), dtype=np.int64)
         for entry in coefficient_array[..., n].flat:
             if entry:
-                total = np.maximum(total, np.array(entry.p.degrees(), dtype=np.int64))
+                total = np.maximum(total, np.array(entry.degrees(), dtype=np.int64))
         degrees.append(total)
     for name in names:
         order = orders[name]
