@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from .algebra.degrees import DegreeBound
+from .algebra.matrix_expressions import RingEvaluator, entrywise_power, evaluate_matrix_expression, object_array
 from .algebra.exactseries import (
     PolynomialSeriesDomain,
     RationalSeriesDomain,
@@ -652,7 +654,7 @@ class LeadingCoefficient:
                 convert, back = domain._convert, domain.to_sympy
             else:
                 convert, back = to_fmpq, from_fmpq
-            array = self._evaluate_in_ring(convert, {k: _object_array(v, convert) for k, v in env.items()},
+            array = self._evaluate_in_ring(convert, {k: object_array(v, convert) for k, v in env.items()},
                                            {c: convert(v) for c, v in scalars.items()}, effective)
             return sp.Matrix(array.shape[0], array.shape[1], lambda r, c: back(array[r, c]))
         except (DomainError, SymattnError):  # not polynomial over Q: sympy arithmetic
@@ -680,7 +682,7 @@ class LeadingCoefficient:
         return {symbols[name]: value for name, value in out.items() if name in symbols}
 
     def _evaluate_in_ring(self, convert, env: dict, scalars: dict, effective: bool) -> np.ndarray:
-        evaluator = _RingEvaluator(convert)
+        evaluator = RingEvaluator(convert)
         if effective:
             return evaluator.matrix(self.effective_formula, {**self._effective_environment(env), **scalars})
         return evaluator.matrix(self.formula, {**env, **scalars})
@@ -857,7 +859,7 @@ def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> Lead
 
     # through the tokens of each layer
     steps = [("H", H)]
-    G1 = (c1 / t) * Vt[1] * X * H * _entrywise_power(X.T * W(1) * X, k1)
+    G1 = (c1 / t) * Vt[1] * X * H * entrywise_power(X.T * W(1) * X, k1)
     if layer == 1:
         steps.append(("G_1", G1))
         core = G1
@@ -893,11 +895,11 @@ def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> Lead
     C = {i: X.T * What[i] * X for i in What}
     effective_steps = [("H", H), ("C_1", C[1])]
     if layer == 1:
-        effective = (c1 / t) * P * X * H * _entrywise_power(C[1], k1)
+        effective = (c1 / t) * P * X * H * entrywise_power(C[1], k1)
         if layers > 1:
             effective = effective * J / t
     else:
-        Z = (c1 / t) * H * _entrywise_power(C[1], k1) * H
+        Z = (c1 / t) * H * entrywise_power(C[1], k1) * H
         effective_steps.append(("Z_1", Z))
         for i in range(2, layer + 1):
             k, c = ks[i - 1], cs[i - 1]
@@ -919,205 +921,25 @@ def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> Lead
                               tuple(symbols), tuple(ks), tuple(cs), _general_latex(layer, layers, ks), method)
 
 
-def _entrywise_power(A, k: int):
-    return A if k == 1 else sp.HadamardPower(A, k)
-
-
-# -- evaluating matrix expressions ----------------------------------------------------------------
-def evaluate_matrix_expression(expr, env: dict):
-    """An explicit sympy Matrix (or scalar) for a matrix expression, given explicit matrices.
-
-    Handles MatrixSymbol, Identity, ZeroMatrix, OneMatrix, Transpose, MatMul,
-    MatAdd, MatPow, HadamardPower, Trace and scalar expressions around them.
-
-    Examples
-    --------
-    >>> A = sp.MatrixSymbol("A", 2, 2)
-    >>> evaluate_matrix_expression(sp.HadamardPower(A, 2) + sp.Identity(2), {A: sp.Matrix([[1, 2], [3, 4]])})
-    Matrix([
-    [2,  4],
-    [9, 17]])
-    """
-    if isinstance(expr, sp.MatrixSymbol):
-        if expr not in env:
-            raise SymattnError(f"no value for the matrix symbol {expr.name}")
-        return sp.Matrix(env[expr])
-    if isinstance(expr, sp.Identity):
-        return sp.eye(int(expr.rows))
-    if isinstance(expr, sp.ZeroMatrix):
-        return sp.zeros(int(expr.rows), int(expr.cols))
-    if isinstance(expr, sp.OneMatrix):
-        return sp.ones(int(expr.rows), int(expr.cols))
-    if isinstance(expr, sp.Transpose):
-        return evaluate_matrix_expression(expr.arg, env).T
-    if isinstance(expr, sp.MatMul):
-        result = sp.Integer(1)
-        for arg in expr.args:
-            result = result * evaluate_matrix_expression(arg, env)
-        return result
-    if isinstance(expr, sp.MatAdd):
-        parts = [evaluate_matrix_expression(arg, env) for arg in expr.args]
-        total = parts[0]
-        for p in parts[1:]:
-            total = total + p
-        return total
-    if isinstance(expr, sp.HadamardPower):
-        base = evaluate_matrix_expression(expr.base, env)
-        return base.applyfunc(lambda e: e ** expr.exp)
-    if isinstance(expr, sp.MatPow):
-        return evaluate_matrix_expression(expr.base, env) ** expr.exp
-    if isinstance(expr, sp.Trace):
-        return evaluate_matrix_expression(expr.arg, env).trace()
-    if isinstance(expr, sp.MatrixExpr):
-        raise SymattnError(f"cannot evaluate the matrix expression {type(expr).__name__}: {expr}")
-    if isinstance(expr, sp.Basic) and expr.args:
-        return expr.func(*[evaluate_matrix_expression(a, env) for a in expr.args])
-    return env.get(expr, expr) if isinstance(expr, sp.Basic) else expr
-
-
-class _RingEvaluator:
-    """Evaluate a matrix expression over a fast ring (flint fmpq or fmpq_mpoly) on numpy object arrays.
-
-    ``convert`` maps sympy numbers and symbols to ring elements; ``env`` maps
-    MatrixSymbols to object arrays of ring elements.
-    """
-
-    def __init__(self, convert):
-        self.convert = convert
-
-    @staticmethod
-    def _scale(scalar, array):
-        out = np.empty(array.shape, dtype=object)
-        for index, value in np.ndenumerate(array):
-            out[index] = scalar * value
-        return out
-
-    def scalar(self, expr, env):
-        if isinstance(expr, sp.Trace):
-            m = self.matrix(expr.arg, env)
-            total = 0
-            for i in range(min(m.shape)):
-                total = total + m[i, i]
-            return total
-        if expr.is_Rational or expr.is_Symbol:
-            return env[expr] if expr in env else self.convert(expr)
-        if expr.is_Add:
-            total = 0
-            for a in expr.args:
-                total = total + self.scalar(a, env)
-            return total
-        if expr.is_Mul:
-            product = 1
-            for a in expr.args:
-                product = product * self.scalar(a, env)
-            return product
-        if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) >= 0:
-            return self.scalar(expr.base, env) ** int(expr.exp)
-        raise SymattnError(f"cannot evaluate {expr} in a polynomial ring")
-
-    def matrix(self, expr, env) -> np.ndarray:
-        if isinstance(expr, sp.MatrixSymbol):
-            return env[expr]
-        if isinstance(expr, (sp.Identity, sp.ZeroMatrix, sp.OneMatrix)):
-            rows, cols = int(expr.rows), int(expr.cols)
-            out = np.zeros((rows, cols), dtype=object)
-            if isinstance(expr, sp.OneMatrix):
-                out[:] = 1
-            elif isinstance(expr, sp.Identity):
-                for i in range(rows):
-                    out[i, i] = 1
-            return out
-        if isinstance(expr, sp.Transpose):
-            return self.matrix(expr.arg, env).T
-        if isinstance(expr, sp.MatMul):
-            scalar, result = 1, None
-            for arg in expr.args:
-                if isinstance(arg, sp.MatrixExpr):
-                    m = self.matrix(arg, env)
-                    result = m if result is None else np.dot(result, m)
-                else:
-                    scalar = scalar * self.scalar(arg, env)
-            return self._scale(scalar, result)
-        if isinstance(expr, sp.MatAdd):
-            parts = [self.matrix(arg, env) for arg in expr.args]
-            total = parts[0]
-            for part in parts[1:]:
-                total = total + part
-            return total
-        if isinstance(expr, sp.HadamardPower):
-            base = self.matrix(expr.base, env)
-            out = np.empty(base.shape, dtype=object)
-            for index, value in np.ndenumerate(base):
-                out[index] = value ** int(expr.exp)
-            return out
-        if isinstance(expr, sp.MatPow):
-            base = self.matrix(expr.base, env)
-            out = base
-            for _ in range(int(expr.exp) - 1):
-                out = np.dot(out, base)
-            return out
-        raise SymattnError(f"cannot evaluate the matrix expression {type(expr).__name__}: {expr}")
-
-
-def _object_array(matrix, convert) -> np.ndarray:
-    matrix = sp.Matrix(matrix)
-    out = np.empty(matrix.shape, dtype=object)
-    for r in range(matrix.rows):
-        for c in range(matrix.cols):
-            out[r, c] = convert(matrix[r, c])
-    return out
-
-
 # -- verification ----------------------------------------------------------------------------------
-class _Degree:
-    """A total-degree bound, with the arithmetic of polynomials: ``+`` is max, ``*`` is sum (max-plus)."""
-
-    __slots__ = ("d",)
-
-    def __init__(self, d):
-        self.d = d
-
-    @staticmethod
-    def of(value) -> "_Degree":
-        if isinstance(value, _Degree):
-            return value
-        return _Degree(float("-inf") if value == 0 else 0)
-
-    def __add__(self, other):
-        return _Degree(max(self.d, _Degree.of(other).d))
-
-    __radd__ = __add__
-
-    def __sub__(self, other):
-        return self + other
-
-    def __mul__(self, other):
-        return _Degree(self.d + _Degree.of(other).d)
-
-    __rmul__ = __mul__
-
-    def __pow__(self, exponent: int):
-        return _Degree(self.d * exponent if exponent else 0)
-
-
 def _formula_degree(lc: "LeadingCoefficient", generic: bool) -> int:
     """Total degree bound of both forms of the formula in (Qt, Kt, Vt, X, c) (max-plus evaluation)."""
     def convert(value):
         value = to_sympy(value)
         if value.is_Symbol:
-            return _Degree(1 if generic or not value.name.startswith("c_") else 0)
-        return _Degree.of(value)
+            return DegreeBound(1 if generic or not value.name.startswith("c_") else 0)
+        return DegreeBound.of(value)
 
     env = {}
     for s, m in lc.environment().items():
         array = np.empty(m.shape, dtype=object)
         for index in np.ndindex(*m.shape):
-            array[index] = _Degree(1)
+            array[index] = DegreeBound(1)
         env[s] = array
     degrees = []
     for effective in (False, True):
         array = lc._evaluate_in_ring(convert, env, {}, effective)
-        degrees.append(max(v.d if isinstance(v, _Degree) else 0 for v in array.flat))
+        degrees.append(max(v.d if isinstance(v, DegreeBound) else 0 for v in array.flat))
     return int(max(0, *degrees))
 
 
@@ -1168,7 +990,7 @@ def _verify_symbolic(lc: LeadingCoefficient, max_terms: int):
     if not (isinstance(domain, PolynomialSeriesDomain) and isinstance(other, PolynomialSeriesDomain)):
         raise DomainError("the symbolic verification needs polynomial data over Q (rational Taylor coefficients)")
     convert = domain._convert
-    env = {s: _object_array(m, convert) for s, m in lc.environment().items()}
+    env = {s: object_array(m, convert) for s, m in lc.environment().items()}
     claimed = lc._evaluate_in_ring(convert, env, {}, effective=False)
     claimed_effective = lc._evaluate_in_ring(convert, env, {}, effective=True)
     zero = np.zeros(claimed.shape, dtype=object)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .domains import Domain
 
-__all__ = ["DegreeBoundDomain", "NONE"]
+__all__ = ["DegreeBoundDomain", "DegreeBound", "NONE"]
 
 #: The degree of the zero coefficient.
 NONE = -np.inf
@@ -72,3 +72,47 @@ class DegreeBoundDomain(Domain):
         tail[..., 0] = NONE  # 1/(t + u) = sum_j (-u)^j / t^(j+1)
         inverse = self._power_series_degree(tail, 0.0)
         return self._mul(weights, inverse)
+
+
+class DegreeBound:
+    """A total-degree bound, with the arithmetic of polynomials: ``+`` is max, ``*`` is sum (max-plus).
+
+    Evaluating a formula with DegreeBound entries bounds the total degree of
+    its value (for Schwartz-Zippel), as :class:`DegreeBoundDomain` does for
+    the forward pass.
+
+    Examples
+    --------
+    >>> x = DegreeBound(1)
+    >>> (x * x + 3 * x + 1).d
+    2
+    >>> DegreeBound.of(0).d
+    -inf
+    """
+
+    __slots__ = ("d",)
+
+    def __init__(self, d):
+        self.d = d
+
+    @staticmethod
+    def of(value) -> "DegreeBound":
+        if isinstance(value, DegreeBound):
+            return value
+        return DegreeBound(float("-inf") if value == 0 else 0)
+
+    def __add__(self, other):
+        return DegreeBound(max(self.d, DegreeBound.of(other).d))
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self + other
+
+    def __mul__(self, other):
+        return DegreeBound(self.d + DegreeBound.of(other).d)
+
+    __rmul__ = __mul__
+
+    def __pow__(self, exponent: int):
+        return DegreeBound(self.d * exponent if exponent else 0)
