@@ -537,6 +537,11 @@ class Normalizer:
         return sp.lambdify(x, sp.diff(self.expr, x), modules="mpmath")
 
     @cached_property
+    def derivative_numeric_float(self):
+        """``s'`` as a numpy-callable function (float64)."""
+        return sp.lambdify(x, sp.diff(self.expr, x), modules="numpy")
+
+    @cached_property
     def polynomial_coefficients(self) -> list:
         """Coefficients of ``s`` (not normalized) when ``s`` is a polynomial, lowest first."""
         if not self.is_polynomial:

@@ -25,7 +25,6 @@ import numpy as np
 import sympy as sp
 
 from ..errors import DomainError
-from ..normalizers import Normalizer, x as _x
 
 __all__ = [
     "Domain",
@@ -70,20 +69,20 @@ class Domain:
     def transpose(self, a):
         return a.T
 
-    def apply_normalizer(self, a, normalizer: Normalizer):
+    def apply_normalizer(self, a, normalizer):
         """``s`` applied entrywise."""
         out = np.empty(a.shape, dtype=object)
         for index, value in np.ndenumerate(a):
             out[index] = self.normalizer_value(normalizer, value)
         return out
 
-    def normalizer_value(self, normalizer: Normalizer, value):
+    def normalizer_value(self, normalizer, value):
         raise NotImplementedError
 
     def reciprocal(self, value):
         return 1 / value
 
-    def attention(self, scores, normalizer: Normalizer):
+    def attention(self, scores, normalizer):
         """Column normalization ``S(A)``: every column of the result sums to 1."""
         weights = self.apply_normalizer(scores, normalizer)
         totals = weights.sum(axis=0)
@@ -122,7 +121,7 @@ class SympyDomain(Domain):
     def normalizer_value(self, normalizer, value):
         if self.unevaluated_normalizer or normalizer.is_generic:
             return normalizer.function()(value)
-        return normalizer.expr.subs(_x, value)
+        return normalizer.evaluate(value)
 
     def reciprocal(self, value):
         return 1 / value
@@ -160,7 +159,8 @@ class SymEngineDomain(Domain):
             return se.Function("s")(value)
         key = id(normalizer)
         if key not in self._cache:
-            self._cache[key] = (se.Symbol("x"), se.sympify(normalizer.expr.subs(_x, sp.Symbol("x"))))
+            variable = sp.Symbol("x")  # symengine keeps no assumptions: a plain symbol to substitute
+            self._cache[key] = (se.Symbol("x"), se.sympify(normalizer.evaluate(variable)))
         symbol, expr = self._cache[key]
         return expr.subs({symbol: value})
 
@@ -198,7 +198,7 @@ class RationalDomain(Domain):
         return out
 
 
-def _polynomial_coefficients(normalizer: Normalizer, domain_name: str):
+def _polynomial_coefficients(normalizer, domain_name: str):
     if not normalizer.is_polynomial:
         raise DomainError(
             f"normalizer {normalizer.name} cannot be evaluated exactly over {domain_name}: "
