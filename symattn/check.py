@@ -24,15 +24,14 @@ True
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import sympy as sp
 
+from ._format import FormattedResult, latex_escape, latex_tabular, markdown_table
 from .errors import ShapeError, SymattnError
 from .model import Architecture, require_architecture, require_seed
 from .parsing import parse_expression, to_sympy, to_sympy_matrix
@@ -47,7 +46,6 @@ __all__ = [
     "check_claims",
     "parse_claim",
     "ACCEPTED_CLAIMS",
-    "CLI_COMMANDS",
 ]
 
 #: The claims :func:`check_claim` understands (``i`` is a layer, ``n`` an integer).
@@ -59,12 +57,6 @@ ACCEPTED_CLAIMS = (
     "dimension = n",
     "sign_group_order = n",
 )
-
-
-def _latex_text(text: str) -> str:
-    from .report import _latex_text as escape
-
-    return escape(text)
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -97,7 +89,7 @@ class Counterexample:
 
 
 @dataclass(frozen=True)
-class CheckResult:
+class CheckResult(FormattedResult):
     """The verdict on a claimed expression.
 
     Attributes
@@ -176,25 +168,19 @@ class CheckResult:
                       f"  - claimed value: `{ce.claimed}`", f"  - computed value: `{ce.computed}`"]
         return "\n".join(lines)
 
-    def to_latex(self, standalone: bool = False) -> str:
-        lines = [rf"\textbf{{verdict: {_latex_text(self._verdict_text())}}}\\",
-                 rf"method: {_latex_text(self.method)}\\"]
+    def _latex_body(self) -> str:
+        lines = [rf"\textbf{{verdict: {latex_escape(self._verdict_text())}}}\\",
+                 rf"method: {latex_escape(self.method)}\\"]
         if self.counterexample is not None:
             ce = self.counterexample
             names = {k: sp.Symbol(k) for k, _ in ce.point}
             point = ", ".join(f"{sp.latex(sp.Symbol(k))} = {sp.latex(to_sympy(v))}" for k, v in ce.point)
             lines.append(rf"counterexample: ${point}$: claimed ${sp.latex(to_sympy(ce.claimed, names))}$, "
                          rf"computed ${sp.latex(to_sympy(ce.computed, names))}$\\")
-        body = "\n".join(lines)
-        if standalone:
-            from .report import latex_document
+        return "\n".join(lines)
 
-            return latex_document(body)
-        return body
-
-    def _repr_latex_(self) -> str:
-        text = _latex_text(self._verdict_text())
-        return rf"$$\text{{verdict: {text}}}$$"
+    def _latex_math(self) -> str:
+        return rf"\text{{verdict: {latex_escape(self._verdict_text())}}}"
 
     def __str__(self) -> str:
         lines = [f"verdict: {self._verdict_text()}", f"method: {self.method}"]
@@ -575,7 +561,7 @@ class ClaimCheck:
 
 
 @dataclass(frozen=True)
-class ClaimsReport:
+class ClaimsReport(FormattedResult):
     """Several claims checked against one architecture.
 
     Examples
@@ -601,26 +587,18 @@ class ClaimsReport:
             yield c.claim, {True: "true", False: "false", None: "undecided"}[c.verdict], c.computed, c.method
 
     def to_markdown(self) -> str:
-        lines = ["| claim | verdict | computed | method |", "|---|---|---|---|"]
-        lines += [f"| `{a}` | {b} | {c} | {d} |" for a, b, c, d in self._rows()]
-        lines += ["", f"all true: {self.all_true}"]
-        return "\n".join(lines)
+        table = markdown_table(("claim", "verdict", "computed", "method"),
+                               [(f"`{a}`", b, c, d) for a, b, c, d in self._rows()])
+        return table + f"\n\nall true: {self.all_true}"
 
-    def to_latex(self, standalone: bool = False) -> str:
-        rows = "".join(f"\\texttt{{{_latex_text(a)}}} & {b} & {_latex_text(c)} \\\\\n" for a, b, c, _ in self._rows())
-        body = ("\\begin{tabular}{lll}\n\\hline\nclaim & verdict & computed \\\\\n\\hline\n" + rows
-                + "\\hline\n\\end{tabular}")
-        if standalone:
-            from .report import latex_document
+    def _latex_body(self) -> str:
+        rows = [(f"\\texttt{{{latex_escape(a)}}}", b, latex_escape(c)) for a, b, c, _ in self._rows()]
+        return latex_tabular(rows, "lll", header=("claim", "verdict", "computed"))
 
-            return latex_document(body)
-        return body
-
-    def _repr_latex_(self) -> str:
-        rows = r" \\ ".join(rf"\texttt{{{_latex_text(a)}}} & \text{{{b}}} & \text{{{_latex_text(c)}}}"
+    def _latex_math(self) -> str:
+        rows = r" \\ ".join(rf"\texttt{{{latex_escape(a)}}} & \text{{{b}}} & \text{{{latex_escape(c)}}}"
                             for a, b, c, _ in self._rows())
-        return r"$$\begin{array}{lll} \text{claim} & \text{verdict} & \text{computed} \\ \hline " + rows + \
-            r"\end{array}$$"
+        return r"\begin{array}{lll} \text{claim} & \text{verdict} & \text{computed} \\ \hline " + rows + r"\end{array}"
 
     def __str__(self) -> str:
         return "\n".join(str(c) for c in self.checks) + f"\nall true: {self.all_true}"
@@ -888,57 +866,3 @@ def check_claim(arch: Architecture, claim: str, *, seed: int = 0, progress: bool
     symattn.errors.SymattnError: claim 'contact_order(2) = 5' names layer 2; the architecture has layers 1..1
     """
     return check_claims(arch, [claim], seed=seed, progress=progress, spectrum=spectrum).checks[0]
-
-
-# -- command line ---------------------------------------------------------------------------------
-def _read_claims_file(path: str) -> list[str]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise SymattnError(f"cannot read --claims {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError:
-        raise SymattnError(f"--claims {path} is not a UTF-8 text file: give one claim per line "
-                           "or a JSON list of claim strings") from None
-    stripped = text.strip()
-    if stripped.startswith("["):
-        try:
-            claims = json.loads(stripped)
-        except json.JSONDecodeError as err:
-            raise SymattnError(f"--claims {path}: not a JSON list of strings ({err})") from None
-        if not all(isinstance(c, str) for c in claims):
-            raise SymattnError(f"--claims {path}: a JSON file must hold a list of claim strings")
-        return claims
-    out = []
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            out.append(line)
-    return out
-
-
-def _configure_cli(parser) -> None:
-    parser.add_argument("--claim", action="append", default=[], metavar="CLAIM",
-                        help="a claimed number, e.g. 'contact_order(3) = 17' (repeatable); accepted: "
-                             + "; ".join(ACCEPTED_CLAIMS))
-    parser.add_argument("--claims", metavar="FILE", default=None,
-                        help="a file of claims, one per line ('#' starts a comment), or a JSON list")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
-
-
-def _run_cli(args, arch):
-    claims = list(args.claim)
-    if args.claims:
-        claims += _read_claims_file(args.claims)
-    if not claims:
-        raise SymattnError("give at least one --claim 'contact_order(2) = 5' or --claims FILE; accepted: "
-                           + _accepted())
-    return check_claims(arch, claims, seed=args.seed, progress=not args.quiet)
-
-
-CLI_COMMANDS = [dict(
-    name="check",
-    help="check claimed numbers (contact orders, multiplicities, kernel, dimension, ...) against the engine; "
-         "exit status 0 even when a claim is false",
-    run=_run_cli,
-    configure=_configure_cli,
-)]

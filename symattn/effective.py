@@ -20,6 +20,7 @@ import sympy as sp
 
 from dataclasses import dataclass
 
+from ._format import FormattedResult
 from .errors import ShapeError
 from .model import Architecture, Parameters, forward, require_architecture, require_seed
 from .parsing import to_sympy_matrix
@@ -180,7 +181,7 @@ def effective_closed_form_latex(arch: Architecture) -> str:
 
 
 @dataclass(frozen=True)
-class ClosedForm:
+class ClosedForm(FormattedResult):
     """The closed form ``F = P X M_l`` of an architecture, as a result value.
 
     Examples
@@ -196,16 +197,12 @@ class ClosedForm:
     layers: int
     latex_lines: tuple
 
-    def to_latex(self, standalone: bool = False) -> str:
-        body = "\\begin{gathered}\n" + ",\\\\\n".join(self.latex_lines) + "\n\\end{gathered}"
-        if standalone:
-            from .report import latex_document
+    _latex_body_is_math = True
 
-            return latex_document("\\[\n" + body + "\n\\]")
-        return body
+    def _latex_body(self) -> str:
+        return "\\begin{gathered}\n" + ",\\\\\n".join(self.latex_lines) + "\n\\end{gathered}"
 
-    def _repr_latex_(self) -> str:
-        return "$$" + self.to_latex() + "$$"
+    _latex_math = _latex_body
 
     def to_json(self) -> dict:
         return {"layers": self.layers, "latex": self.to_latex(), "text": str(self)}

@@ -49,6 +49,7 @@ from .algebra.exactseries import (
     from_fmpq,
     to_fmpq,
 )
+from ._format import FormattedResult
 from .curves import EPS, Curve, collapse
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
 from .model import Architecture, Parameters, forward, require_architecture, require_seed
@@ -67,7 +68,6 @@ __all__ = [
     "MAX_PARAMS",
     "MAX_ORDER",
     "MAX_TERMS",
-    "CLI_COMMANDS",
 ]
 
 #: Largest number of native parameters :func:`expand` accepts.
@@ -132,7 +132,7 @@ def _check_arch(arch) -> None:
 
 # -- the expansion ----------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Expansion:
+class Expansion(FormattedResult):
     """The coefficients ``F_0, ..., F_order`` of the output along a curve.
 
     Attributes
@@ -222,21 +222,16 @@ class Expansion:
             "method": self.method,
         }
 
-    def to_latex(self, standalone: bool = False) -> str:
+    def _latex_body(self) -> str:
         """Each ``F_n`` as one LaTeX ``equation*``."""
-        body = "\n".join(
+        return "\n".join(
             "\\begin{equation*}\n" + f"F_{{{n}}} = {_latex(c)}\n" + "\\end{equation*}"
             for n, c in enumerate(self.coefficients)
         )
-        if standalone:
-            from .report import latex_document
 
-            return latex_document(body)
-        return body
-
-    def _repr_latex_(self) -> str:
+    def _latex_math(self) -> str:
         lines = r" \\ ".join(f"F_{{{n}}} &= {_latex(c)}" for n, c in enumerate(self.coefficients))
-        return "$$\\begin{aligned}" + lines + "\\end{aligned}$$"
+        return "\\begin{aligned}" + lines + "\\end{aligned}"
 
     def to_markdown(self) -> str:
         """Markdown: one display equation per coefficient, and how they were obtained."""
@@ -542,7 +537,7 @@ def _normalizer_coefficient(normalizer: Normalizer, k: int):
 
 
 @dataclass(frozen=True)
-class LeadingCoefficient:
+class LeadingCoefficient(FormattedResult):
     """The coefficient of ``eps^{n_i}`` in which layer ``i``'s scores first appear.
 
     ``formula`` is the part of ``F_{n_i}`` that depends on the layer-``i``
@@ -706,16 +701,11 @@ class LeadingCoefficient:
             "method": self.method,
         }
 
-    def to_latex(self, standalone: bool = False) -> str:
-        body = "\\begin{equation*}\n\\begin{aligned}\n" + self.latex + "\n\\end{aligned}\n\\end{equation*}"
-        if standalone:
-            from .report import latex_document
+    def _latex_body(self) -> str:
+        return "\\begin{equation*}\n\\begin{aligned}\n" + self.latex + "\n\\end{aligned}\n\\end{equation*}"
 
-            return latex_document(body)
-        return body
-
-    def _repr_latex_(self) -> str:
-        return "$$\\begin{aligned}" + self.latex.replace("\n", " ") + "\\end{aligned}$$"
+    def _latex_math(self) -> str:
+        return "\\begin{aligned}" + self.latex.replace("\n", " ") + "\\end{aligned}"
 
     def to_markdown(self) -> str:
         lines = [f"# Leading coefficient of layer {self.layer}: order eps^{self.order}", "",
@@ -1105,28 +1095,3 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
               f"(degree {degree} / {size})^{points}")
     return CheckResult(True, method, bound, None, "leading coefficient formula",
                        f"F_{n} - F_{n}|Kt_{layer}=0", points, degree, size)
-
-
-# -- command line ---------------------------------------------------------------------------------
-def _configure_cli(parser) -> None:
-    parser.add_argument("--order", type=int, default=None,
-                        help="highest power of eps kept (default: where layer 1's scores first appear)")
-    parser.add_argument("--generic", metavar="K", type=int, default=None,
-                        help="replace the normalizers by generic Taylor data 1 + c_K x^K + ... (symbols)")
-    parser.add_argument("--leading", metavar="LAYER", type=int, default=None,
-                        help="print the matrix formula of LAYER's leading coefficient instead")
-
-
-def _run_cli(args, arch):
-    normalizer = Normalizer.generic(args.generic) if args.generic is not None else None
-    if args.leading is not None:
-        return leading_coefficient(arch, args.leading, normalizer)
-    return expand(arch, order=args.order, normalizer=normalizer, progress=not args.quiet)
-
-
-CLI_COMMANDS = [dict(
-    name="expand",
-    help="exact expansion F_0..F_n of the output along query/key collapse, or a layer's leading coefficient",
-    run=_run_cli,
-    configure=_configure_cli,
-)]

@@ -37,10 +37,8 @@ True
 
 from __future__ import annotations
 
-import argparse
 import functools
 import itertools
-import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -51,7 +49,7 @@ import sympy as sp
 from .algebra.domains import RationalDomain, is_prime
 from .algebra.exactseries import PolynomialSeriesDomain
 from .algebra.modseries import MAX_PRIME, ModSeriesDomain, modular_inverse
-from .curves import Curve, collapse, input_scaling
+from .curves import Curve, collapse
 from .effective import (
     effective_block_dimensions,
     effective_dimension,
@@ -60,6 +58,7 @@ from .effective import (
     sign_flip,
     sign_group_order,
 )
+from ._format import FormattedResult, latex_array, latex_escape, latex_tabular, markdown_table
 from .errors import DomainError, SymattnError
 from .model import Architecture, Parameters, forward, require_architecture, require_seed
 from .spectrum import DEFAULT_PRIMES, _random_point, degree_bound, gauge_tangent_series, random_bank
@@ -84,7 +83,6 @@ __all__ = [
     "SeriesRank",
     "gauge_slice",
     "DIMENSION_PRIME",
-    "CLI_COMMANDS",
 ]
 
 #: Prime of the fast dimension certificate: below ``2**20``, so that products of
@@ -772,7 +770,7 @@ def _bank_size(arch: Architecture, upper: int, on_curve: bool) -> int:
 # dimension of the function space
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class DimensionResult:
+class DimensionResult(FormattedResult):
     """Bounds for the dimension of the function space ``{F_theta}`` (the neuromanifold).
 
     Attributes
@@ -831,20 +829,16 @@ class DimensionResult:
         ]
 
     def to_markdown(self) -> str:
-        lines = ["| dimension of the function space | value |", "|---|---:|"]
-        lines += [f"| {name} | {value} |" for name, value in self._rows()]
+        lines = [markdown_table(("dimension of the function space", "value"), self._rows(), align="lr")]
         lines += ["", f"- lower bound: {self.method}", f"- upper bound: {self.upper_reason}",
                   f"- estimate: {self.estimate_method}"]
         return "\n".join(lines)
 
-    def to_latex(self, standalone: bool = False) -> str:
-        body = "\n".join([r"\begin{tabular}{lr}", r"\hline"]
-                         + [f"{name} & {value} \\\\" for name, value in self._rows()]
-                         + [r"\hline", r"\end{tabular}"])
-        return _standalone(body) if standalone else body
+    def _latex_body(self) -> str:
+        return latex_tabular(self._rows(), "lr")
 
-    def _repr_latex_(self) -> str:
-        return "$$" + _latex_array(["quantity", "value"], [(n, v) for n, v in self._rows()]) + "$$"
+    def _latex_math(self) -> str:
+        return latex_array(["quantity", "value"], self._rows())
 
     def __str__(self) -> str:
         return "\n".join(f"{name:<24}{value}" for name, value in self._rows())
@@ -1062,7 +1056,7 @@ class DimensionRow:
 
 
 @dataclass(frozen=True)
-class DimensionTable:
+class DimensionTable(FormattedResult):
     """HMK's Figure 3: the dimension of the function space for several widths.
 
     ``rows`` hold, per width, the formula, the certified lower bound, the
@@ -1097,8 +1091,7 @@ class DimensionTable:
     _HEADER = ("width d", "formula", "lower (certified)", "upper", "certified", "estimate")
 
     def to_markdown(self) -> str:
-        lines = ["| " + " | ".join(self._HEADER) + " |", "|" + "---:|" * len(self._HEADER)]
-        lines += ["| " + " | ".join(str(c) for c in self._cells(row)) + " |" for row in self.rows]
+        lines = [markdown_table(self._HEADER, [self._cells(row) for row in self.rows], align="r" * len(self._HEADER))]
         lines += ["", f"- {self.description}",
                   f"- all certified: {self.all_certified} (exact part {self.exact_seconds:.2f} s, "
                   f"total {self.seconds:.2f} s)"]
@@ -1108,15 +1101,12 @@ class DimensionTable:
                       f"- {self.results[-1].estimate_method}"]
         return "\n".join(lines)
 
-    def to_latex(self, standalone: bool = False) -> str:
-        rows = [" & ".join(str(c) for c in self._cells(row)) + r" \\" for row in self.rows]
-        body = "\n".join([r"\begin{tabular}{rrrrlr}", r"\hline",
-                          "$d$ & formula & lower & upper & certified & estimate \\\\", r"\hline",
-                          *rows, r"\hline", r"\end{tabular}"])
-        return _standalone(body) if standalone else body
+    def _latex_body(self) -> str:
+        return latex_tabular([self._cells(row) for row in self.rows], "rrrrlr",
+                             header=("$d$", "formula", "lower", "upper", "certified", "estimate"))
 
-    def _repr_latex_(self) -> str:
-        return "$$" + _latex_array(list(self._HEADER), [self._cells(row) for row in self.rows]) + "$$"
+    def _latex_math(self) -> str:
+        return latex_array(self._HEADER, [self._cells(row) for row in self.rows])
 
     def __str__(self) -> str:
         lines = ["  ".join(f"{h:>17}" for h in self._HEADER)]
@@ -1868,7 +1858,7 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
 # the report
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class IdentificationReport:
+class IdentificationReport(FormattedResult):
     """Dimension, generic fiber, identification orders and jet ranks of one architecture.
 
     The JSON keys of ``symattn identify --json``: ``dimension`` (``lower``,
@@ -1935,9 +1925,6 @@ class IdentificationReport:
             "method": self.method,
         }
 
-    def to_json_string(self) -> str:
-        return json.dumps(self.to_json(), indent=2)
-
     # -- tables ------------------------------------------------------------------------
     def _order_rows(self):
         rows = []
@@ -1977,12 +1964,10 @@ class IdentificationReport:
         """Markdown: the dimension, the fiber, the orders and the jet ranks, each with its method."""
         d = self.dimension
         out = ["### Dimension of the function space", "", d.to_markdown(), "",
-               "### Generic fiber", "", "| quantity | value |", "|---|---:|"]
-        out += [f"| {name} | {value} |" for name, value in self._fiber_rows()]
+               "### Generic fiber", "", markdown_table(("quantity", "value"), self._fiber_rows(), align="lr")]
         out += [""] + [f"- {line}" for line in self._flip_lines()] + [f"- method: {self.fiber.method}", ""]
         out += [f"### Identification orders along {self.curve}", "",
-                "| " + " | ".join(self._ORDER_HEADER) + " |", "|---|---:|---:|---|---:|---|"]
-        out += ["| " + " | ".join(str(c) for c in row) + " |" for row in self._order_rows()]
+                markdown_table(self._ORDER_HEADER, self._order_rows(), align="lrrlrl")]
         out += ["", "Jet ranks (rank of the Jacobian of (F_0, ..., F_n) in curve coordinates):", "",
                 "| n | " + " | ".join(str(n) for n in range(len(self.jet_ranks))) + " |",
                 "|---|" + "---:|" * len(self.jet_ranks),
@@ -1994,24 +1979,21 @@ class IdentificationReport:
         out += [f"- method: {self.method}", f"- error probability <= {self.error_bound:.1e}"]
         return "\n".join(out)
 
-    def to_latex(self, standalone: bool = False) -> str:
+    def _latex_body(self) -> str:
         """LaTeX tables of the dimension, the fiber and the orders."""
-        from .report import _latex_text
+        def escaped(rows):
+            return [[latex_escape(cell) for cell in row] for row in rows]
 
-        order_rows = [" & ".join(_latex_text(str(c)) for c in row) + r" \\" for row in self._order_rows()]
-        fiber_rows = [f"{_latex_text(name)} & {_latex_text(str(value))} \\\\" for name, value in self._fiber_rows()]
-        body = "\n".join([
+        return "\n".join([
             self.dimension.to_latex(), "", r"\medskip", "",
-            r"\begin{tabular}{lr}", r"\hline", *fiber_rows, r"\hline", r"\end{tabular}", "", r"\medskip", "",
-            r"\begin{tabular}{lrrlrl}", r"\hline",
-            " & ".join(_latex_text(h) for h in self._ORDER_HEADER) + r" \\", r"\hline", *order_rows, r"\hline",
-            r"\end{tabular}", "", r"\medskip", "",
+            latex_tabular(escaped(self._fiber_rows()), "lr"), "", r"\medskip", "",
+            latex_tabular(escaped(self._order_rows()), "lrrlrl", header=escaped([self._ORDER_HEADER])[0]),
+            "", r"\medskip", "",
             "Jet ranks: " + ", ".join(f"$n={n}$: {r}" for n, r in enumerate(self.jet_ranks)) + ".",
         ])
-        return _standalone(body) if standalone else body
 
-    def _repr_latex_(self) -> str:
-        return "$$" + _latex_array(list(self._ORDER_HEADER), self._order_rows()) + "$$"
+    def _latex_math(self) -> str:
+        return latex_array(self._ORDER_HEADER, self._order_rows())
 
     def __str__(self) -> str:
         d = self.dimension
@@ -2102,86 +2084,3 @@ def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, prog
         primes=orders.primes, error_bound=orders.error_bound, formula_claimed=formula,
         seconds=time.perf_counter() - started, method=method,
     )
-
-
-# ---------------------------------------------------------------------------------------
-# LaTeX helpers
-# ---------------------------------------------------------------------------------------
-def _standalone(body: str) -> str:
-    from .report import latex_document
-
-    return latex_document(body)
-
-
-def _latex_array(header, rows) -> str:
-    def cell(value):
-        return r"\text{" + str(value).replace("_", r"\_").replace("%", r"\%").replace("&", r"\&") + "}"
-
-    spec = "l" + "r" * (len(header) - 1)
-    lines = [r"\begin{array}{" + spec + "}", " & ".join(cell(h) for h in header) + r" \\ \hline"]
-    lines += [" & ".join(cell(c) for c in row) + r" \\" for row in rows]
-    lines.append(r"\end{array}")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------
-# command line
-# ---------------------------------------------------------------------------------------
-def _estimate_flag(text: str):
-    text = text.strip().lower()
-    if text not in ("mpmath", "float64", "none"):
-        raise argparse.ArgumentTypeError(f"--estimate must be mpmath, float64 or none, got {text!r}")
-    return None if text == "none" else text
-
-
-def _exact_flag(text: str):
-    value = {"auto": "auto", "yes": True, "no": False}.get(text.strip().lower())
-    if value is None:
-        raise argparse.ArgumentTypeError(f"--exact-check must be auto, yes or no, got {text!r}")
-    return value
-
-
-def _configure_identify(parser) -> None:
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random points and banks")
-    parser.add_argument("--curve", choices=("collapse", "input-scaling"), default="collapse",
-                        help="simultaneous query/key collapse (default) or input scaling X -> tau X")
-    parser.add_argument("--estimate", type=_estimate_flag, default="mpmath", metavar="mpmath|float64|none",
-                        help="numerical estimate of the dimension (default mpmath)")
-    parser.add_argument("--exact-check", type=_exact_flag, default="auto", metavar="auto|yes|no",
-                        help="check the vanishing below each order exactly with symbolic parameters "
-                             "(default: when cheap)")
-
-
-def _run_identify(args, arch):
-    curve = collapse() if args.curve == "collapse" else input_scaling()
-    return identify(arch, curve=curve, seed=_check_seed(args.seed), progress=not args.quiet,
-                    estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory)
-
-
-def _configure_dimension(parser) -> None:
-    parser.set_defaults(accepts_width_range=True)
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random points and banks")
-    parser.add_argument("--estimate", type=_estimate_flag, default="mpmath", metavar="mpmath|float64|none",
-                        help="numerical estimate column (default mpmath; none: only the exact bounds)")
-
-
-def _run_dimension(args, arch):
-    from .cli import architecture_from_args, width_values
-
-    if args.widths is not None:
-        architectures = [arch]
-    else:
-        architectures = [architecture_from_args(argparse.Namespace(**{**vars(args), "width": w}))
-                         for w in width_values(args)]
-    return dimension_table(architectures=architectures, seed=_check_seed(args.seed), estimate=args.estimate,
-                           progress=not args.quiet, max_memory=args.max_memory)
-
-
-CLI_COMMANDS = [
-    dict(name="identify",
-         help="dimension of the function space, generic fiber, identification orders and jet ranks",
-         run=_run_identify, configure=_configure_identify),
-    dict(name="dimension",
-         help="certified dimension of the function space for one or several widths (HMK Figure 3)",
-         run=_run_dimension, configure=_configure_dimension),
-]

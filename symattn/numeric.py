@@ -26,7 +26,6 @@ True
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -36,6 +35,7 @@ import numpy as np
 import sympy as sp
 
 from .algebra.numeric_jets import NumericJetDomain, as_fraction, to_float, to_mpf
+from ._format import FormattedResult
 from .errors import BankError, DomainError, ShapeError, SymattnError
 from .model import Architecture, Parameters, forward, require_architecture, require_seed
 
@@ -223,7 +223,7 @@ def _json_number(value):
 
 
 @dataclass(frozen=True)
-class Sensitivity:
+class Sensitivity(FormattedResult):
     """Singular values of ``J(eps)`` in mpmath and float64 and their slopes, against the exact spectrum.
 
     Attributes
@@ -338,9 +338,6 @@ class Sensitivity:
             "method": self.method,
         }
 
-    def to_json_string(self) -> str:
-        return json.dumps(self.to_json(), indent=2)
-
     def _rows(self):
         rows = []
         for j in range(len(self.mpmath_slopes)):
@@ -372,7 +369,7 @@ class Sensitivity:
             out.append(f"{j} & {kernel_label if exact is None else exact} & {slope:.3f} & {s64} \\\\")
         return out
 
-    def to_latex(self, standalone: bool = False) -> str:
+    def _latex_body(self) -> str:
         """A LaTeX table: exact exponent against mpmath and float64 slopes per singular value."""
         lost = ", ".join(str(e) for e in self.float64_lost) or "none"
         body = "\n".join([
@@ -388,19 +385,15 @@ class Sensitivity:
             rf"$\varepsilon = {self.float64_rank_eps:g}$: {self.float64_rank_estimate}}} \\",
             r"\end{tabular}",
         ])
-        if standalone:
-            from .report import latex_document
-
-            return latex_document(body)
         return body
 
-    def _repr_latex_(self) -> str:
+    def _latex_math(self) -> str:
         rows = self._table_rows(r"\text{kernel}")
         return "\n".join([
-            r"$$\begin{array}{rrrr}",
+            r"\begin{array}{rrrr}",
             r"j & e_j\ (\text{exact}) & \text{mpmath slope} & \text{float64 slope} \\ \hline",
             *rows,
-            r"\end{array}$$",
+            r"\end{array}",
         ])
 
     def plot(self, path):
@@ -634,23 +627,3 @@ def sensitivity(arch: Architecture, eps_values=None, seed: int = 0, bank=None, d
         float64_rank_eps=float(rank_eps), exact_spectrum=dict(spectrum.exponents),
         unresolved=spectrum.unresolved, method=method,
     )
-
-
-def _configure_sensitivity_command(parser) -> None:
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="draw log10 sigma_j against log10 eps for mpmath and float64")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
-
-
-def _run_sensitivity_command(args, arch):
-    result = sensitivity(arch, seed=args.seed)
-    if args.plot:
-        result.plot(args.plot)
-    return result
-
-
-CLI_COMMANDS = [
-    dict(name="sensitivity",
-         help="numerical sensitivity: mpmath and float64 singular values and slopes near collapse",
-         run=_run_sensitivity_command, configure=_configure_sensitivity_command),
-]

@@ -55,6 +55,7 @@ from .effective import (
     effective_dimension,
     rank_matrix_dimension,
 )
+from ._format import FormattedResult, Section, latex_escape
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError
 from .model import Architecture, Parameters, require_architecture, require_seed
 from .spectrum import jacobian_from_series
@@ -90,7 +91,6 @@ __all__ = [
     "to_tikz",
     "draw",
     "export_graph",
-    "CLI_COMMANDS",
 ]
 
 SCORE_COLLAPSE = "score_collapse"
@@ -501,7 +501,7 @@ def _bottleneck(arch: Architecture, upto: int) -> int:
 
 
 @dataclass(frozen=True)
-class Observability:
+class Observability(FormattedResult):
     """What the output sees of each effective block, given events and the normalizers.
 
     Attributes
@@ -615,32 +615,22 @@ class Observability:
         lines += [f"- note: {n}" for n in self.notes]
         return "\n".join(lines)
 
-    def _array(self) -> str:
-        rows = [rf"\text{{{_tex(b)}}} & \text{{{s}}} & {r} \\" for b, s, r, _, _ in self._rows()]
+    def _latex_math(self) -> str:
+        rows = [rf"\text{{{latex_escape(b)}}} & \text{{{s}}} & {r} \\" for b, s, r, _, _ in self._rows()]
         return "\n".join([r"\begin{array}{llr}",
                           r"\text{block} & \text{verdict} & \text{predicted rank} \\ \hline",
                           *rows, r"\end{array}"])
 
-    def to_latex(self, standalone: bool = False) -> str:
-        """The verdicts as an ``array`` in display math (text mode), or a standalone document."""
+    def _latex_body(self) -> str:
+        """The verdicts as an ``array`` in display math (text mode)."""
         events = ", ".join(e.name for e in self.events) or "none"
-        return _latex(self._array(), f"Events: {events}.", standalone)
-
-    def _repr_latex_(self) -> str:
-        return "$$" + self._array() + "$$"
+        return _display_with_caption(self._latex_math(), f"Events: {events}.")
 
 
-def _tex(text: str) -> str:
-    return str(text).replace("_", r"\_").replace("&", r"\&").replace("%", r"\%").replace("#", r"\#")
 
-
-def _latex(array: str, caption: str = "", standalone: bool = False) -> str:
+def _display_with_caption(array: str, caption: str = "") -> str:
     """Text-mode LaTeX: the ``array`` in display math, then an optional sentence."""
-    body = "\\[\n" + array + "\n\\]" + (f"\n{_tex(caption)}" if caption else "")
-    if standalone:
-        return ("\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n"
-                + body + "\n\\end{document}\n")
-    return body
+    return "\\[\n" + array + "\n\\]" + (f"\n{latex_escape(caption)}" if caption else "")
 
 
 def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Observability:
@@ -1099,7 +1089,7 @@ def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, ma
 
 
 @dataclass(frozen=True)
-class RankCheck:
+class RankCheck(FormattedResult):
     """Exact ranks of the native Jacobian, generic and on the collapsed set, block by block.
 
     Attributes
@@ -1181,19 +1171,17 @@ class RankCheck:
         lines.append(f"- method: {self.method}")
         return "\n".join(lines)
 
-    def _array(self) -> str:
-        rows = [rf"\text{{{_tex(b)}}} & {self.generic[b]} & {self.on_set[b]} & \text{{{self.statuses[b]}}} \\"
+    def _latex_math(self) -> str:
+        rows = [rf"\text{{{latex_escape(b)}}} & {self.generic[b]} & {self.on_set[b]} & \text{{{self.statuses[b]}}} \\"
                 for b in self.generic]
         return "\n".join([r"\begin{array}{lrrl}",
                           r"\text{block} & \text{generic} & \text{on the set} & \text{verdict} \\ \hline",
                           *rows, r"\end{array}"])
 
-    def to_latex(self, standalone: bool = False) -> str:
-        """The ranks as an ``array`` in display math (text mode), or a standalone document."""
-        return _latex(self._array(), f"Fiber dimension jump {self.fiber_dim_jump}.", standalone)
+    def _latex_body(self) -> str:
+        """The ranks as an ``array`` in display math (text mode)."""
+        return _display_with_caption(self._latex_math(), f"Fiber dimension jump {self.fiber_dim_jump}.")
 
-    def _repr_latex_(self) -> str:
-        return "$$" + self._array() + "$$"
 
 
 def _status_from_rank(block, rank, reference, events) -> str:
@@ -1511,7 +1499,7 @@ def _compare(verdict: Observability, rank: RankCheck) -> list[str]:
 
 
 @dataclass(frozen=True)
-class ObserveResult:
+class ObserveResult(FormattedResult):
     """The graph's verdict on a collapsed set, the exact ranks that check it, and contact orders.
 
     ``agrees_with_rank`` is true when every block's verdict, every predicted
@@ -1618,26 +1606,22 @@ class ObserveResult:
 
     def to_section(self, title: str = "Observability after collapse"):
         """A :class:`~symattn.report.Section` for :meth:`~symattn.report.ArchitectureReport.with_sections`."""
-        from .report import Section
-
         return Section.from_result(title, "observe", self, markdown=self.to_markdown())
 
-    def _array(self) -> str:
-        rows = [rf"\text{{{_tex(b)}}} & \text{{{s}}} & {r} & {g} \\" for b, s, r, g, _, _ in self._rows()]
+    def _latex_math(self) -> str:
+        rows = [rf"\text{{{latex_escape(b)}}} & \text{{{s}}} & {r} & {g} \\" for b, s, r, g, _, _ in self._rows()]
         return "\n".join([
             r"\begin{array}{llrr}",
             r"\text{block} & \text{verdict} & \text{rank on the set} & \text{generic rank} \\ \hline",
             *rows, r"\end{array}"])
 
-    def to_latex(self, standalone: bool = False) -> str:
-        """The verdicts and ranks as an ``array`` in display math (text mode), or a standalone document."""
+    def _latex_body(self) -> str:
+        """The verdicts and ranks as an ``array`` in display math (text mode)."""
         events = ", ".join(e.name for e in self.events) or "none"
         caption = (f"Events: {events}. Fiber dimension jump {self.fiber_dim_jump}; graph and exact rank "
                    f"agree: {'yes' if self.agrees_with_rank else 'no'}.")
-        return _latex(self._array(), caption, standalone)
+        return _display_with_caption(self._latex_math(), caption)
 
-    def _repr_latex_(self) -> str:
-        return "$$" + self._array() + "$$"
 
 
 def observe(arch: Architecture, events: Iterable = (), seed: int = 0, contact: bool = False,
@@ -1749,7 +1733,7 @@ def _conditions(verdict: Observability) -> tuple:
 
 
 @dataclass(frozen=True)
-class ExceptionalFibers:
+class ExceptionalFibers(FormattedResult):
     """Every single and pairwise event: blocks lost, fiber dimension jump, normalizer conditions.
 
     The table is available as text (``str``), Markdown, LaTeX (an ``array``)
@@ -1811,26 +1795,24 @@ class ExceptionalFibers:
         lines.append(f"- method: {self.method}")
         return "\n".join(lines)
 
-    def _array(self) -> str:
+    def _latex_math(self) -> str:
         rows = []
         for r in self.rows:
             events = r", ".join(e.latex() for e in r.events)
-            lost_u = _tex(", ".join(r.unobservable) or "-")
-            lost_p = _tex(", ".join(r.partial) or "-")
+            lost_u = latex_escape(", ".join(r.unobservable) or "-")
+            lost_p = latex_escape(", ".join(r.partial) or "-")
             rows.append(rf"{events} & \text{{{lost_u}}} & \text{{{lost_p}}} & {r.fiber_dim_jump} & "
                         rf"\text{{{'yes' if r.agrees_with_rank else 'no'}}} \\")
         return "\n".join([r"\begin{array}{lllrl}",
                           r"\text{events} & \text{unobservable} & \text{partial} & \text{jump} & "
                           r"\text{rank agrees} \\ \hline", *rows, r"\end{array}"])
 
-    def to_latex(self, standalone: bool = False) -> str:
-        """The table as an ``array`` in display math (text mode), or a standalone document."""
+    def _latex_body(self) -> str:
+        """The table as an ``array`` in display math (text mode)."""
         caption = (f"Generic rank {self.generic_rank}; graph and exact rank agree on every row: "
                    f"{'yes' if self.agrees_with_rank else 'no'}.")
-        return _latex(self._array(), caption, standalone)
+        return _display_with_caption(self._latex_math(), caption)
 
-    def _repr_latex_(self) -> str:
-        return "$$" + self._array() + "$$"
 
 
 def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, confirm: bool = False,
@@ -2067,7 +2049,7 @@ def to_tikz(item) -> str:
         if data.get("params"):
             label += r"\\ {\scriptsize " + ", ".join(f"${p}$" for p in data["params"]) + "}"
         if data.get("state"):
-            label += r"\\ {\scriptsize " + _tex(", ".join(data["state"])) + "}"
+            label += r"\\ {\scriptsize " + latex_escape(", ".join(data["state"])) + "}"
         lines.append(rf"  \node[{'ellipse' if data['kind'] == 'attention' else 'rectangle'}{fill}] "
                      rf"({name(node)}) at ({1.8 * x:.1f}, {1.6 * y:.1f}) {{{label}}};")
     for u, v in graph.edges:
@@ -2147,52 +2129,3 @@ def export_graph(item, directory, stem: str = "observe") -> list:
     except OSError as err:
         raise SymattnError(f"cannot write the graph into {directory}: {err.strerror or err}") from None
     return paths
-
-
-# -- command line ---------------------------------------------------------------------------
-def _configure_observe(parser) -> None:
-    group = parser.add_argument_group("events")
-    group.add_argument("--collapse", metavar="SPEC", action="append", default=[],
-                       help="scores:I (What_I = 0), values:I (V_I = 0) or value-rank:I:R (V_I of rank R); "
-                            "repeat for several")
-    group.add_argument("--bias", action="store_true", help="inputs with a constant (bias) coordinate")
-    group.add_argument("--identical-tokens", action="store_true", help="inputs whose tokens are all equal")
-    parser.add_argument("--exceptional", action="store_true",
-                        help="classify every single and pairwise event instead (a table)")
-    parser.add_argument("--max-events", metavar="M", type=int, default=2,
-                        help="with --exceptional: largest event set (default 2)")
-    parser.add_argument("--contact", action="store_true",
-                        help="also compute exact contact orders near each parameter event")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
-    parser.add_argument("--export", metavar="DIR", default=None,
-                        help="write the marked graph as observe.dot, .graphml, .png and .tikz into DIR")
-
-
-def _run_observe(args, arch):
-    if args.exceptional:
-        if args.collapse or args.bias or args.identical_tokens or args.contact:
-            raise SymattnError("--exceptional goes through all events itself: drop --collapse, --bias, "
-                               "--identical-tokens and --contact")
-        result = exceptional_fibers(arch, max_events=args.max_events, seed=args.seed, confirm=True,
-                                    progress=not args.quiet, max_memory=args.max_memory)
-        if args.export:
-            export_graph(dependency_graph(arch), args.export)
-        return result
-    events = [parse_event(spec) for spec in args.collapse]
-    if args.bias:
-        events.append(bias_coordinate())
-    if args.identical_tokens:
-        events.append(identical_tokens())
-    result = observe(arch, events, seed=args.seed, contact=args.contact, progress=not args.quiet,
-                     max_memory=args.max_memory)
-    if args.export:
-        export_graph(result, args.export)
-    return result
-
-
-CLI_COMMANDS = [dict(
-    name="observe",
-    help="which blocks a collapse hides, by the dependency graph, proved by exact ranks",
-    run=_run_observe,
-    configure=_configure_observe,
-)]

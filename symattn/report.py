@@ -4,7 +4,10 @@
 that renders itself as JSON, Markdown, LaTeX and a plain-text table.  Further
 results (a decay spectrum, identification orders, ...) are appended to a
 report as :class:`Section` objects with :meth:`ArchitectureReport.with_sections`;
-every output format then includes them, in order.
+every output format then includes them, in order.  :func:`full_report`
+composes the whole report of ``symattn report`` (spectrum, sensitivity,
+identification, observability) the same way, for the command line and for
+notebooks alike.
 
 Examples
 --------
@@ -20,8 +23,16 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
+from ._format import (
+    FormattedResult,
+    Section,
+    latex_document,
+    latex_escape,
+    markdown_table,
+    latex_tabular,
+    text_table,
+)
 from .effective import (
     effective_block_dimensions,
     effective_closed_form_latex,
@@ -29,9 +40,15 @@ from .effective import (
     gauge_dimension,
     sign_group_order,
 )
+from .errors import DomainError, ResourceLimitError, SymattnError
+from .identify import identify
+from .limits import memory_limit_set
 from .model import Architecture
+from .numeric import sensitivity
+from .observe import dependency_graph, draw, exceptional_fibers
+from .spectrum import decay_spectrum
 
-__all__ = ["ArchitectureReport", "Section", "architecture_report", "latex_document"]
+__all__ = ["ArchitectureReport", "Section", "architecture_report", "full_report", "latex_document"]
 
 #: How the numbers of an :class:`ArchitectureReport` are obtained.
 METHOD = (
@@ -40,128 +57,14 @@ METHOD = (
     "of lightning layers (effective.sign_group_order)"
 )
 
-_LATEX_SPECIALS = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-    "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-}
 
-
-def _latex_text(text: str) -> str:
-    """Escape ``text`` for LaTeX text mode.
-
-    Examples
-    --------
-    >>> _latex_text("scores:1 & 50%")
-    'scores:1 \\\\& 50\\\\%'
-    """
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in str(text))
-
-
-def latex_document(body: str) -> str:
-    """Wrap a LaTeX fragment in a standalone ``article`` document with amsmath.
-
-    Examples
-    --------
-    >>> print(latex_document("Hello."))
-    \\documentclass{article}
-    \\usepackage{amsmath}
-    \\usepackage{graphicx}
-    \\begin{document}
-    Hello.
-    \\end{document}
-    """
-    return (
-        "\\documentclass{article}\n\\usepackage{amsmath}\n\\usepackage{graphicx}\n\\begin{document}\n"
-        f"{body.rstrip()}\n\\end{{document}}"
-    )
-
-
-def _markdown_table(rows, header=("quantity", "value")) -> str:
-    lines = [f"| {header[0]} | {header[1]} |", "|---|---|"]
-    lines += [f"| {name} | {value} |" for name, value in rows]
-    return "\n".join(lines)
-
-
-def _latex_table(rows) -> str:
-    body = "".join(f"{_latex_text(name)} & {value} \\\\\n" for name, value in rows)
-    return "\\begin{tabular}{ll}\n\\hline\n" + body + "\\hline\n\\end{tabular}"
-
-
-def _text_table(rows, indent: str = "  ") -> str:
-    rows = [(str(name), str(value)) for name, value in rows]
-    width = max((len(name) for name, _ in rows), default=0)
-    return "\n".join(f"{indent}{name.ljust(width)}  {value}" for name, value in rows)
+def _quantity_tabular(rows) -> str:
+    """Two columns ``name & value``: the names are plain text (escaped), the values LaTeX already."""
+    return latex_tabular([(latex_escape(name), value) for name, value in rows], "ll")
 
 
 @dataclass(frozen=True)
-class Section:
-    """One titled part of a report, ready in every output format.
-
-    Parameters
-    ----------
-    title : str
-        Heading, e.g. ``"Decay spectrum"`` (plain text; escaped for LaTeX).
-    key : str
-        Key under which ``data`` appears in the report's JSON.
-    data : JSON-ready value
-    markdown : str
-        Markdown body, without the heading.
-    latex : str
-        LaTeX body (text mode: a ``tabular``, or math in ``\\[ ... \\]``), without the heading.
-    text : str, optional
-        Plain-text body for ``str(report)``; defaults to ``markdown``.
-    figures : tuple, optional
-        ``(file name, draw)`` pairs: ``draw(path)`` writes a figure, which
-        ``symattn ... --out DIR`` saves beside the report.
-
-    Examples
-    --------
-    >>> s = Section("Note", "note", {"ok": True}, "All **fine**.", r"All \\textbf{fine}.")
-    >>> s.text
-    'All **fine**.'
-    """
-
-    title: str
-    key: str
-    data: Any
-    markdown: str
-    latex: str
-    text: str = ""
-    figures: tuple = ()
-
-    def __post_init__(self):
-        if not self.text:
-            object.__setattr__(self, "text", self.markdown)
-
-    @classmethod
-    def from_result(cls, title: str, key: str, result, markdown: str | None = None) -> "Section":
-        """A section from a result value with ``to_json()``, ``to_latex()`` and ``__str__``.
-
-        The Markdown body is ``markdown`` if given, else ``str(result)`` in a code block.
-
-        Examples
-        --------
-        >>> class Answer:
-        ...     def to_json(self): return {"answer": 42}
-        ...     def to_latex(self): return r"\\[ 42 \\]"
-        ...     def __str__(self): return "answer  42"
-        >>> s = Section.from_result("The answer", "answer", Answer())
-        >>> s.data, s.markdown
-        ({'answer': 42}, '```\\nanswer  42\\n```')
-        """
-        text = str(result)
-        return cls(
-            title=title,
-            key=key,
-            data=result.to_json(),
-            markdown=markdown if markdown is not None else f"```\n{text}\n```",
-            latex=result.to_latex(),
-            text=text,
-        )
-
-
-@dataclass(frozen=True)
-class ArchitectureReport:
+class ArchitectureReport(FormattedResult):
     """Sizes, effective parameters and symmetries of an :class:`~symattn.model.Architecture`.
 
     Build it with :func:`architecture_report`.  Every number is exact (see ``method``).
@@ -349,19 +252,19 @@ class ArchitectureReport:
         parts = [
             "# symattn report",
             "## Architecture",
-            _markdown_table(self._architecture_rows(lambda n: f"`{n['name']}`")),
+            markdown_table(("quantity", "value"), self._architecture_rows(lambda n: f"`{n['name']}`")),
             "## Closed form",
             "$$\n\\begin{gathered}\n" + self.closed_form_latex + "\n\\end{gathered}\n$$",
             "## Effective parameters and symmetries",
-            _markdown_table(self._effective_rows()),
+            markdown_table(("quantity", "value"), self._effective_rows()),
             f"Method: {self.method}.",
         ]
         for section in self.sections:
             parts += [f"## {section.title}", section.markdown.strip()]
         return "\n\n".join(parts) + "\n"
 
-    def to_latex(self, standalone: bool = False) -> str:
-        """The report as a LaTeX section; ``standalone=True`` gives a whole document.
+    def _latex_body(self) -> str:
+        """The report as a LaTeX section (``to_latex()``; ``to_latex(standalone=True)`` is a whole document).
 
         Needs ``amsmath`` (for ``gather*``), which the standalone document loads.
 
@@ -379,27 +282,26 @@ class ArchitectureReport:
         parts = [
             "\\section*{symattn report}",
             "\\subsection*{Architecture}",
-            _latex_table(self._architecture_rows(lambda n: f"$s(x) = {n['latex']}$")),
+            _quantity_tabular(self._architecture_rows(lambda n: f"$s(x) = {n['latex']}$")),
             "\\subsection*{Closed form}",
             "\\begin{gather*}\n" + self.closed_form_latex + "\n\\end{gather*}",
             "\\subsection*{Effective parameters and symmetries}",
-            _latex_table(self._effective_rows()),
-            f"Method: {_latex_text(self.method)}.",
+            _quantity_tabular(self._effective_rows()),
+            f"Method: {latex_escape(self.method)}.",
         ]
         for section in self.sections:
-            parts += [f"\\subsection*{{{_latex_text(section.title)}}}", section.latex.strip()]
-        body = "\n\n".join(parts) + "\n"
-        return latex_document(body) + "\n" if standalone else body
+            parts += [f"\\subsection*{{{latex_escape(section.title)}}}", section.latex.strip()]
+        return "\n\n".join(parts) + "\n"
 
-    def _repr_latex_(self) -> str:
+    def _latex_math(self) -> str:
         """Closed form and numbers as display math, for Jupyter."""
         rows = "".join(
-            rf"\text{{{_latex_text(name)}}} & \text{{{_latex_text(value)}}} \\ "
+            rf"\text{{{latex_escape(name)}}} & \text{{{latex_escape(value)}}} \\ "
             for name, value in self._effective_rows()
         )
         return (
-            "$$\\begin{gathered}\n" + self.closed_form_latex + "\\\\[1ex]\n"
-            "\\begin{array}{ll}\n" + rows + "\n\\end{array}\n\\end{gathered}$$"
+            "\\begin{gathered}\n" + self.closed_form_latex + "\\\\[1ex]\n"
+            "\\begin{array}{ll}\n" + rows + "\n\\end{array}\n\\end{gathered}"
         )
 
     def _repr_markdown_(self) -> str:
@@ -410,11 +312,11 @@ class ArchitectureReport:
         parts = [
             "symattn report",
             "Architecture",
-            _text_table(self._architecture_rows()),
+            text_table(self._architecture_rows()),
             "Closed form",
             "\n".join("  " + line for line in self._closed_form_text().splitlines()),
             "Effective parameters and symmetries",
-            _text_table(self._effective_rows() + [("method", self.method)]),
+            text_table(self._effective_rows() + [("method", self.method)]),
         ]
         for section in self.sections:
             parts += [section.title, "\n".join("  " + line for line in section.text.splitlines())]
@@ -453,3 +355,100 @@ def architecture_report(arch: Architecture) -> ArchitectureReport:
         normalizers=tuple({**n.to_json(), "latex": n.latex()} for n in arch.normalizers),
         closed_form_latex=effective_closed_form_latex(arch),
     )
+
+
+def _unavailable(title: str, key: str, err: Exception) -> Section:
+    """A section that says why it was not computed; one over the memory limit says it was skipped."""
+    skipped = isinstance(err, ResourceLimitError)
+    note = f"skipped: over the memory limit: {err}" if skipped else f"not computed: {err}"
+    return Section(title, key, {"error": note, "skipped": skipped}, note, note)
+
+
+def full_report(arch: Architecture, progress: bool = False, max_memory=None) -> ArchitectureReport:
+    """The whole report of ``symattn report``: the summary, then every analysis as a section.
+
+    After :func:`architecture_report` come, in order, the decay spectrum
+    (:func:`~symattn.spectrum.decay_spectrum`), the numerical sensitivity
+    (:func:`~symattn.numeric.sensitivity`), identifiability
+    (:func:`~symattn.identify.identify`) and observability under single
+    collapses (:func:`~symattn.observe.exceptional_fibers`, with the
+    dependency graph as a figure).  A section that cannot be computed says
+    why and the report goes on: one estimated over the memory limit says
+    ``skipped: over the memory limit: ...``.  When the spectrum has no exact
+    engine (Taylor coefficients outside Q), the report ends after it.
+
+    Parameters
+    ----------
+    arch : Architecture
+    progress : bool
+        Show progress bars on a terminal.
+    max_memory : int or str, optional
+        Memory every step may use, e.g. ``"4G"`` (default: the limit set by
+        :func:`~symattn.limits.memory_limit_set`, else the machine's default).
+
+    Returns
+    -------
+    ArchitectureReport
+        With the sections ``spectrum``, ``sensitivity``, ``identification``
+        and ``observability`` (their keys in ``to_json()``).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> report = full_report(Architecture.uniform(layers=1, width=1))
+    >>> [section.key for section in report.sections]
+    ['spectrum', 'sensitivity', 'identification', 'observability']
+    >>> report.to_json()["identification"]["dimension"]["certified"]
+    True
+    >>> skipped = full_report(Architecture.uniform(layers=1, width=1), max_memory="1K")
+    >>> skipped.to_json()["spectrum"]["skipped"], skipped.to_json()["sensitivity"]["skipped"]
+    (True, True)
+    """
+    with memory_limit_set(max_memory):
+        return _full_report(arch, progress)
+
+
+def _full_report(arch: Architecture, progress: bool) -> ArchitectureReport:
+    report = architecture_report(arch)
+    sections = []
+    spectrum_title = "Decay spectrum near query/key collapse"
+    spectrum = None
+    try:
+        spectrum = decay_spectrum(arch, progress=progress)
+        sections.append(Section.from_result(spectrum_title, "spectrum", spectrum, markdown=spectrum.to_markdown()))
+    except ResourceLimitError as err:
+        sections.append(_unavailable(spectrum_title, "spectrum", err))
+    except DomainError as err:  # e.g. Taylor coefficients in Q(log 2): no exact engine
+        note = f"not computed exactly: {err}"
+        return report.with_sections(Section(spectrum_title, "spectrum", {"error": note}, note, note))
+
+    sensitivity_title = "Numerical sensitivity (mpmath and float64)"
+    if spectrum is None:
+        note = "skipped: it compares with the decay spectrum, which is over the memory limit (see above)"
+        sections.append(Section(sensitivity_title, "sensitivity", {"error": note, "skipped": True}, note, note))
+    else:
+        try:
+            numbers = sensitivity(arch, spectrum=spectrum)
+            sections.append(replace(Section.from_result(sensitivity_title, "sensitivity", numbers),
+                                    figures=(("sensitivity.png", numbers.plot),)))
+        except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
+            sections.append(_unavailable(sensitivity_title, "sensitivity", err))
+
+    identification_title = "Identifiability: dimension, generic fiber, identification orders"
+    try:
+        identification = identify(arch, progress=progress)
+        sections.append(Section.from_result(identification_title, "identification", identification,
+                                            markdown=identification.to_markdown()))
+    except SymattnError as err:
+        sections.append(_unavailable(identification_title, "identification", err))
+
+    observability_title = "Observability under collapse"
+    try:
+        fibers = exceptional_fibers(arch, max_events=1, progress=progress)
+        graph = dependency_graph(arch)
+        sections.append(replace(Section.from_result(observability_title, "observability", fibers,
+                                                    markdown=fibers.to_markdown()),
+                                figures=(("dependency_graph.png", lambda path: draw(graph, path)),)))
+    except SymattnError as err:  # e.g. lightning attention or one token: no verdicts to prove
+        sections.append(_unavailable(observability_title, "observability", err))
+    return report.with_sections(*sections)

@@ -21,7 +21,6 @@ Examples
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
+from ._format import FormattedResult
 from .algebra.degrees import NONE, DegreeBoundDomain
 from .algebra.domains import is_prime
 from .algebra.modseries import MAX_PRIME, ModSeriesDomain
@@ -551,7 +551,7 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
 
 
 @dataclass(frozen=True)
-class Spectrum:
+class Spectrum(FormattedResult):
     """The exact decay spectrum of the native Jacobian along a curve.
 
     Attributes
@@ -721,7 +721,7 @@ class Spectrum:
         ]
         return "\n".join(lines)
 
-    def to_latex(self, standalone: bool = False) -> str:
+    def _latex_body(self) -> str:
         """A LaTeX table of computed against predicted exponents."""
         rows = []
         for e, m, q in self._rows():
@@ -739,31 +739,24 @@ class Spectrum:
             *([rf"\multicolumn{{3}}{{l}}{{{self._latex_caveat()}}} \\"] if self.blocks_withheld else []),
             r"\end{tabular}",
         ])
-        if standalone:
-            from .report import latex_document
-
-            return latex_document(body)
         return body
 
-    def _repr_latex_(self) -> str:
+    def _latex_math(self) -> str:
         # MathJax renders math only: an array, not a tabular
         rows = [rf"{e} & {m} & {'-' if q is None else q} \\" for e, m, q in self._rows()]
         if self.unresolved:
             rows.append(rf"\geq {self.truncation} & {self.unresolved} & \\")
-        return ("$$\\begin{array}{rrr} e & \\text{computed} & \\text{predicted} \\\\ \\hline "
+        return ("\\begin{array}{rrr} e & \\text{computed} & \\text{predicted} \\\\ \\hline "
                 + " ".join(rows)
                 + rf" \hline \end{{array}} \qquad \text{{rank {self.rank}, kernel {self.kernel}, "
                   rf"{self.params} parameters"
-                + (f"; {self._latex_caveat()}" if self.blocks_withheld else "") + "}$$")
+                + (f"; {self._latex_caveat()}" if self.blocks_withheld else "") + "}")
 
     def _latex_caveat(self) -> str:
         # short and free of LaTeX specials: the full reason is in blocks_withheld
         if not self.separating:
             return f"bank of {self.bank} inputs not shown separating: no block table"
         return "no block table: the exponents cannot be attributed to blocks"
-
-    def to_json_string(self) -> str:
-        return json.dumps(self.to_json(), indent=2)
 
 
 def _block_table_problem(spectrum: Spectrum) -> str | None:

@@ -237,7 +237,7 @@ def _boom(arch):
 
 
 def test_internal_error(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "architecture_report", _boom)
+    monkeypatch.setattr("symattn.report.architecture_report", _boom)
     status, out, err = run(capsys, "report")
     assert status == 1
     assert out == ""
@@ -248,7 +248,7 @@ def test_internal_error(capsys, monkeypatch):
 
 
 def test_internal_error_traceback_with_debug(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "architecture_report", _boom)
+    monkeypatch.setattr("symattn.report.architecture_report", _boom)
     monkeypatch.setenv("SYMATTN_DEBUG", "1")
     status, out, err = run(capsys, "report")
     assert status == 1

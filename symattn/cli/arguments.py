@@ -1,0 +1,256 @@
+"""The flags every subcommand shares, the Architecture they describe, and parsers of flag values.
+
+Examples
+--------
+>>> import argparse
+>>> parser = argparse.ArgumentParser()
+>>> add_common_arguments(parser)
+>>> architecture_from_args(parser.parse_args(["--layers", "2", "--normalizer", "cosh"]))
+Architecture(widths=[2, 2, 2], score_ranks=[1, 1], tokens=3, normalizer=['cosh', 'cosh'])
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import ResourceLimitError, ShapeError
+from ..limits import MEMORY_ENVIRONMENT_VARIABLE, parse_size
+from ..model import MAX_LAYERS, Architecture
+from ..normalizers import as_normalizer
+
+__all__ = [
+    "DEFAULT_LAYERS", "DEFAULT_WIDTH", "DEFAULT_RANK", "DEFAULT_TOKENS", "DEFAULT_NORMALIZER",
+    "add_common_arguments", "architecture_from_args", "width_values", "width_spec", "auto_or_int", "one_of",
+    "memory_size",
+]
+
+DEFAULT_LAYERS = 3
+DEFAULT_WIDTH = 2
+DEFAULT_RANK = 1
+DEFAULT_TOKENS = 3
+DEFAULT_NORMALIZER = "softmax"
+
+
+# -- parsers of flag values -------------------------------------------------------------------
+def width_spec(text: str):
+    """``--width``: an int, or a tuple of ints for ``A..B`` and ``A,B,...`` (only ``dimension`` takes those).
+
+    Examples
+    --------
+    >>> width_spec("3"), width_spec("3..5"), width_spec("2,4")
+    (3, (3, 4, 5), (2, 4))
+    """
+    text = text.strip()
+    try:
+        if ".." in text:
+            low, high = (int(part) for part in text.split("..", 1))
+            if low > high:
+                raise argparse.ArgumentTypeError(f"--width range {text!r} is empty: write A..B with A <= B")
+            return tuple(range(low, high + 1))
+        if "," in text:
+            return tuple(int(part) for part in text.split(","))
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--width must be a positive integer (or, for `symattn dimension`, a range A..B or a list), "
+            f"got {text!r}") from None
+
+
+def auto_or_int(flag: str):
+    """A parser of ``flag``'s value: the word ``auto`` or an integer.
+
+    Examples
+    --------
+    >>> parse = auto_or_int("--bank")
+    >>> parse("auto"), parse("12")
+    ('auto', 12)
+    >>> parse("many")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: --bank must be 'auto' or an integer, got 'many'
+    """
+    def parse(text: str):
+        if text == "auto":
+            return "auto"
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be 'auto' or an integer, got {text!r}") from None
+    return parse
+
+
+def one_of(flag: str, values: dict):
+    """A parser of ``flag``'s value: one of the words of ``values`` (any case), mapped to its value.
+
+    Examples
+    --------
+    >>> parse = one_of("--estimate", {"mpmath": "mpmath", "float64": "float64", "none": None})
+    >>> parse("Float64"), parse("none")
+    ('float64', None)
+    >>> parse("sometimes")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: --estimate must be mpmath, float64 or none, got 'sometimes'
+    """
+    words = list(values)
+    accepted = ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
+
+    def parse(text: str):
+        word = text.strip().lower()
+        if word not in values:
+            raise argparse.ArgumentTypeError(f"{flag} must be {accepted}, got {text!r}")
+        return values[word]
+    return parse
+
+
+def memory_size(text: str) -> int:
+    """``--max-memory``: a size such as ``16G`` or ``512M`` in bytes, or a usage error (exit 2).
+
+    Examples
+    --------
+    >>> memory_size("16G") == 16 * 2**30
+    True
+    """
+    try:
+        return parse_size(text)
+    except ResourceLimitError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+# -- common flags -------------------------------------------------------------------------
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the flags every subcommand accepts: the network, the output format and the memory limit.
+
+    :func:`symattn.cli.build_parser` calls it for every registered
+    subcommand.  (A function rather than an argparse parent parser: parents
+    lose the placement of mutually exclusive flags in their groups in ``--help``.)
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> args = parser.parse_args(["--widths", "2,3,2", "--latex"])
+    >>> args.widths, args.latex, args.layers, args.normalizer
+    ('2,3,2', True, None, 'softmax')
+    """
+    net = parser.add_argument_group("network")
+    net.add_argument("--layers", metavar="L", type=int, default=None,
+                     help=f"number of attention layers (default {DEFAULT_LAYERS}, "
+                          "or the number given by --widths / --ranks)")
+    widths = net.add_mutually_exclusive_group()
+    widths.add_argument("--width", metavar="D", type=width_spec, default=None,
+                        help=f"every width d_0 = ... = d_l = D (default {DEFAULT_WIDTH}); "
+                             "`symattn dimension` also takes a range A..B or a list A,B,...")
+    widths.add_argument("--widths", metavar="d0,...,dl", default=None,
+                        help="all widths, l + 1 comma-separated positive integers")
+    ranks = net.add_mutually_exclusive_group()
+    ranks.add_argument("--rank", metavar="A", type=int, default=None,
+                       help=f"every score rank a_1 = ... = a_l = A (default {DEFAULT_RANK})")
+    ranks.add_argument("--ranks", metavar="a1,...,al", default=None,
+                       help="all score ranks, l comma-separated positive integers")
+    net.add_argument("--tokens", metavar="T", type=int, default=DEFAULT_TOKENS,
+                     help=f"number of tokens (default {DEFAULT_TOKENS})")
+    net.add_argument("--normalizer", metavar="NAME|EXPR", default=DEFAULT_NORMALIZER,
+                     help="a preset (softmax, cosh, quadratic, gauss, softplus, sigmoid, lightning) or an "
+                          f"expression in x such as '1 + x**2' (default {DEFAULT_NORMALIZER}); "
+                          "see the docs page 'Accepted input and limits'")
+    net.add_argument("--assume-positive", action="store_true",
+                     help="accept a normalizer whose positivity on R symattn cannot decide "
+                          "(s(0) > 0 and finite Taylor coefficients are still required)")
+    out = parser.add_argument_group("output")
+    fmt = out.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    fmt.add_argument("--latex", action="store_true", help="print the result as LaTeX")
+    out.add_argument("--quiet", action="store_true",
+                     help="print only the result, no progress or commentary")
+    out.add_argument("--out", metavar="DIR", default=None,
+                     help="also write NAME.md, NAME.tex (a standalone document) and NAME.json "
+                          "into DIR, creating it")
+    limits = parser.add_argument_group("limits")
+    limits.add_argument("--max-memory", metavar="SIZE", type=memory_size, default=None,
+                        help="memory a computation may use, e.g. 16G or 512M (default "
+                             f"${MEMORY_ENVIRONMENT_VARIABLE}, else half of this machine's memory); a "
+                             "computation estimated above it stops before it starts and says what fits")
+
+
+def _int_list(text: str, flag: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ShapeError(
+            f"{flag} must be comma-separated positive integers such as 2,3,2, got {text!r}"
+        ) from None
+
+
+def _layers(count: int) -> str:
+    return f"{count} layer{'s' if count != 1 else ''}"
+
+
+def width_values(args: argparse.Namespace) -> tuple[int, ...]:
+    """The widths asked for with ``--width`` (several for a range or a list).
+
+    Examples
+    --------
+    >>> width_values(argparse.Namespace(width=(3, 4, 5))), width_values(argparse.Namespace(width=None))
+    ((3, 4, 5), (2,))
+    """
+    if isinstance(args.width, tuple):
+        return args.width
+    return (DEFAULT_WIDTH if args.width is None else args.width,)
+
+
+def architecture_from_args(args: argparse.Namespace) -> Architecture:
+    """The Architecture described by the common flags.
+
+    The number of layers comes from ``--widths`` (one less than the number
+    of widths), ``--ranks`` or ``--layers``; those given must agree.
+
+    Raises
+    ------
+    ShapeError
+        When the flags disagree or a size is not a positive integer.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> architecture_from_args(parser.parse_args(["--widths", "2,3,2"]))
+    Architecture(widths=[2, 3, 2], score_ranks=[1, 1], tokens=3, normalizer=['softmax', 'softmax'])
+    >>> architecture_from_args(parser.parse_args(["--layers", "3", "--widths", "2,3,2"]))
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ShapeError: --layers 3 (3 layers) disagrees with --widths 2,3,2 (2 layers); give matching values or drop one of them
+    """
+    widths = _int_list(args.widths, "--widths") if args.widths is not None else None
+    ranks = _int_list(args.ranks, "--ranks") if args.ranks is not None else None
+    sources = []  # (flag text, number of layers it gives)
+    if args.layers is not None:
+        if not 1 <= args.layers <= MAX_LAYERS:
+            raise ShapeError(f"--layers must be an integer from 1 to {MAX_LAYERS}, got {args.layers}")
+        sources.append((f"--layers {args.layers}", args.layers))
+    if widths is not None:
+        if len(widths) < 2:
+            raise ShapeError(
+                f"--widths needs d_0, ..., d_l: at least two widths, got {args.widths!r}"
+            )
+        sources.append((f"--widths {args.widths}", len(widths) - 1))
+    if ranks is not None:
+        sources.append((f"--ranks {args.ranks}", len(ranks)))
+    layers = sources[0][1] if sources else DEFAULT_LAYERS
+    for flag, count in sources[1:]:
+        if count != layers:
+            raise ShapeError(
+                f"{sources[0][0]} ({_layers(layers)}) disagrees with {flag} ({_layers(count)}); "
+                "give matching values or drop one of them"
+            )
+    if isinstance(args.width, tuple):
+        if not getattr(args, "accepts_width_range", False):
+            raise ShapeError(f"--width takes one integer here; a range or list of widths is for "
+                             f"`symattn dimension`, got {','.join(map(str, args.width))}")
+        args = argparse.Namespace(**{**vars(args), "width": args.width[0]})
+    if widths is None:
+        widths = [DEFAULT_WIDTH if args.width is None else args.width] * (layers + 1)
+    if ranks is None:
+        ranks = [DEFAULT_RANK if args.rank is None else args.rank] * layers
+    normalizer = as_normalizer(args.normalizer, assume_positive=getattr(args, "assume_positive", False))
+    return Architecture(widths, ranks, tokens=args.tokens, normalizer=normalizer)

@@ -1,0 +1,74 @@
+"""``symattn check``: claimed numbers checked against the engine (exit status 0 even when a claim is false)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..check import ACCEPTED_CLAIMS, check_claims
+from ..errors import SymattnError
+from .subcommand import Subcommand
+
+__all__ = ["COMMANDS", "configure_check", "run_check", "read_claims_file"]
+
+
+def read_claims_file(path: str) -> list[str]:
+    """The claims of ``--claims FILE``: one per line (``#`` starts a comment), or a JSON list of strings.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "claims.txt").write_text("kernel = 6  # the gauge orbit\\n\\ndimension = 10\\n")
+    >>> read_claims_file(str(folder / "claims.txt"))
+    ['kernel = 6', 'dimension = 10']
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise SymattnError(f"cannot read --claims {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise SymattnError(f"--claims {path} is not a UTF-8 text file: give one claim per line "
+                           "or a JSON list of claim strings") from None
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            claims = json.loads(stripped)
+        except json.JSONDecodeError as err:
+            raise SymattnError(f"--claims {path}: not a JSON list of strings ({err})") from None
+        if not all(isinstance(c, str) for c in claims):
+            raise SymattnError(f"--claims {path}: a JSON file must hold a list of claim strings")
+        return claims
+    out = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            out.append(line)
+    return out
+
+
+def configure_check(parser) -> None:
+    """``--claim CLAIM`` (repeatable), ``--claims FILE``, ``--seed``."""
+    parser.add_argument("--claim", action="append", default=[], metavar="CLAIM",
+                        help="a claimed number, e.g. 'contact_order(3) = 17' (repeatable); accepted: "
+                             + "; ".join(ACCEPTED_CLAIMS))
+    parser.add_argument("--claims", metavar="FILE", default=None,
+                        help="a file of claims, one per line ('#' starts a comment), or a JSON list")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
+
+
+def run_check(args, arch):
+    """:func:`symattn.check.check_claims` on the claims of ``--claim`` and ``--claims``."""
+    claims = list(args.claim)
+    if args.claims:
+        claims += read_claims_file(args.claims)
+    if not claims:
+        raise SymattnError("give at least one --claim 'contact_order(2) = 5' or --claims FILE; accepted: "
+                           + "; ".join(ACCEPTED_CLAIMS))
+    return check_claims(arch, claims, seed=args.seed, progress=not args.quiet)
+
+
+COMMANDS = (
+    Subcommand("check", "check claimed numbers (contact orders, multiplicities, kernel, dimension, ...) against "
+               "the engine; exit status 0 even when a claim is false", run_check, configure_check),
+)

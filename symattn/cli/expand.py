@@ -1,0 +1,34 @@
+"""``symattn expand``: the exact expansion along query/key collapse, or a layer's leading coefficient."""
+
+from __future__ import annotations
+
+from ..expand import expand, leading_coefficient
+from ..normalizers import Normalizer
+from .subcommand import Subcommand
+
+__all__ = ["COMMANDS", "configure_expand", "run_expand"]
+
+
+def configure_expand(parser) -> None:
+    """``--order``, ``--generic K``, ``--leading LAYER``."""
+    parser.add_argument("--order", type=int, default=None,
+                        help="highest power of eps kept (default: where layer 1's scores first appear)")
+    parser.add_argument("--generic", metavar="K", type=int, default=None,
+                        help="replace the normalizers by generic Taylor data 1 + c_K x^K + ... (symbols)")
+    parser.add_argument("--leading", metavar="LAYER", type=int, default=None,
+                        help="print the matrix formula of LAYER's leading coefficient instead")
+
+
+def run_expand(args, arch):
+    """:func:`symattn.expand.expand`, or with ``--leading`` :func:`~symattn.expand.leading_coefficient`."""
+    normalizer = Normalizer.generic(args.generic) if args.generic is not None else None
+    if args.leading is not None:
+        return leading_coefficient(arch, args.leading, normalizer)
+    return expand(arch, order=args.order, normalizer=normalizer, progress=not args.quiet)
+
+
+COMMANDS = (
+    Subcommand("expand",
+               "exact expansion F_0..F_n of the output along query/key collapse, or a layer's leading coefficient",
+               run_expand, configure_expand),
+)

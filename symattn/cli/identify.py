@@ -1,0 +1,67 @@
+"""``symattn identify`` and ``symattn dimension``: identifiability, certified exactly by default."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..curves import collapse, input_scaling
+from ..identify import dimension_table, identify
+from .arguments import architecture_from_args, one_of, width_values
+from .subcommand import Subcommand
+
+__all__ = ["COMMANDS", "configure_identify", "run_identify", "configure_dimension", "run_dimension"]
+
+#: ``--estimate``: a numerical estimate beside the certified result, or none (the default).
+estimate_flag = one_of("--estimate", {"float64": "float64", "mpmath": "mpmath", "none": None})
+
+#: ``--exact-check``: whether to check the vanishing below each order with symbolic parameters.
+exact_check_flag = one_of("--exact-check", {"auto": "auto", "yes": True, "no": False})
+
+_ESTIMATE_HELP = ("also estimate the dimension numerically: float64 (fast) or mpmath (30 digits, slow); "
+                  "default none: the certified exact result only")
+
+
+def configure_identify(parser) -> None:
+    """``--seed``, ``--curve``, ``--estimate``, ``--exact-check``."""
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random points and banks")
+    parser.add_argument("--curve", choices=("collapse", "input-scaling"), default="collapse",
+                        help="simultaneous query/key collapse (default) or input scaling X -> tau X")
+    parser.add_argument("--estimate", type=estimate_flag, default=None, metavar="float64|mpmath",
+                        help=_ESTIMATE_HELP)
+    parser.add_argument("--exact-check", type=exact_check_flag, default="auto", metavar="auto|yes|no",
+                        help="check the vanishing below each order exactly with symbolic parameters "
+                             "(default: when cheap)")
+
+
+def run_identify(args, arch):
+    """:func:`symattn.identify.identify` along the chosen curve."""
+    curve = collapse() if args.curve == "collapse" else input_scaling()
+    return identify(arch, curve=curve, seed=args.seed, progress=not args.quiet,
+                    estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory)
+
+
+def configure_dimension(parser) -> None:
+    """``--width`` accepts a range or a list here; ``--seed``, ``--estimate``."""
+    parser.set_defaults(accepts_width_range=True)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random points and banks")
+    parser.add_argument("--estimate", type=estimate_flag, default=None, metavar="float64|mpmath",
+                        help=_ESTIMATE_HELP + " (an estimate column)")
+
+
+def run_dimension(args, arch):
+    """:func:`symattn.identify.dimension_table` over every width of ``--width`` (or the one ``--widths``)."""
+    if args.widths is not None:
+        architectures = [arch]
+    else:
+        architectures = [architecture_from_args(argparse.Namespace(**{**vars(args), "width": width}))
+                         for width in width_values(args)]
+    return dimension_table(architectures=architectures, seed=args.seed, estimate=args.estimate,
+                           progress=not args.quiet, max_memory=args.max_memory)
+
+
+COMMANDS = (
+    Subcommand("identify", "dimension of the function space, generic fiber, identification orders and jet ranks",
+               run_identify, configure_identify),
+    Subcommand("dimension", "certified dimension of the function space for one or several widths (HMK Figure 3)",
+               run_dimension, configure_dimension),
+)

@@ -1,0 +1,65 @@
+"""``symattn observe``: which blocks a collapse hides, by the dependency graph, proved by exact ranks."""
+
+from __future__ import annotations
+
+from ..errors import SymattnError
+from ..observe import (
+    bias_coordinate,
+    dependency_graph,
+    exceptional_fibers,
+    export_graph,
+    identical_tokens,
+    observe,
+    parse_event,
+)
+from .subcommand import Subcommand
+
+__all__ = ["COMMANDS", "configure_observe", "run_observe"]
+
+
+def configure_observe(parser) -> None:
+    """The events (``--collapse``, ``--bias``, ``--identical-tokens``), ``--exceptional``, ``--contact``, ..."""
+    group = parser.add_argument_group("events")
+    group.add_argument("--collapse", metavar="SPEC", action="append", default=[],
+                       help="scores:I (What_I = 0), values:I (V_I = 0) or value-rank:I:R (V_I of rank R); "
+                            "repeat for several")
+    group.add_argument("--bias", action="store_true", help="inputs with a constant (bias) coordinate")
+    group.add_argument("--identical-tokens", action="store_true", help="inputs whose tokens are all equal")
+    parser.add_argument("--exceptional", action="store_true",
+                        help="classify every single and pairwise event instead (a table)")
+    parser.add_argument("--max-events", metavar="M", type=int, default=2,
+                        help="with --exceptional: largest event set (default 2)")
+    parser.add_argument("--contact", action="store_true",
+                        help="also compute exact contact orders near each parameter event")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
+    parser.add_argument("--export", metavar="DIR", default=None,
+                        help="write the marked graph as observe.dot, .graphml, .png and .tikz into DIR")
+
+
+def run_observe(args, arch):
+    """:func:`symattn.observe.observe` on the events, or with ``--exceptional`` :func:`~symattn.observe.exceptional_fibers`."""
+    if args.exceptional:
+        if args.collapse or args.bias or args.identical_tokens or args.contact:
+            raise SymattnError("--exceptional goes through all events itself: drop --collapse, --bias, "
+                               "--identical-tokens and --contact")
+        result = exceptional_fibers(arch, max_events=args.max_events, seed=args.seed, confirm=True,
+                                    progress=not args.quiet, max_memory=args.max_memory)
+        if args.export:
+            export_graph(dependency_graph(arch), args.export)
+        return result
+    events = [parse_event(spec) for spec in args.collapse]
+    if args.bias:
+        events.append(bias_coordinate())
+    if args.identical_tokens:
+        events.append(identical_tokens())
+    result = observe(arch, events, seed=args.seed, contact=args.contact, progress=not args.quiet,
+                     max_memory=args.max_memory)
+    if args.export:
+        export_graph(result, args.export)
+    return result
+
+
+COMMANDS = (
+    Subcommand("observe", "which blocks a collapse hides, by the dependency graph, proved by exact ranks",
+               run_observe, configure_observe),
+)
