@@ -897,7 +897,7 @@ def _numeric_estimate(arch: Architecture, upper: int, seed: int, base, dps: int)
 
 
 def function_space_dimension(arch: Architecture, curve: Curve | None = None, seed: int = 0,
-                             estimate="mpmath", dps: int = 30, prime: int = DIMENSION_PRIME,
+                             estimate=None, dps: int = 30, prime: int = DIMENSION_PRIME,
                              max_attempts: int = 4, max_memory=None) -> DimensionResult:
     """Certified lower bound, upper bound and an estimate of the dimension of the function space.
 
@@ -913,8 +913,9 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
       short, a new point, a larger bank and a deeper truncation are tried.
     * **Upper bound**: the dimension of the effective parameters, minus one
       scaling per lightning layer.
-    * **Estimate**: the numerical rank at a random real point (``estimate``
-      ``"mpmath"``, ``"float64"`` or ``None``).
+    * **Estimate**, only when asked for: the numerical rank at a random real
+      point (``estimate`` ``"float64"`` or ``"mpmath"``; the default ``None``
+      gives the certified result alone).
 
     Parameters
     ----------
@@ -923,7 +924,8 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
         The curve of the series route (collapse by default); ignored for
         polynomial normalizers.
     seed : int
-    estimate : {"mpmath", "float64", None}
+    estimate : {None, "float64", "mpmath"}
+        A numerical estimate beside the certified bounds (default ``None``: none).
     dps : int
         Digits of the mpmath estimate.
     prime : int
@@ -1115,7 +1117,7 @@ class DimensionTable(FormattedResult):
 
 
 def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens: int = 3,
-                    normalizer="softmax", seed: int = 0, estimate="mpmath", dps: int = 30,
+                    normalizer="softmax", seed: int = 0, estimate=None, dps: int = 30,
                     progress: bool = False, architectures=None, max_memory=None) -> DimensionTable:
     """HMK's Figure 3: the certified dimension for each width (default ``l = 2, t = 3, a = 2, d = 3..10``).
 
@@ -1125,8 +1127,8 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
         The networks ``Architecture.uniform(layers, d, rank, tokens, normalizer)`` for ``d`` in ``widths``.
     architectures : list of Architecture, optional
         Use these instead (one row each; the row's width is ``d_0``).
-    estimate : {"mpmath", "float64", None}
-        The estimate column (``None`` skips it: only the exact part is computed).
+    estimate : {None, "float64", "mpmath"}
+        The estimate column (the default ``None`` skips it: only the certified part is computed).
     progress : bool
         A bar over the widths with the time left (on a terminal).
     max_memory : int or str, optional
@@ -2010,7 +2012,7 @@ class IdentificationReport(FormattedResult):
 
 
 def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, progress: bool = False,
-             estimate="mpmath", exact_check="auto", primes=DEFAULT_PRIMES, dps: int = 30,
+             estimate=None, exact_check="auto", primes=DEFAULT_PRIMES, dps: int = 30,
              max_memory=None) -> IdentificationReport:
     """Dimension of the function space, generic fiber and identification orders along ``curve``.
 
@@ -2024,8 +2026,9 @@ def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, prog
         Seed of the random points and banks.
     progress : bool
         Show which step runs (a bar over the three stages, on a terminal).
-    estimate : {"mpmath", "float64", None}
-        The numerical estimate of the dimension.
+    estimate : {None, "float64", "mpmath"}
+        A numerical estimate of the dimension beside the certified bounds
+        (default ``None``: the certified result alone).
     exact_check : "auto", bool
         Exact symbolic check of condition (a) of sharpness (see :func:`identification_orders`).
     primes : sequence of int

@@ -184,8 +184,16 @@ def test_certified_dimension_agrees_with_a_float64_estimate():
 
 
 def test_mpmath_estimate_is_labelled():
-    result = function_space_dimension(Architecture.uniform(layers=1, width=2, rank=1))
+    result = function_space_dimension(Architecture.uniform(layers=1, width=2, rank=1), estimate="mpmath")
     assert result.estimate == 7 and "mpmath" in result.estimate_method
+
+
+def test_the_certified_result_is_the_default():
+    arch = Architecture.uniform(layers=1, width=2, rank=1)
+    dimension = function_space_dimension(arch)
+    assert (dimension.lower, dimension.upper, dimension.certified, dimension.estimate) == (7, 7, True, None)
+    assert identify(arch).dimension.estimate is None
+    assert [row.estimate for row in dimension_table(layers=1, widths=[2, 3], rank=1).rows] == [None, None]
 
 
 def test_one_token_dimension_is_the_value_map():
@@ -322,6 +330,20 @@ def test_dimension_cli_json(capsys):
                    "--quiet", "--estimate", "none"])
     out, _ = capsys.readouterr()
     assert status == 0 and "| 3 | 23 | 23 | 23 | yes | - |" in out and "| 6 | 74 | 74 | 74 | yes | - |" in out
+
+
+
+def test_dimension_cli_is_certified_by_default(capsys):
+    status = main(["dimension", "--layers", "2", "--rank", "2", "--width", "3..4", "--json", "--quiet"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["width"], r["lower"], r["upper"], r["certified"], r["estimate"]) for r in rows] == [
+        (3, 25, 25, True, None), (4, 40, 40, True, None)]
+    status = main(["identify", "--layers", "1", "--json", "--quiet", "--estimate", "mpmath"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert json.loads(out)["dimension"]["estimate"] == 7
 
 
 def test_cli_user_errors(capsys):

@@ -67,8 +67,11 @@ CONFIGURATIONS = (
 
 #: Keys whose values say how a result was obtained (time, primes, seeds, bounds,
 #: adaptive sizes, prose), not what it is: they may change when the engine does.
+#: The numerical estimate (``estimate``, its ``estimate_gap``) is not an exact
+#: result either; since issue 10 it is computed only when asked for.
 VOLATILE_KEYS = {
-    "seconds", "exact_seconds", "estimate_seconds", "time", "elapsed", "method", "methods", "estimate_method", "prime", "primes", "seeds",
+    "seconds", "exact_seconds", "estimate_seconds", "time", "elapsed", "method", "methods", "estimate_method",
+    "estimate_gap", "prime", "primes", "seeds",
     "error_bound", "degree_bound", "bound", "route", "attempts", "bank", "truncation", "note",
     "separation_note", "upper_reason", "estimate", "estimates", "reason", "how", "digits", "dps",
     "floor", "singular_values", "mpmath_singular_values", "float64_singular_values", "slopes",
