@@ -1,13 +1,17 @@
-"""Smith-form valuations of matrices of truncated power series over GF(p).
+"""Smith-form valuations of matrices of truncated power series over GF(p): the one rank engine.
 
 Over the discrete valuation ring GF(p)[[eps]], a matrix is equivalent to a
 diagonal one ``diag(eps^e_1, ..., eps^e_r, 0, ...)``; the ``e_j`` are its
-invariant-factor valuations.  Elimination with a pivot of least valuation
-finds them.  Entries are known modulo ``eps^N``; the elimination keeps that
-precision (a quotient by a pivot of valuation ``v`` is known modulo
-``eps^(N-v)`` and multiplies entries of valuation at least ``v``), so every
-exponent below ``N`` is exact, and what remains is zero modulo ``eps^N``:
-those directions are *unresolved*, with valuation ``>= N`` or in the kernel.
+invariant-factor valuations.  Elimination with pivots of least valuation
+finds them, level by level: all pivots of valuation ``v`` at once from the
+coefficient matrix of ``eps^v`` (an elimination over GF(p)), then one Schur
+complement over series, with every product a BLAS product
+(:mod:`symattn.algebra.linalg`).  Entries are known modulo ``eps^N``; the
+elimination keeps that precision (a quotient by a pivot block of valuation
+``v`` is known modulo ``eps^(N-v)`` and multiplies entries of valuation at
+least ``v``), so every exponent below ``N`` is exact, and what remains is
+zero modulo ``eps^N``: those directions are *unresolved*, with valuation
+``>= N`` or in the kernel.
 
 Examples
 --------
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .modseries import modular_inverse, series_mul_mod
+from .linalg import pivots, series_matmul, series_matrix_inverse
 
 __all__ = ["SmithValuations", "smith_valuations"]
 
@@ -50,19 +54,6 @@ class SmithValuations:
         return min(self.remaining_rows, self.remaining_cols)
 
 
-def _series_inverse(unit: np.ndarray, p: int) -> np.ndarray:
-    n = unit.shape[-1]
-    inverse = np.zeros_like(unit)
-    inverse[..., 0] = modular_inverse(unit[..., 0], p)
-    precision = 1
-    while precision < n:
-        correction = (-series_mul_mod(unit, inverse, p)) % p
-        correction[..., 0] = (correction[..., 0] + 2) % p
-        inverse = series_mul_mod(inverse, correction, p)
-        precision *= 2
-    return inverse
-
-
 def smith_valuations(matrix: np.ndarray, p: int, progress=None) -> SmithValuations:
     """Invariant-factor valuations of an ``m x n`` matrix of series mod ``eps^N``.
 
@@ -71,7 +62,7 @@ def smith_valuations(matrix: np.ndarray, p: int, progress=None) -> SmithValuatio
     matrix : int array of shape ``(m, n, N)``
         Coefficients of ``eps^0 .. eps^(N-1)``, residues mod ``p``.
     p : int
-        The prime.
+        A prime below ``2**28``.
     progress : callable, optional
         Called with no argument after each pivot.
 
@@ -79,30 +70,42 @@ def smith_valuations(matrix: np.ndarray, p: int, progress=None) -> SmithValuatio
     -------
     SmithValuations
         Exponents in increasing order; exponents are exact below ``N``.
+
+    Examples
+    --------
+    >>> M = np.zeros((3, 2, 4), dtype=np.int64)
+    >>> M[0, 0, 1] = 1; M[1, 1, 1] = 1; M[2, 0, 1] = 1; M[2, 1, 1] = 1   # rank 2 at eps^1
+    >>> smith_valuations(M, 268435399)
+    SmithValuations(exponents=(1, 1), remaining_rows=1, remaining_cols=0, truncation=4)
     """
     work = np.asarray(matrix, dtype=np.int64) % p
     truncation = work.shape[-1]
-    exponents = []
-    while work.shape[0] and work.shape[1]:
-        nonzero_at = work.reshape(-1, truncation).any(axis=0)
+    exponents: list[int] = []
+    v = 0
+    while v < truncation and work.shape[0] and work.shape[1]:
+        nonzero_at = work.reshape(-1, truncation)[:, v:].any(axis=0)
         if not nonzero_at.any():
             break
-        v = int(np.argmax(nonzero_at))
-        rows, cols = np.nonzero(work[:, :, v])
-        i, j = int(rows[0]), int(cols[0])
-        exponents.append(v)
-        keep_rows = np.arange(work.shape[0]) != i
-        keep_cols = np.arange(work.shape[1]) != j
-        pivot_unit = work[i, j, v:]
-        others = work[keep_rows][:, keep_cols]
-        if others.size and v < truncation:
-            # multiplier_k = work[k, j] / pivot, known mod eps^(N - v)
-            column = work[keep_rows, j, v:]
-            multiplier = series_mul_mod(column, _series_inverse(pivot_unit, p)[None, :], p)
-            pivot_row = work[i, keep_cols, v:]
-            update = series_mul_mod(multiplier[:, None, :], pivot_row[None, :, :], p)
-            others[:, :, v:] = (others[:, :, v:] - update) % p
-        work = others
+        v += int(np.argmax(nonzero_at))  # the least valuation left
+        level = work[:, :, v]
+        if level.shape[0] <= level.shape[1]:
+            rows, cols = pivots(level, p)
+        else:
+            cols, rows = pivots(level.T, p)
+        exponents += [v] * len(rows)
+        other_rows = np.setdiff1d(np.arange(work.shape[0]), rows)
+        other_cols = np.setdiff1d(np.arange(work.shape[1]), cols)
+        if len(other_rows) and len(other_cols):
+            # Schur complement: multiplier = left / pivot block, known mod eps^(N - v); it meets
+            # entries of valuation >= v, so the update is known mod eps^N
+            pivot = work[np.ix_(rows, cols)][:, :, v:]
+            left = work[np.ix_(other_rows, cols)][:, :, v:]
+            multiplier = series_matmul(left, series_matrix_inverse(pivot, p), p)
+            right = work[np.ix_(rows, other_cols)]
+            work = (work[np.ix_(other_rows, other_cols)] - series_matmul(multiplier, right, p, truncation)) % p
+        else:
+            work = work[np.ix_(other_rows, other_cols)]
         if progress is not None:
-            progress()
+            for _ in rows:
+                progress()
     return SmithValuations(tuple(exponents), int(work.shape[0]), int(work.shape[1]), truncation)

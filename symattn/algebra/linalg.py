@@ -1,0 +1,579 @@
+"""Exact linear algebra over GF(p) and GF(p)[[eps]] at float64-BLAS speed, for any prime below ``2**28``.
+
+The one place where residues are multiplied in bulk: matrix products mod
+``p``, products of matrices of truncated series, ranks, pivots, a growing
+echelon basis, inverses, random row compression and the inverse of a matrix
+of series.  Everything is exact; float64 is only the carrier.
+
+Why float64: a product of two residues below ``2**28`` does not fit in the
+53-bit mantissa, but a residue times a 14-bit *limb* of another does, and
+``2**11`` such products still add up exactly.  So one operand is split into
+limbs (one limb when ``p`` and the inner dimension are small enough), the
+inner dimension is cut into chunks that keep every partial sum below
+``2**53``, and each piece is one BLAS ``dgemm``.
+
+Measured on the 2-core development machine (p = 268435399, a 489 x 489 by
+489 x 123 product, the size of one jet product of ``spectrum --layers 5``):
+float64 with two limbs 7.7 ms; python-flint ``nmod_mat`` 7.8 ms for the
+product alone and 70 ms with the conversions from and to numpy that every
+call would need; the int64 broadcast (``(m, k, 1) * (1, k, n)`` summed)
+1300 ms.  Hence float64 limbs.
+
+A product of series ``A(eps) B(eps)`` is one matrix product: the block
+Toeplitz matrix of ``A`` (``T[i N + n, l N + q] = A[i, l, n - q]``) times
+``B`` with its coefficients stacked into rows, keeping only the coefficients
+``q`` where the sparser factor is nonzero (a parameter ``eps * Qt`` has one)
+and the rows ``n`` that can be nonzero.  The triangle of zeros costs at most
+a factor two of flops and buys one large BLAS call instead of ``N`` small
+ones.
+
+Examples
+--------
+>>> import numpy as np
+>>> from symattn.algebra.linalg import matmul_mod, series_matmul
+>>> p = 268435399
+>>> int(matmul_mod(np.array([[p - 1]]), np.array([[p - 1]]), p)[0, 0])  # (-1)(-1)
+1
+>>> one_plus_eps = np.array([[[1, 1, 0]]])  # a 1 x 1 matrix of series
+>>> series_matmul(one_plus_eps, one_plus_eps, p).tolist()
+[[[1, 2, 1]]]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numpy as np
+
+try:  # optional: keeps BLAS on one thread inside the products (see _one_blas_thread)
+    from threadpoolctl import ThreadpoolController
+except ImportError:  # pragma: no cover - depends on the environment
+    ThreadpoolController = None
+
+__all__ = [
+    "MAX_PRIME",
+    "SCHOOLBOOK_VARIABLE",
+    "EchelonBasis",
+    "compress_rows",
+    "inverse_mod_p",
+    "matmul_mod",
+    "modular_inverse",
+    "pivots",
+    "rank_mod_p",
+    "schoolbook_default",
+    "series_matmul",
+    "series_matrix_inverse",
+    "series_mul_mod",
+]
+
+#: Primes must be below this: residues fit in 28 bits, so two limbs of 14 bits carry them
+#: through float64 and 64 products of residues still fit in int64 (:func:`series_mul_mod`).
+MAX_PRIME = 2**28
+
+#: Environment variable that makes the schoolbook products the default (the benchmark baseline).
+SCHOOLBOOK_VARIABLE = "SYMATTN_SCHOOLBOOK"
+
+_MANTISSA_BITS = 53
+# Working set of one BLAS piece (its Toeplitz matrix and a few copies of its result); larger
+# products are cut along a batch or row axis.  Small, so that a product costs little more memory
+# than its result (the estimates of symattn.limits assume so); 1 MiB pieces still run at BLAS speed.
+_PIECE_BYTES = 2**20
+# int64 partial sums of the schoolbook product are reduced this often (64 * 2**56 < 2**63).
+_REDUCE_EVERY = 64
+
+
+_CONTROLLER = None
+
+
+def _one_blas_thread():
+    """Context in which BLAS runs on one thread (when threadpoolctl is installed).
+
+    Why: the products here are many and of middling size; OpenBLAS's threads
+    synchronise at every call, and on a 2-core machine with any other load a
+    waiting thread stalls each call (measured under a load of 2.5: the
+    five-layer spectrum took twice as long with threads as without).
+    """
+    global _CONTROLLER
+    if ThreadpoolController is None:
+        return contextlib.nullcontext()
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def schoolbook_default() -> bool:
+    """Whether ``$SYMATTN_SCHOOLBOOK`` asks for the schoolbook products (read at each call).
+
+    The schoolbook products are the baseline of the benchmarks; the results
+    are the same either way.
+
+    Examples
+    --------
+    >>> import os
+    >>> schoolbook_default() == (os.environ.get("SYMATTN_SCHOOLBOOK", "") not in ("", "0"))
+    True
+    """
+    return os.environ.get(SCHOOLBOOK_VARIABLE, "") not in ("", "0")
+
+
+def _use_schoolbook(schoolbook) -> bool:
+    return schoolbook_default() if schoolbook is None else bool(schoolbook)
+
+
+# -- scalars and elementwise series ------------------------------------------------------------
+def modular_inverse(a: np.ndarray, p: int) -> np.ndarray:
+    """Entrywise inverse mod ``p`` (Fermat), for arrays of nonzero residues.
+
+    Examples
+    --------
+    >>> modular_inverse(np.array([1, 2, 3]), 7).tolist()
+    [1, 4, 5]
+    """
+    a = np.asarray(a, dtype=np.int64) % p
+    if np.any(a == 0):
+        raise ZeroDivisionError(f"zero has no inverse mod {p}")
+    result = np.ones_like(a)
+    base = a.copy()
+    e = p - 2
+    while e:
+        if e & 1:
+            result = result * base % p
+        base = base * base % p
+        e >>= 1
+    return result
+
+
+def series_mul_mod(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
+    """Entrywise product of broadcastable arrays of series, truncated, mod ``p`` (schoolbook).
+
+    The last axis holds the coefficients.  Loops over the coefficient indices
+    of the sparser factor, so a factor such as ``eps * Qt`` costs one vector
+    operation.  This is the elementwise product of the series domain and the
+    baseline that :func:`series_matmul` is measured against.
+
+    Examples
+    --------
+    >>> series_mul_mod(np.array([1, 1, 0]), np.array([1, 1, 0]), 5).tolist()
+    [1, 2, 1]
+    """
+    n = a.shape[-1]
+    support_a = np.flatnonzero(a.reshape(-1, n).any(axis=0))
+    support_b = np.flatnonzero(b.reshape(-1, n).any(axis=0))
+    if len(support_b) < len(support_a):
+        a, b, support_a = b, a, support_b
+    out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=np.int64)
+    for count, i in enumerate(support_a, start=1):
+        out[..., i:] += a[..., i : i + 1] * b[..., : n - i]
+        if count % _REDUCE_EVERY == 0:
+            out %= p
+    return out % p
+
+
+# -- matrix products mod p ---------------------------------------------------------------------
+def _check_prime_size(p: int) -> None:
+    if not 1 < p < MAX_PRIME:
+        raise ValueError(f"exact float64 products need 1 < p < 2**28 = {MAX_PRIME}, got {p}")
+
+
+def _limb_plan(p: int, inner: int) -> tuple[int, int, int]:
+    """``(limb_bits, limbs, chunk)``: every sum of ``chunk`` products ``limb * residue`` is below ``2**53``."""
+    residue_bits = (p - 1).bit_length()
+    if 2 * residue_bits + max(inner, 1).bit_length() <= _MANTISSA_BITS:
+        return residue_bits, 1, max(inner, 1)  # one limb: the residue itself
+    limb_bits = (residue_bits + 1) // 2
+    chunk = 1 << (_MANTISSA_BITS - residue_bits - limb_bits)
+    return limb_bits, 2, chunk
+
+
+def _float_times_residues(left: np.ndarray, right: np.ndarray, p: int) -> np.ndarray:
+    """``left @ right mod p``: ``left`` float64 holding residues, ``right`` int64 residues (broadcasting)."""
+    inner = left.shape[-1]
+    shape = np.broadcast_shapes(left.shape[:-2], right.shape[:-2]) + (left.shape[-2], right.shape[-1])
+    if inner == 0 or 0 in shape:
+        return np.zeros(shape, dtype=np.int64)
+    limb_bits, limbs, chunk = _limb_plan(p, inner)
+    mask = (1 << limb_bits) - 1
+    # the float64 partial sums are exact integers below 2**53; they are reduced as int64, because
+    # numpy's float fmod is 25 times slower than int64 % (93 against 3.8 ns an entry, measured)
+    # (in place where possible: the transients of a product are a few copies of its result)
+    out = None
+    for start in range(0, inner, chunk):
+        stop = min(inner, start + chunk)
+        left_chunk, right_chunk = left[..., start:stop], right[..., start:stop, :]
+        chunk_sum = None
+        for limb in range(limbs - 1, -1, -1):  # Horner in 2**limb_bits over the limbs: below 2**43
+            digits = right_chunk if limbs == 1 else (right_chunk >> (limb * limb_bits)) & mask
+            exact = np.matmul(left_chunk, digits.astype(np.float64))
+            del digits
+            part = exact.astype(np.int64)
+            del exact
+            part %= p
+            if chunk_sum is None:
+                chunk_sum = part
+            else:
+                chunk_sum <<= limb_bits
+                chunk_sum += part
+                chunk_sum %= p
+            del part
+        if out is None:
+            out = chunk_sum
+        else:
+            out += chunk_sum
+            out %= p
+    return out
+
+
+def matmul_mod(A, B, p: int) -> np.ndarray:
+    """``A @ B mod p`` for integer arrays, exactly, through float64 BLAS; any prime below ``2**28``.
+
+    Stacked operands broadcast as in :func:`numpy.matmul`.
+
+    Parameters
+    ----------
+    A, B : int arrays ``(..., m, k)`` and ``(..., k, n)``
+        Any integers; they are reduced mod ``p`` first.
+    p : int
+        A modulus with ``1 < p < 2**28``.
+
+    Returns
+    -------
+    int64 array ``(..., m, n)`` with entries in ``0 .. p-1``.
+
+    Examples
+    --------
+    >>> p = 268435399
+    >>> A = np.full((2, 3000), p - 1)              # inner dimension beyond one exact chunk
+    >>> matmul_mod(A, np.full((3000, 1), p - 2), p).ravel().tolist()  # 3000 * (-1) * (-2)
+    [6000, 6000]
+    >>> matmul_mod([[1, 2], [3, 4]], [[5], [6]], 7).ravel().tolist()
+    [3, 4]
+    """
+    p = int(p)
+    _check_prime_size(p)
+    A = np.asarray(A, dtype=np.int64) % p
+    B = np.asarray(B, dtype=np.int64) % p
+    with _one_blas_thread():
+        return _float_times_residues(A.astype(np.float64), B, p)
+
+
+# -- products of matrices of series ------------------------------------------------------------
+def _support(A: np.ndarray) -> np.ndarray:
+    """Indices of the coefficients that are nonzero somewhere in ``A``."""
+    return np.flatnonzero(A.reshape(-1, A.shape[-1]).any(axis=0))
+
+
+def _span(A: np.ndarray) -> int:
+    """Number of coefficients from the first to the last nonzero one anywhere in ``A``."""
+    support = _support(A)
+    return int(support[-1] - support[0] + 1) if len(support) else 0
+
+
+def _toeplitz_columns(A: np.ndarray, lowest: int, rows: int, first: int, count: int,
+                      truncation: int) -> np.ndarray:
+    """Float64 block Toeplitz matrix of series ``A (..., m, k, L)``, restricted.
+
+    ``T[..., i R + a, l C + b] = A[..., i, l, (lowest + a) - (first + b)]``
+    (zero for a negative index) with ``R = rows`` rows, coefficients of the
+    product from ``lowest`` on, and ``C = count`` columns, the coefficients
+    where the other factor can be nonzero.
+    """
+    *lead, m, k, length = A.shape
+    padded = np.zeros((*lead, m, k, 2 * truncation - 1), dtype=np.float64)
+    used = min(length, truncation)
+    padded[..., truncation - 1:truncation - 1 + used] = A[..., :used]
+    # windows[..., x, y] = padded[..., x + y]; A[n - q] = padded[N - 1 + n - q] = windows[base + a, C - 1 - b]
+    base = truncation - count + lowest - first
+    windows = np.lib.stride_tricks.sliding_window_view(padded, count, axis=-1)[..., base:base + rows, ::-1]
+    out = np.empty((*lead, m, rows, k, count), dtype=np.float64)  # C order: one BLAS operand per stack
+    np.copyto(out, np.moveaxis(windows, -3, -2))
+    return out.reshape(*lead, m * rows, k * count)
+
+
+def _series_matmul_blas(A, B, p, truncation, out=None):
+    """``A B`` as exact products: Toeplitz of ``A`` on the support of ``B`` times the nonzero rows of ``B``.
+
+    Cut into pieces of about ``_PIECE_BYTES`` of working set, along the
+    columns of ``B``, the leading axis of ``A`` or its rows, written into ``out``.
+    """
+    *lead_a, m, k, _ = A.shape
+    lead = np.broadcast_shapes(tuple(lead_a), B.shape[:-3])
+    n = B.shape[-2]
+    if out is None:
+        out = np.zeros((*lead, m, n, truncation), dtype=np.int64)
+    support_a, support_b = _support(A[..., :truncation]), _support(B[..., :truncation])
+    if not (m and n and k and len(support_a) and len(support_b)):
+        return out
+    lowest = int(support_a[0] + support_b[0])
+    if lowest >= truncation:
+        return out
+    # coefficients first .. first + count - 1 of B meet A below the truncation; rows lowest .. N - 1
+    first = int(support_b[0])
+    count = int(min(support_b[-1] + 1, truncation - support_a[0])) - first
+    rows = truncation - lowest
+    batch = int(np.prod(lead)) if lead else 1
+    # bytes: the stacked B with its limbs, per column; the Toeplitz and the result copies, per row of A
+    per_column = 3 * k * count * 8 * batch
+    per_row = (k * count + 4 * n) * rows * 8 * batch
+    if n > 1 and n * per_column + m * per_row > _PIECE_BYTES:
+        step = max(1, n * _PIECE_BYTES // (n * per_column + m * per_row))
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            _series_matmul_blas(A, B[..., start:stop, :], p, truncation, out=out[..., start:stop, :])
+        return out
+    if lead_a and A.ndim >= B.ndim and A.shape[0] > 1 and m * per_row > _PIECE_BYTES:
+        step = max(1, A.shape[0] * _PIECE_BYTES // (m * per_row))
+        for start in range(0, A.shape[0], step):
+            stop = min(A.shape[0], start + step)
+            b_part = B[start:stop] if B.ndim == A.ndim and B.shape[0] == A.shape[0] else B  # else B broadcasts
+            _series_matmul_blas(A[start:stop], b_part, p, truncation, out=out[start:stop])
+        return out
+    right = np.ascontiguousarray(np.swapaxes(B[..., first:first + count], -1, -2))
+    right = right.reshape(*B.shape[:-3], k, count, n)
+    step = max(1, _PIECE_BYTES // per_row)
+    # output coefficients in a few bands: a band of rows needs only the columns q <= its last
+    # row - valuation(A), which skips most of the zero triangle (about half the flops when dense)
+    bands = 4 if rows >= 64 else 1
+    band = -(-rows // bands)
+    for start in range(0, m, step):
+        stop = min(m, start + step)
+        for top in range(lowest, truncation, band):
+            bottom = min(truncation, top + band)
+            used = min(count, bottom - int(support_a[0]) - first)
+            if used <= 0:
+                continue
+            left = _toeplitz_columns(A[..., start:stop, :, :], top, bottom - top, first, used, truncation)
+            right_used = right[..., :used, :].reshape(*right.shape[:-3], k * used, n)
+            product = _float_times_residues(left, right_used, p)  # (..., rows, n)
+            del left
+            product = product.reshape(*product.shape[:-2], stop - start, bottom - top, n)
+            out[..., start:stop, :, top:bottom] = np.swapaxes(product, -1, -2)
+    return out
+
+
+def series_matmul(A, B, p: int, truncation: int | None = None, schoolbook=None) -> np.ndarray:
+    """Product of (stacks of) matrices of truncated series mod ``p``, at BLAS speed.
+
+    Parameters
+    ----------
+    A, B : int arrays ``(..., m, k, La)`` and ``(..., k, n, Lb)``
+        Residues mod ``p``; the last axis holds the coefficients of
+        ``eps^0, eps^1, ...``; leading axes broadcast.
+    p : int
+        A prime below ``2**28``.
+    truncation : int, optional
+        ``N``: the product is returned mod ``eps^N`` (default ``min(La, Lb)``,
+        the precision both factors are known to); coefficients beyond a
+        factor's length count as zero.
+    schoolbook : bool, optional
+        Use the broadcast schoolbook product (the benchmark baseline); the
+        default follows ``$SYMATTN_SCHOOLBOOK``.  Same result.
+
+    Returns
+    -------
+    int64 array ``(..., m, n, N)``
+
+    Examples
+    --------
+    >>> A = np.array([[[1, 1, 0], [0, 2, 0]]])      # (1 + eps, 2 eps)
+    >>> B = np.array([[[1, 0, 0]], [[0, 0, 3]]])    # (1, 3 eps^2)^T
+    >>> series_matmul(A, B, 101).tolist()           # 1 + eps + 6 eps^3, truncated
+    [[[1, 1, 0]]]
+    >>> series_matmul(A, B, 101, truncation=4).tolist()
+    [[[1, 1, 0, 6]]]
+    """
+    p = int(p)
+    A = np.asarray(A, dtype=np.int64)
+    B = np.asarray(B, dtype=np.int64)
+    N = int(min(A.shape[-1], B.shape[-1]) if truncation is None else truncation)
+    if _use_schoolbook(schoolbook):
+        a = np.zeros((*A.shape[:-1], N), dtype=np.int64)
+        b = np.zeros((*B.shape[:-1], N), dtype=np.int64)
+        a[..., :min(N, A.shape[-1])] = A[..., :N] % p
+        b[..., :min(N, B.shape[-1])] = B[..., :N] % p
+        return series_mul_mod(a[..., :, :, None, :], b[..., None, :, :, :], p).sum(axis=-3) % p
+    _check_prime_size(p)
+    A, B = A % p, B % p
+    # The Toeplitz side has (its rows) x (the span of the other factor's nonzero coefficients):
+    # flops and memory both scale with that, so take the smaller of the two orientations
+    # ((A B)^T = B^T A^T, as the entries commute).  Dense x dense: the side with fewer rows.
+    with _one_blas_thread():
+        if A.shape[-3] * _span(B[..., :N]) > B.shape[-2] * _span(A[..., :N]):
+            swapped = _series_matmul_blas(np.swapaxes(B, -3, -2), np.swapaxes(A, -3, -2), p, N)
+            return np.swapaxes(swapped, -3, -2)
+        return _series_matmul_blas(A, B, p, N)
+
+
+# -- elimination over GF(p) --------------------------------------------------------------------
+def pivots(M, p: int) -> tuple[list[int], list[int]]:
+    """Rows and columns of an invertible maximal square submatrix of ``M`` over GF(p).
+
+    Gaussian elimination with the first nonzero entry of each column as pivot.
+
+    Examples
+    --------
+    >>> pivots([[0, 1, 2], [0, 2, 4], [1, 0, 0]], 7)
+    ([2, 1], [0, 1])
+    """
+    W = np.asarray(M, dtype=np.int64) % p
+    m, n = W.shape
+    order = np.arange(m)
+    rows, cols = [], []
+    r = 0
+    for j in range(n):
+        if r == m:
+            break
+        nonzero = np.flatnonzero(W[r:, j])
+        if not len(nonzero):
+            continue
+        i = r + int(nonzero[0])
+        if i != r:
+            W[[r, i]] = W[[i, r]]
+            order[[r, i]] = order[[i, r]]
+        W[r] = W[r] * pow(int(W[r, j]), -1, p) % p
+        below = W[r + 1:, j]
+        if below.any():
+            W[r + 1:] = (W[r + 1:] - below[:, None] * W[r][None, :]) % p
+        rows.append(int(order[r]))
+        cols.append(j)
+        r += 1
+    return rows, cols
+
+
+def rank_mod_p(M, p: int) -> int:
+    """Rank of an integer matrix over GF(p).
+
+    Examples
+    --------
+    >>> rank_mod_p([[1, 2], [2, 4]], 7), rank_mod_p([[1, 2], [2, 4]], 2), rank_mod_p([[1, 2], [3, 4]], 7)
+    (1, 1, 2)
+    """
+    M = np.asarray(M)
+    if M.size == 0:
+        return 0
+    if M.shape[0] > M.shape[1]:
+        M = M.T
+    return len(pivots(M, p)[0])
+
+
+def inverse_mod_p(M, p: int) -> np.ndarray:
+    """Inverse of a square matrix over GF(p) (Gauss-Jordan); ZeroDivisionError when singular.
+
+    Examples
+    --------
+    >>> inverse_mod_p(np.array([[1, 2], [3, 4]]), 7).tolist()
+    [[5, 1], [5, 3]]
+    """
+    n = M.shape[0]
+    W = np.concatenate([np.asarray(M, dtype=np.int64) % p, np.eye(n, dtype=np.int64)], axis=1)
+    for j in range(n):
+        nonzero = np.flatnonzero(W[j:, j])
+        if not len(nonzero):
+            raise ZeroDivisionError(f"singular matrix mod {p}")
+        i = j + int(nonzero[0])
+        if i != j:
+            W[[j, i]] = W[[i, j]]
+        W[j] = W[j] * pow(int(W[j, j]), -1, p) % p
+        column = W[:, j].copy()
+        column[j] = 0
+        W = (W - column[:, None] * W[j][None, :]) % p
+    return W[:, n:]
+
+
+def series_matrix_inverse(A, p: int, schoolbook=None) -> np.ndarray:
+    """Inverse mod ``eps^N`` of a square matrix of series whose constant term is invertible mod ``p``.
+
+    Newton's iteration ``X <- X (2 - A X)``, doubling the precision with two
+    :func:`series_matmul` each step.
+
+    Examples
+    --------
+    >>> A = np.array([[[1, 1, 0]]])                      # 1 + eps
+    >>> series_matrix_inverse(A, 7).tolist()             # 1 - eps + eps^2
+    [[[1, 6, 1]]]
+    """
+    A = np.asarray(A, dtype=np.int64) % p
+    size, _, N = A.shape
+    X = np.zeros_like(A)
+    X[:, :, 0] = inverse_mod_p(A[:, :, 0], p)
+    two = np.zeros_like(A)
+    two[np.arange(size), np.arange(size), 0] = 2
+    precision = 1
+    while precision < N:
+        precision = min(N, 2 * precision)
+        correction = (two[..., :precision]
+                      - series_matmul(A[..., :precision], X[..., :precision], p, schoolbook=schoolbook)) % p
+        X[..., :precision] = series_matmul(X[..., :precision], correction, p, schoolbook=schoolbook)
+    return X
+
+
+def compress_rows(M: np.ndarray, rows: int, p: int, rng: np.random.Generator) -> np.ndarray:
+    """``R M`` for ``R`` drawn as ``rng.integers(0, p, size=(rows, M.shape[0]))``, when ``M`` has more rows.
+
+    ``M`` may carry further axes (series coefficients): ``R`` combines its
+    rows.  By Cauchy-Binet every ``r x r`` minor of ``R M`` is a combination
+    of those of ``M`` with the minors of ``R`` as coefficients, so ranks and
+    Smith exponents are unchanged except with probability at most ``r / p``
+    (they can only drop).
+
+    Examples
+    --------
+    >>> M = np.zeros((5, 2, 3), dtype=np.int64); M[0, 0, 1] = 1; M[4, 1, 2] = 1
+    >>> compress_rows(M, 2, 101, np.random.default_rng(0)).shape
+    (2, 2, 3)
+    >>> compress_rows(M, 8, 101, np.random.default_rng(0)) is M
+    True
+    """
+    if M.shape[0] <= rows:
+        return M
+    R = rng.integers(0, p, size=(rows, M.shape[0]))
+    flat = matmul_mod(R, M.reshape(M.shape[0], -1), p)
+    return flat.reshape(rows, *M.shape[1:])
+
+
+class EchelonBasis:
+    """A growing row space over GF(p), kept in reduced echelon form: ``add(rows)`` returns the new rank.
+
+    Parameters
+    ----------
+    columns : int
+        Length of the rows.
+    p : int
+        A prime below ``2**28``.
+
+    Examples
+    --------
+    >>> basis = EchelonBasis(3, 7)
+    >>> basis.add([[1, 2, 3]]), basis.add([[2, 4, 6]]), basis.add([[0, 1, 0], [1, 0, 3]])
+    (1, 1, 2)
+    """
+
+    def __init__(self, columns: int, p: int):
+        self.p = p
+        self.basis = np.zeros((0, columns), dtype=np.int64)  # reduced: basis[:, pivots] = I
+        self.pivots: list[int] = []
+
+    @property
+    def rank(self) -> int:
+        return len(self.pivots)
+
+    def add(self, rows) -> int:
+        p = self.p
+        rows = np.asarray(rows, dtype=np.int64) % p
+        if rows.shape[0] > rows.shape[1]:  # the row space has dimension <= columns
+            rng = np.random.default_rng([rows.shape[0], rows.shape[1], self.rank])
+            rows = compress_rows(rows, rows.shape[1] + 2, p, rng)
+        if self.rank:
+            rows = (rows - matmul_mod(rows[:, self.pivots], self.basis, p)) % p
+        if not rows.any():
+            return self.rank
+        new_rows, new_cols = pivots(rows, p)
+        if not new_rows:
+            return self.rank
+        block = rows[new_rows]
+        block = matmul_mod(inverse_mod_p(block[:, new_cols], p), block, p)
+        if self.rank:  # keep the old rows reduced on the new pivots
+            self.basis = (self.basis - matmul_mod(self.basis[:, new_cols], block, p)) % p
+        self.basis = np.concatenate([self.basis, block])
+        self.pivots = self.pivots + list(new_cols)
+        return self.rank

@@ -1,0 +1,240 @@
+"""Exact modular linear algebra (symattn.algebra.linalg) against plain Python integers.
+
+Every product is compared with a reference computed with Python's unbounded
+integers (no numpy arithmetic), for primes just below ``2**28`` where the
+float64 limbs and the chunks of the inner dimension are needed, at random
+sizes, and at the edge of a chunk (inner dimension ``2**11`` and one more).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from symattn.algebra.linalg import (
+    MAX_PRIME,
+    EchelonBasis,
+    compress_rows,
+    inverse_mod_p,
+    matmul_mod,
+    pivots,
+    rank_mod_p,
+    series_matmul,
+    series_matrix_inverse,
+    series_mul_mod,
+)
+from symattn.algebra.modseries import ModSeriesDomain
+
+BIG_PRIMES = [268435399, 268435367, 268435361]  # the largest primes below 2**28
+SMALL_PRIME = 1048573  # below 2**20: one limb
+
+
+def _reference_matmul(A, B, p):
+    A, B = np.asarray(A).tolist(), np.asarray(B).tolist()
+    return [[sum(int(a) * int(b) for a, b in zip(row, col)) % p for col in zip(*B)] for row in A]
+
+
+def _reference_series_matmul(A, B, p, N):
+    m, k, _ = A.shape
+    n = B.shape[1]
+    out = [[[0] * N for _ in range(n)] for _ in range(m)]
+    for i in range(m):
+        for j in range(n):
+            for l in range(k):
+                for a in range(min(N, A.shape[2])):
+                    for b in range(min(N - a, B.shape[2])):
+                        out[i][j][a + b] += int(A[i, l, a]) * int(B[l, j, b])
+            out[i][j] = [c % p for c in out[i][j]]
+    return out
+
+
+def _reference_rank(M, p):
+    rows = [[Fraction(int(x) % p) for x in row] for row in np.asarray(M).tolist()]
+    rank, cols = 0, len(rows[0]) if rows else 0
+    for c in range(cols):
+        pivot = next((r for r in range(rank, len(rows)) if rows[r][c] % p), None)
+        if pivot is None:
+            continue
+        rows[rank], rows[pivot] = rows[pivot], rows[rank]
+        inverse = pow(int(rows[rank][c]), -1, p)
+        rows[rank] = [x * inverse % p for x in rows[rank]]
+        for r in range(len(rows)):
+            if r != rank and rows[r][c] % p:
+                factor = rows[r][c]
+                rows[r] = [(x - factor * y) % p for x, y in zip(rows[r], rows[rank])]
+        rank += 1
+    return rank
+
+
+@pytest.mark.parametrize("p", BIG_PRIMES + [SMALL_PRIME, 7])
+@pytest.mark.parametrize("seed", range(4))
+def test_matmul_mod_is_exact_at_random_sizes(p, seed):
+    rng = np.random.default_rng([seed, p % 1000])
+    m, k, n = rng.integers(1, 40, size=3)
+    A = rng.integers(0, p, size=(m, k))
+    B = rng.integers(0, p, size=(k, n))
+    assert matmul_mod(A, B, p).tolist() == _reference_matmul(A, B, p)
+
+
+@pytest.mark.parametrize("inner", [2047, 2048, 2049, 4097])
+def test_matmul_mod_at_the_chunk_edge(inner):
+    # 14-bit limbs times 28-bit residues: 2**11 products per exact float64 sum; the worst case is
+    # every entry p - 1, whose sums are the largest
+    p = BIG_PRIMES[0]
+    A = np.full((3, inner), p - 1)
+    B = np.full((inner, 2), p - 1)
+    B[0, 1] = p - 2
+    assert matmul_mod(A, B, p).tolist() == _reference_matmul(A, B, p)
+
+
+def test_matmul_mod_reduces_negative_and_large_integers():
+    p = BIG_PRIMES[1]
+    A = np.array([[-1, 3 * p + 5], [2**40, -(2**33)]])
+    B = np.array([[p + 1, -7], [1, 2]])
+    assert matmul_mod(A, B, p).tolist() == _reference_matmul(np.array(A) % p, np.array(B) % p, p)
+
+
+def test_matmul_mod_broadcasts_stacks_and_empty_shapes():
+    p = BIG_PRIMES[2]
+    rng = np.random.default_rng(5)
+    A = rng.integers(0, p, size=(4, 3, 6))
+    B = rng.integers(0, p, size=(1, 6, 2))
+    stacked = matmul_mod(A, B, p)
+    assert stacked.shape == (4, 3, 2)
+    for i in range(4):
+        assert stacked[i].tolist() == _reference_matmul(A[i], B[0], p)
+    assert matmul_mod(np.zeros((2, 0)), np.zeros((0, 3)), p).tolist() == [[0] * 3] * 2
+
+
+def test_matmul_mod_refuses_primes_beyond_the_exact_range():
+    with pytest.raises(ValueError, match="2\\*\\*28"):
+        matmul_mod([[1]], [[1]], MAX_PRIME + 3)
+
+
+@pytest.mark.parametrize("p", [BIG_PRIMES[0], SMALL_PRIME])
+@pytest.mark.parametrize("seed", range(5))
+def test_series_matmul_is_exact(p, seed):
+    rng = np.random.default_rng([seed, 77])
+    m, k, n = (int(x) for x in rng.integers(1, 5, size=3))
+    La, Lb = (int(x) for x in rng.integers(1, 9, size=2))
+    A = rng.integers(0, p, size=(m, k, La))
+    B = rng.integers(0, p, size=(k, n, Lb))
+    # sparse coefficient supports (as parameters eps * Qt have) take the restricted Toeplitz path
+    A[:, :, : int(rng.integers(0, La))] = 0
+    if seed % 2:
+        B[:, :, 1::2] = 0
+    for N in (min(La, Lb), max(La, Lb) + 2):
+        assert series_matmul(A, B, p, truncation=N).tolist() == _reference_series_matmul(A, B, p, N)
+        assert series_matmul(A, B, p, truncation=N, schoolbook=True).tolist() == \
+            _reference_series_matmul(A, B, p, N)
+
+
+def test_series_matmul_broadcasts_a_leading_axis_and_cuts_large_products(monkeypatch):
+    import symattn.algebra.linalg as linalg
+
+    p = BIG_PRIMES[0]
+    rng = np.random.default_rng(11)
+    A = rng.integers(0, p, size=(6, 3, 2, 9))
+    B = rng.integers(0, p, size=(1, 2, 5, 9))
+    expected = [_reference_series_matmul(A[b], B[0], p, 9) for b in range(6)]
+    assert series_matmul(A, B, p).tolist() == expected
+    monkeypatch.setattr(linalg, "_PIECE_BYTES", 2000)  # forces cutting along the batch and the rows
+    assert series_matmul(A, B, p).tolist() == expected
+    assert series_matmul(A[0], B[0], p).tolist() == expected[0]
+
+
+def test_series_matmul_agrees_with_the_elementwise_schoolbook_product():
+    p = BIG_PRIMES[0]
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, p, size=(7, 1, 1, 30))
+    b = rng.integers(0, p, size=(7, 1, 12, 30))
+    assert (series_matmul(a, b, p)[:, 0] == series_mul_mod(a[:, 0], b[:, 0], p)).all()
+
+
+def test_pivots_rank_and_inverse_against_fractions():
+    p = BIG_PRIMES[0]
+    rng = np.random.default_rng(8)
+    for size in (1, 3, 6):
+        low_rank = matmul_mod(rng.integers(0, p, size=(size + 2, size - 1 or 1)),
+                              rng.integers(0, p, size=(size - 1 or 1, size)), p)
+        assert rank_mod_p(low_rank, p) == _reference_rank(low_rank, p)
+        rows, cols = pivots(low_rank, p)
+        assert _reference_rank(low_rank[np.ix_(rows, cols)], p) == len(rows) == rank_mod_p(low_rank, p)
+        square = rng.integers(0, p, size=(size, size))
+        inverse = inverse_mod_p(square, p)
+        assert matmul_mod(square, inverse, p).tolist() == np.eye(size, dtype=int).tolist()
+    with pytest.raises(ZeroDivisionError):
+        inverse_mod_p(np.array([[1, 2], [2, 4]]), p)
+
+
+def test_series_matrix_inverse_is_an_inverse():
+    p = BIG_PRIMES[0]
+    rng = np.random.default_rng(9)
+    A = rng.integers(0, p, size=(3, 3, 11))
+    X = series_matrix_inverse(A, p)
+    identity = np.zeros((3, 3, 11), dtype=np.int64)
+    identity[np.arange(3), np.arange(3), 0] = 1
+    assert (series_matmul(A, X, p) == identity).all() and (series_matmul(X, A, p) == identity).all()
+
+
+def test_compress_rows_keeps_the_rank_and_draws_from_the_given_generator():
+    p = BIG_PRIMES[0]
+    rng = np.random.default_rng(2)
+    M = matmul_mod(rng.integers(0, p, size=(20, 4)), rng.integers(0, p, size=(4, 6)), p)
+    compressed = compress_rows(M, 6, p, np.random.default_rng(0))
+    R = np.random.default_rng(0).integers(0, p, size=(6, 20))
+    assert compressed.tolist() == _reference_matmul(R, M, p)
+    assert rank_mod_p(compressed, p) == 4
+
+
+def test_echelon_basis_grows_like_the_rank_of_the_stacked_rows():
+    p = BIG_PRIMES[1]
+    rng = np.random.default_rng(4)
+    basis = EchelonBasis(7, p)
+    rows = np.zeros((0, 7), dtype=np.int64)
+    for count in (2, 1, 3, 12):
+        new = matmul_mod(rng.integers(0, p, size=(count, 2)), rng.integers(0, p, size=(2, 7)), p)
+        rows = np.concatenate([rows, new])
+        assert basis.add(new) == _reference_rank(rows, p)
+
+
+@pytest.mark.parametrize("schoolbook", [False, True])
+def test_the_series_domain_products_are_the_same_with_either_product(schoolbook, monkeypatch):
+    import symattn.algebra.modseries as modseries
+
+    monkeypatch.setattr(modseries, "_BLAS_MIN_JETS", 1)  # every jet product through BLAS
+    monkeypatch.setattr(modseries, "_BLAS_MIN_LENGTH", 1)
+    p = BIG_PRIMES[0]
+    rng = np.random.default_rng(6)
+    fast, slow = ModSeriesDomain(p, 12, directions=5), ModSeriesDomain(p, 12, directions=5, schoolbook=True)
+    assert slow.schoolbook and not fast.schoolbook
+    domain = slow if schoolbook else fast
+    for a_shape, b_shape in [((2, 3, 1, 6, 12), (3, 4, 5, 3, 12)), ((2, 3, 5, 2, 12), (3, 1, 1, 6, 12)),
+                             ((2, 3, 5, 6, 12), (3, 2, 5, 6, 12)), ((1, 1, 5, 1, 12), (1, 1, 5, 4, 12))]:
+        a, b = rng.integers(0, p, size=a_shape), rng.integers(0, p, size=b_shape)
+        a[..., :2] = 0  # valuations, as along a curve
+        assert (domain.matmul(a, b) == slow.matmul(a, b)).all()
+        left, right = a[:, :1], b[:1, :1]
+        assert (domain._mul(left, right) == slow._mul(left, right)).all()
+
+
+def test_the_schoolbook_default_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("SYMATTN_SCHOOLBOOK", "1")
+    assert ModSeriesDomain(BIG_PRIMES[0], 4).schoolbook
+    monkeypatch.setenv("SYMATTN_SCHOOLBOOK", "0")
+    assert not ModSeriesDomain(BIG_PRIMES[0], 4).schoolbook
+
+
+def test_series_matmul_in_bands_of_coefficients_agrees_with_the_schoolbook_product():
+    # 64 and more output coefficients are computed in bands, each with only the columns it meets
+    p = BIG_PRIMES[0]
+    rng = np.random.default_rng(12)
+    A = rng.integers(0, p, size=(2, 3, 90))
+    B = rng.integers(0, p, size=(3, 4, 90))
+    A[..., :3] = 0
+    B[..., 50:] = 0
+    expected = series_mul_mod(A[:, :, None, :], B[None, :, :, :], p).sum(axis=1) % p
+    assert (series_matmul(A, B, p) == expected).all()
+    assert (series_matmul(B.transpose(1, 0, 2), A.transpose(1, 0, 2), p) == expected.transpose(1, 0, 2)).all()
