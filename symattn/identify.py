@@ -48,7 +48,9 @@ import sympy as sp
 
 from .algebra.domains import RationalDomain, is_prime
 from .algebra.exactseries import PolynomialSeriesDomain
-from .algebra.modseries import MAX_PRIME, ModSeriesDomain, modular_inverse
+from .algebra.linalg import EchelonBasis, compress_rows, series_matmul
+from .algebra.modseries import MAX_PRIME, ModSeriesDomain
+from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
 from .effective import (
     effective_block_dimensions,
@@ -85,10 +87,10 @@ __all__ = [
     "DIMENSION_PRIME",
 ]
 
-#: Prime of the fast dimension certificate: below ``2**20``, so that products of
-#: residues summed over a matrix product stay exact in float64 (BLAS).  A
-#: smaller prime can only make the certified lower bound come out low (then a
-#: new point is drawn); it can never make it wrong.
+#: Prime of the fast dimension certificate: below ``2**20``, so that its residues pass
+#: through float64 BLAS as one limb (:mod:`symattn.algebra.linalg` takes any prime below
+#: ``2**28`` with two).  A smaller prime can only make the certified lower bound come out low
+#: (then a new point is drawn); it can never make it wrong.
 DIMENSION_PRIME = 1048573
 
 #: Deepest truncation the adaptive searches go to.
@@ -99,129 +101,6 @@ MAX_TRUNCATION = 256
 EXACT_CHECK_LIMITS = {"auto": 8, True: 12, False: -1}
 
 _ESTIMATES = ("mpmath", "float64", None)
-
-
-# ---------------------------------------------------------------------------------------
-# exact linear algebra over GF(p) and GF(p)[[eps]]
-# ---------------------------------------------------------------------------------------
-def _matmul_mod(A, B, p: int, reduced: bool = False) -> np.ndarray:
-    """``A @ B mod p`` for residue arrays, exactly, through float64 BLAS.
-
-    ``A`` is split into limbs of ``s`` bits so that every partial sum of
-    ``limb * residue`` products stays below ``2**53`` (one limb when
-    ``p < 2**20`` and the inner dimension is below ``2**12``).  Stacked
-    operands broadcast as in ``numpy.matmul``.  ``reduced``: the entries are
-    already in ``0..p-1``.
-    """
-    if not reduced:
-        A = np.asarray(A, dtype=np.int64) % p
-        B = np.asarray(B, dtype=np.int64) % p
-    k = A.shape[-1]
-    shape = np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + (A.shape[-2], B.shape[-1])
-    if k == 0 or A.size == 0 or B.size == 0:
-        return np.zeros(shape, dtype=np.int64)
-    s = 53 - (p - 1).bit_length() - k.bit_length()
-    if s < 8:  # too many terms for one exact float sum: split the contraction
-        half = k // 2
-        return (_matmul_mod(A[..., :half], B[..., :half, :], p, True)
-                + _matmul_mod(A[..., half:], B[..., half:, :], p, True)) % p
-    Bf = B.astype(np.float64)
-    if s >= (p - 1).bit_length():  # one limb
-        return np.fmod(A.astype(np.float64) @ Bf, p).astype(np.int64)
-    out = np.zeros(shape, dtype=np.int64)
-    rest, shift, mask = A, 0, (1 << s) - 1
-    while True:
-        limb = rest & mask
-        if limb.any():
-            part = np.fmod(limb.astype(np.float64) @ Bf, p).astype(np.int64)
-            out = (out + part * pow(2, shift, p)) % p
-        rest = rest >> s
-        shift += s
-        if not rest.any():
-            return out
-
-
-def _pivots(M, p: int) -> tuple[list[int], list[int]]:
-    """Rows and columns of an invertible maximal square submatrix of ``M`` over GF(p)."""
-    W = np.asarray(M, dtype=np.int64) % p
-    m, n = W.shape
-    order = np.arange(m)
-    rows, cols = [], []
-    r = 0
-    for j in range(n):
-        if r == m:
-            break
-        nonzero = np.flatnonzero(W[r:, j])
-        if not len(nonzero):
-            continue
-        i = r + int(nonzero[0])
-        if i != r:
-            W[[r, i]] = W[[i, r]]
-            order[[r, i]] = order[[i, r]]
-        W[r] = W[r] * int(modular_inverse(np.array([W[r, j]]), p)[0]) % p
-        below = W[r + 1:, j]
-        if below.any():
-            W[r + 1:] = (W[r + 1:] - below[:, None] * W[r][None, :]) % p
-        rows.append(int(order[r]))
-        cols.append(j)
-        r += 1
-    return rows, cols
-
-
-def _rank_mod_p(M, p: int) -> int:
-    M = np.asarray(M)
-    if M.size == 0:
-        return 0
-    if M.shape[0] > M.shape[1]:
-        M = M.T
-    return len(_pivots(M, p)[0])
-
-
-def _inverse_mod_p(M, p: int) -> np.ndarray:
-    n = M.shape[0]
-    W = np.concatenate([np.asarray(M, dtype=np.int64) % p, np.eye(n, dtype=np.int64)], axis=1)
-    for j in range(n):
-        nonzero = np.flatnonzero(W[j:, j])
-        if not len(nonzero):
-            raise ZeroDivisionError("singular matrix mod p")
-        i = j + int(nonzero[0])
-        if i != j:
-            W[[j, i]] = W[[i, j]]
-        W[j] = W[j] * int(modular_inverse(np.array([W[j, j]]), p)[0]) % p
-        column = W[:, j].copy()
-        column[j] = 0
-        W = (W - column[:, None] * W[j][None, :]) % p
-    return W[:, n:]
-
-
-def _series_matmul(A, B, p: int, truncation: int) -> np.ndarray:
-    """Product of matrices of series ``(m, k, La) x (k, n, Lb)``, mod ``eps^truncation``."""
-    m, k, La = A.shape
-    n, Lb = B.shape[1], B.shape[2]
-    out = np.zeros((m, n, truncation), dtype=np.int64)
-    for i in range(min(La, truncation)):
-        if not A[:, :, i].any():
-            continue
-        L = min(Lb, truncation - i)
-        stacked = B[:, :, :L].transpose(0, 2, 1).reshape(k, L * n)
-        product = _matmul_mod(A[:, :, i], stacked, p).reshape(m, L, n).transpose(0, 2, 1)
-        out[:, :, i:i + L] = (out[:, :, i:i + L] + product) % p
-    return out
-
-
-def _series_matrix_inverse(A, p: int) -> np.ndarray:
-    """Inverse of a square matrix of series whose constant term is invertible mod ``p``."""
-    r, _, L = A.shape
-    X = np.zeros_like(A)
-    first = _inverse_mod_p(A[:, :, 0], p)
-    X[:, :, 0] = first
-    for n in range(1, L):
-        acc = np.zeros((r, r), dtype=np.int64)
-        for i in range(1, n + 1):
-            if A[:, :, i].any():
-                acc = (acc + _matmul_mod(A[:, :, i], X[:, :, n - i], p)) % p
-        X[:, :, n] = (-_matmul_mod(first, acc, p)) % p
-    return X
 
 
 @dataclass(frozen=True)
@@ -238,15 +117,11 @@ class SeriesRank:
 
 
 def series_rank(M, p: int) -> SeriesRank:
-    """Smith-form exponents of a matrix of truncated series over GF(p), by block elimination.
+    """Smith-form exponents of a matrix of truncated series over GF(p), as a rank and a histogram.
 
-    The same numbers as :func:`symattn.algebra.valuations.smith_valuations`
-    (exponents below the truncation ``N``; the rank they resolve is a
-    certified lower bound for the rank over ``GF(p)((eps))``), computed level
-    by level: all pivots of valuation ``v`` at once from the coefficient
-    matrix of ``eps^v``, then one Schur complement over series, with every
-    matrix product exact in float64 BLAS.  Fast when few distinct exponents
-    occur (a Jacobian along a curve).
+    The exponents of :func:`symattn.algebra.valuations.smith_valuations`
+    (below the truncation ``N``; the rank they resolve is a certified lower
+    bound for the rank over ``GF(p)((eps))``), counted by exponent.
 
     Parameters
     ----------
@@ -268,139 +143,11 @@ def series_rank(M, p: int) -> SeriesRank:
     >>> series_rank(M[:, :, :3], 7).rank      # eps^3 is not resolved mod eps^3
     1
     """
-    work = np.asarray(M, dtype=np.int64) % p
-    truncation = work.shape[-1]
-    rank, levels, v = 0, {}, 0
-    while v < truncation and work.shape[0] and work.shape[1]:
-        level = work[:, :, v]
-        if not level.any():
-            v += 1
-            continue
-        rows, cols = _pivots(level, p) if level.shape[0] <= level.shape[1] else _pivots(level.T, p)[::-1]
-        r = len(rows)
-        rank += r
-        levels[v] = levels.get(v, 0) + r
-        other_rows = np.setdiff1d(np.arange(work.shape[0]), rows)
-        other_cols = np.setdiff1d(np.arange(work.shape[1]), cols)
-        if len(other_rows) and len(other_cols):
-            pivot = work[np.ix_(rows, cols)][:, :, v:]
-            left = work[np.ix_(other_rows, cols)][:, :, v:]
-            multiplier = _series_matmul(left, _series_matrix_inverse(pivot, p), p, truncation - v)
-            right = work[np.ix_(rows, other_cols)]
-            work = (work[np.ix_(other_rows, other_cols)] - _series_matmul(multiplier, right, p, truncation)) % p
-        else:
-            work = work[np.ix_(other_rows, other_cols)]
-    return SeriesRank(rank, dict(sorted(levels.items())), truncation)
-
-
-class _EchelonBasis:
-    """A growing row space over GF(p): ``add(rows)`` returns the new rank."""
-
-    def __init__(self, columns: int, p: int):
-        self.p = p
-        self.basis = np.zeros((0, columns), dtype=np.int64)  # reduced: basis[:, pivots] = I
-        self.pivots: list[int] = []
-
-    @property
-    def rank(self) -> int:
-        return len(self.pivots)
-
-    def add(self, rows) -> int:
-        p = self.p
-        rows = np.asarray(rows, dtype=np.int64) % p
-        if rows.shape[0] > rows.shape[1]:  # compress: the row space has dimension <= columns
-            rng = np.random.default_rng([rows.shape[0], rows.shape[1], self.rank])
-            rows = _matmul_mod(rng.integers(0, p, size=(rows.shape[1] + 2, rows.shape[0])), rows, p)
-        if self.rank:
-            rows = (rows - _matmul_mod(rows[:, self.pivots], self.basis, p)) % p
-        if not rows.any():
-            return self.rank
-        new_rows, new_cols = _pivots(rows, p)
-        if not new_rows:
-            return self.rank
-        block = rows[new_rows]
-        block = _matmul_mod(_inverse_mod_p(block[:, new_cols], p), block, p)
-        if self.rank:  # keep the old rows reduced on the new pivots
-            self.basis = (self.basis - _matmul_mod(self.basis[:, new_cols], block, p)) % p
-        self.basis = np.concatenate([self.basis, block])
-        self.pivots = self.pivots + list(new_cols)
-        return self.rank
-
-
-# ---------------------------------------------------------------------------------------
-# domains: fast products for the GF(p) series domain, and point evaluation
-# ---------------------------------------------------------------------------------------
-class _FastSeriesDomain(ModSeriesDomain):
-    """:class:`ModSeriesDomain` whose matrix product runs on float64 BLAS, exactly.
-
-    Same elements and results as the parent; only ``matmul`` differs: one
-    batched matrix product per pair of nonzero coefficient indices (and jet
-    part) instead of one broadcast elementwise product.
-    """
-
-    def matmul(self, a, b):
-        p, N = self.p, self.truncation
-        r, c = a.shape[0], b.shape[1]
-        batch = max(a.shape[2], b.shape[2])
-        wa, wb = a.shape[3], b.shape[3]
-        A = np.moveaxis(a, (0, 1), (-2, -1))  # (Ba, wa, N, r, k)
-        B = np.moveaxis(b, (0, 1), (-2, -1))  # (Bb, wb, N, k, c)
-        k = A.shape[-1]
-        out = np.zeros((batch, max(wa, wb), N, r, c), dtype=np.int64)
-
-        def support(x):
-            return [n for n in range(N) if x[:, :, n].any()]
-
-        a_values, b_values = support(A[:, :1]), support(B[:, :1])
-        a_tangents = support(A[:, 1:]) if wa > 1 else []
-        b_tangents = support(B[:, 1:]) if wb > 1 else []
-        for i in a_values:
-            left = A[:, 0, i]  # (Ba, r, k)
-            for j in b_values:
-                if i + j < N:
-                    out[:, 0, i + j] += _matmul_mod(left, B[:, 0, j], p, True)
-            for j in b_tangents:
-                if i + j < N:
-                    tangent = B[:, 1:, j]  # (Bb, wb-1, k, c) -> one product per batch entry (or one in all)
-                    if left.shape[0] == 1:
-                        stacked = np.moveaxis(tangent, 2, 0).reshape(k, -1)
-                        product = _matmul_mod(left[0], stacked, p, True).reshape(r, tangent.shape[0], wb - 1, c)
-                        out[:, 1:wb, i + j] += np.moveaxis(product, 0, 2)
-                    else:
-                        stacked = np.moveaxis(tangent, 2, 1).reshape(tangent.shape[0], k, -1)
-                        product = _matmul_mod(left, stacked, p, True).reshape(batch, r, wb - 1, c)
-                        out[:, 1:wb, i + j] += np.moveaxis(product, 1, 2)
-            out %= p
-        for i in a_tangents:
-            tangent = A[:, 1:, i]  # (Ba, wa-1, r, k)
-            stacked = tangent.reshape(tangent.shape[0], -1, k)
-            for j in b_values:
-                if i + j < N:
-                    product = _matmul_mod(stacked, B[:, 0, j], p, True)
-                    out[:, 1:wa, i + j] += product.reshape(batch, wa - 1, r, c)
-            out %= p
-        return np.moveaxis(out, (-2, -1), (0, 1))
-
-
-class _PointJetDomain(_FastSeriesDomain):
-    """GF(p) values with first-order jets at a point (truncation 1), for polynomial normalizers."""
-
-    def __init__(self, p: int, directions: int = 0):
-        super().__init__(p, 1, directions=directions)
-        self.name = f"GF({self.p}) with {self.directions}-direction jets"
-
-    def apply_normalizer(self, a, normalizer):
-        coefficients = [self.residue(c) for c in normalizer.polynomial_coefficients]
-        value = a[..., 0, 0] % self.p
-        s = np.zeros_like(value)
-        ds = np.zeros_like(value)
-        for c in reversed(coefficients):  # Horner for s and s'
-            ds = (ds * value + s) % self.p
-            s = (s * value + c) % self.p
-        out = np.zeros_like(a)
-        out[..., 0, 0] = s
-        out[..., 1:, 0] = ds[..., None] * a[..., 1:, 0] % self.p
-        return out
+    result = smith_valuations(M, p)
+    histogram: dict[int, int] = {}
+    for exponent in result.exponents:
+        histogram[exponent] = histogram.get(exponent, 0) + 1
+    return SeriesRank(result.resolved_rank, histogram, result.truncation)
 
 
 _POINT = Curve("a random point (no curve)")
@@ -480,7 +227,7 @@ def _jet_jacobian(arch, curve, bank, point, p, truncation, coefficient_values=No
     else:
         directions, count = directions
     if domain is None:
-        domain = _FastSeriesDomain(p, truncation, directions=count, coefficient_values=coefficient_values)
+        domain = ModSeriesDomain(p, truncation, directions=count, coefficient_values=coefficient_values)
     N = domain.truncation
     _require_jacobian_memory(arch, curve, len(bank), N, directions, count)
     blocks = {"Q": [], "K": [], "V": []}
@@ -566,12 +313,7 @@ def _require_jacobian_memory(arch: Architecture, curve: Curve, bank: int, trunca
 
 def _compress_rows(J, rows: int, p: int, seed: int) -> np.ndarray:
     """``R J`` for a random ``rows x m`` matrix ``R`` over GF(p) (rank can only drop)."""
-    if J.shape[0] <= rows:
-        return J
-    rng = np.random.default_rng([seed, 31337, J.shape[0]])
-    R = rng.integers(0, p, size=(rows, J.shape[0]))
-    flat = _matmul_mod(R, J.reshape(J.shape[0], -1), p)
-    return flat.reshape(rows, *J.shape[1:])
+    return compress_rows(J, rows, p, np.random.default_rng([seed, 31337, J.shape[0]]))
 
 
 # ---------------------------------------------------------------------------------------
@@ -990,7 +732,7 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         bank = random_bank(arch, bank_size, prime, seed + attempt)
         try:
             if polynomial:
-                domain = _PointJetDomain(prime, directions=directions[1])
+                domain = ModSeriesDomain(prime, 1, directions=directions[1])  # values with jets at a point
                 J = _jet_jacobian(arch, _POINT, bank, point, prime, 1, directions=directions, domain=domain)
             else:
                 J = _jet_jacobian(arch, route_curve, bank, point, prime, truncation, coefficient_values,
@@ -1388,14 +1130,14 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
             truncation *= 2
             continue
         # jet ranks, all blocks, and per block up to its order
-        basis = _EchelonBasis(arch.param_count, p)
+        basis = EchelonBasis(arch.param_count, p)
         jet_ranks = tuple(basis.add(J[:, :, n]) for n in range(truncation))
         block_ranks = {}
         for name in names:
             if orders[name] is None or not columns[name]:
                 block_ranks[name] = 0
                 continue
-            block_basis = _EchelonBasis(len(columns[name]), p)
+            block_basis = EchelonBasis(len(columns[name]), p)
             for n in range(orders[name] + 1):
                 block_basis.add(J[:, columns[name], n])
             block_ranks[name] = block_basis.rank
@@ -1834,7 +1576,7 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     symmetry_rank = series_rank(symmetry, p).rank if len(symmetry) else 0
     annihilated = True
     if len(symmetry):
-        product = _series_matmul(native, np.ascontiguousarray(symmetry.transpose(1, 0, 2)), p, native_truncation)
+        product = series_matmul(native, symmetry.transpose(1, 0, 2), p, native_truncation)
         annihilated = not product.any()
     kernel = arch.param_count - native_rank.rank
     is_orbit = bool(annihilated and kernel == symmetry_rank)

@@ -49,6 +49,7 @@ from typing import Iterable, Sequence
 import networkx as nx
 import numpy as np
 
+from .algebra.linalg import matmul_mod
 from .effective import (
     _has_bottleneck,
     effective_block_dimensions,
@@ -911,10 +912,6 @@ def _columns(arch: Architecture) -> dict:
     return out
 
 
-def _matmul_mod(A, B, p):
-    return (np.asarray(A, dtype=object).dot(np.asarray(B, dtype=object)) % p).astype(np.int64)
-
-
 def _rank_tangent_basis(B, C, p) -> np.ndarray:
     """Vectors ``vec(dB C + B dC)`` spanning the tangent of rank-r matrices at ``B C``: shape (rows*cols, m)."""
     rows, r = B.shape
@@ -924,12 +921,12 @@ def _rank_tangent_basis(B, C, p) -> np.ndarray:
         for b in range(r):
             E = np.zeros((rows, r), dtype=np.int64)
             E[a, b] = 1
-            vectors.append(_matmul_mod(E, C, p).reshape(-1))
+            vectors.append(matmul_mod(E, C, p).reshape(-1))
     for c in range(r):
         for d in range(cols):
             E = np.zeros((r, cols), dtype=np.int64)
             E[c, d] = 1
-            vectors.append(_matmul_mod(B, E, p).reshape(-1))
+            vectors.append(matmul_mod(B, E, p).reshape(-1))
     return np.stack(vectors, axis=1)
 
 
@@ -949,7 +946,7 @@ def _set_point(arch, events, p, seed):
             rows, cols = arch.block_shapes(e.layer)["V"]
             B = rng.integers(1, p, size=(rows, e.rank), dtype=np.int64)
             C = rng.integers(1, p, size=(e.rank, cols), dtype=np.int64)
-            point[("V", e.layer)] = _matmul_mod(B, C, p)
+            point[("V", e.layer)] = matmul_mod(B, C, p)
             tangents[("V", e.layer)] = (B, C)
     return point, coefficient_values, tangents
 
@@ -1399,7 +1396,7 @@ def _near_set_exponents(arch, event, m, p, seed, size, N):
         rows, cols = arch.block_shapes(event.layer)["V"]
         B = rng.integers(1, p, size=(rows, event.rank), dtype=np.int64)
         C = rng.integers(1, p, size=(event.rank, cols), dtype=np.int64)
-        moved[..., 0] = _matmul_mod(B, C, p)
+        moved[..., 0] = matmul_mod(B, C, p)
     if m < N:
         moved[..., m] = point[key]
     series[key] = moved

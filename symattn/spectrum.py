@@ -32,6 +32,8 @@ import sympy as sp
 from ._format import FormattedResult
 from .algebra.degrees import NONE, DegreeBoundDomain
 from .algebra.domains import is_prime
+from .algebra.linalg import compress_rows as _compress_rows
+from .algebra.linalg import series_matmul
 from .algebra.modseries import MAX_PRIME, ModSeriesDomain
 from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
@@ -497,14 +499,7 @@ def compress_rows(J: np.ndarray, p: int, seed: int) -> np.ndarray:
     >>> smith_valuations(compress_rows(J, 101, 0), 101).exponents
     (1, 2)
     """
-    rows, cols, _ = J.shape
-    if rows <= cols:
-        return J
-    R = np.random.default_rng([seed, 3571]).integers(0, p, size=(cols, rows), dtype=np.int64)
-    out = np.zeros((cols, *J.shape[1:]), dtype=np.int64)
-    for start in range(0, rows, 64):  # 64 products of residues < 2**28 fit in int64
-        out = (out + np.tensordot(R[:, start:start + 64], J[start:start + 64], axes=1)) % p
-    return out
+    return _compress_rows(J, J.shape[1], p, np.random.default_rng([seed, 3571]))
 
 
 def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed: int, truncation: int,
@@ -539,10 +534,7 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
         # the gauge directions must lie in the kernel of J(eps), exactly mod eps^N
         annihilated = True
         if len(gauge):
-            from .algebra.modseries import series_mul_mod
-
-            product = series_mul_mod(J[:, None, :, :], gauge[None, :, :, :], p).sum(axis=2) % p
-            annihilated = not product.any()
+            annihilated = not series_matmul(J, gauge.transpose(1, 0, 2), p).any()
         # the rank is at most the resolved pivots plus the rows left, and at most #params - gauge rank
         unresolved = max(0, min(arch.param_count - full.resolved_rank - gauge_rank, full.remaining_rows))
         runs.append(SpectrumRun(p, seed, len(inputs), truncation, _histogram(full.exponents), blocks,
