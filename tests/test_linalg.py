@@ -238,3 +238,19 @@ def test_series_matmul_in_bands_of_coefficients_agrees_with_the_schoolbook_produ
     expected = series_mul_mod(A[:, :, None, :], B[None, :, :, :], p).sum(axis=1) % p
     assert (series_matmul(A, B, p) == expected).all()
     assert (series_matmul(B.transpose(1, 0, 2), A.transpose(1, 0, 2), p) == expected.transpose(1, 0, 2)).all()
+
+
+@pytest.mark.parametrize("directions", [0, 3])
+@pytest.mark.parametrize("name", ["softmax", "sigmoid", "cosh"])
+def test_normalizer_by_paterson_stockmeyer_equals_horner(name, directions):
+    from symattn.normalizers import Normalizer
+
+    normalizer = Normalizer.preset(name)
+    p = BIG_PRIMES[0]
+    rng = np.random.default_rng(13)
+    for truncation, valuation in [(1, 1), (9, 1), (40, 2), (41, 3)]:
+        fast = ModSeriesDomain(p, truncation, directions=directions)
+        slow = ModSeriesDomain(p, truncation, directions=directions, schoolbook=True)
+        scores = rng.integers(0, p, size=(3, 3, 4, 1 + directions, truncation))
+        scores[..., 0, :valuation] = 0
+        assert (fast.apply_normalizer(scores, normalizer) == slow.apply_normalizer(scores, normalizer)).all()

@@ -78,7 +78,7 @@ _MANTISSA_BITS = 53
 # Working set of one BLAS piece (its Toeplitz matrix and a few copies of its result); larger
 # products are cut along a batch or row axis.  Small, so that a product costs little more memory
 # than its result (the estimates of symattn.limits assume so); 1 MiB pieces still run at BLAS speed.
-_PIECE_BYTES = 2**20
+_PIECE_BYTES = 16 * 2**20
 # int64 partial sums of the schoolbook product are reduced this often (64 * 2**56 < 2**63).
 _REDUCE_EVERY = 64
 
@@ -315,8 +315,8 @@ def _series_matmul_blas(A, B, p, truncation, out=None):
     # bytes: the stacked B with its limbs, per column; the Toeplitz and the result copies, per row of A
     per_column = 3 * k * count * 8 * batch
     per_row = (k * count + 4 * n) * rows * 8 * batch
-    if n > 1 and n * per_column + m * per_row > _PIECE_BYTES:
-        step = max(1, n * _PIECE_BYTES // (n * per_column + m * per_row))
+    if n > 1 and n * per_column > _PIECE_BYTES:  # (cutting columns does not shrink the Toeplitz part)
+        step = max(1, _PIECE_BYTES // per_column)
         for start in range(0, n, step):
             stop = min(n, start + step)
             _series_matmul_blas(A, B[..., start:stop, :], p, truncation, out=out[..., start:stop, :])

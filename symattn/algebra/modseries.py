@@ -24,12 +24,14 @@ Examples
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import sympy as sp
 
 from ..errors import DomainError, TruncationError
 from .domains import Domain, is_prime
-from .linalg import MAX_PRIME, modular_inverse, schoolbook_default, series_matmul, series_mul_mod
+from .linalg import MAX_PRIME, matmul_mod, modular_inverse, schoolbook_default, series_matmul, series_mul_mod
 
 __all__ = ["ModSeriesDomain", "ExactSeriesDomain", "series_mul_mod", "modular_inverse", "MAX_PRIME"]
 
@@ -304,6 +306,17 @@ class ModSeriesDomain(Domain):
         n = self.truncation
         degree = (n - 1) // v if v < n else 0
         taylor = self._taylor_residues(normalizer, degree + 1)
+        if not self.schoolbook:
+            # s and s' at once, by Paterson-Stockmeyer: about 2 sqrt(degree) series products
+            # instead of 2 degree for Horner (same residues)
+            polynomials = [np.asarray(taylor[:degree + 1], dtype=np.int64) % self.p]
+            if self.directions:
+                polynomials.append(np.arange(1, degree + 2, dtype=np.int64) * taylor[1:degree + 2] % self.p)
+            composed = self._compose(np.stack(polynomials), value)
+            s_value = composed[0]
+            if not self.directions:
+                return s_value
+            return np.concatenate([s_value, self._times_jets(composed[1], a[..., 1:, :])], axis=-2)
         s_value = self._zeros(value.shape)
         s_deriv = self._zeros(value.shape)
         for m in range(degree, -1, -1):
@@ -316,6 +329,33 @@ class ModSeriesDomain(Domain):
             return s_value
         tangent = self._series_mul(s_deriv, a[..., 1:, :])
         return np.concatenate([s_value, tangent], axis=-2)
+
+    def _compose(self, coefficients: np.ndarray, value: np.ndarray) -> np.ndarray:
+        """``sum_m coefficients[r, m] value^m`` for each row ``r``, by Paterson-Stockmeyer.
+
+        The powers ``value^0 .. value^(b-1)`` (``b ~ sqrt(degree)``) are
+        combined into the ``b``-term pieces of every polynomial by one exact
+        matrix product, then Horner runs in ``value^b`` over the pieces.
+        """
+        p = self.p
+        terms = coefficients.shape[1]
+        step = max(1, math.isqrt(terms - 1) + 1) if terms > 1 else 1
+        powers = [self._zeros(value.shape)]
+        powers[0][..., 0] = 1
+        for _ in range(1, step + 1):
+            powers.append(series_mul_mod(powers[-1], value, p))
+        giant = powers.pop()  # value^step
+        pieces = -(-terms // step)
+        padded = np.zeros((coefficients.shape[0], pieces * step), dtype=np.int64)
+        padded[:, :terms] = coefficients
+        combined = matmul_mod(padded.reshape(-1, step), np.stack(powers).reshape(step, -1), p)
+        combined = combined.reshape(coefficients.shape[0], pieces, *value.shape)
+        result = combined[:, -1]
+        for piece in range(pieces - 2, -1, -1):
+            result = series_mul_mod(result, giant, p)
+            result += combined[:, piece]
+            result %= p
+        return result
 
     def _apply_polynomial(self, a, normalizer):
         # s itself (not s/s(0), which may not exist when s(0) = 0) by Horner on the whole series;
