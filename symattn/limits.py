@@ -54,7 +54,7 @@ Examples
 (536870912, 2684354560)
 >>> estimate = spectrum_memory(Architecture.uniform(layers=2), bank=12, truncation=8)
 >>> format_size(estimate.bytes), estimate.series_order, estimate.jacobian
-('1.1 MiB', 8, (72, 16))
+('749 KiB', 8, (72, 16))
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .errors import ResourceLimitError, SymattnError
+from .algebra.linalg import schoolbook_default
 
 __all__ = [
     "MemoryEstimate",
@@ -111,10 +112,11 @@ _UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 # (ModSeriesDomain.matmul: the (r, c, k, batch, width, N) product; the value and the two
 # tangent products, each with the temporary of series_mul_mod, are alive together).
 _BROADCAST_PRODUCT_COPIES = 3
-# Transient cost of one BLAS product (identify's _FastSeriesDomain): the (batch, width, N, r, c)
-# result plus float64 and int64 copies of one coefficient's stacked operands and product.
-_BLAS_RESULT_COPIES = 1
-_BLAS_OPERAND_COPIES = 6
+# Transient cost of one BLAS product (ModSeriesDomain.matmul, algebra.linalg.series_matmul): the
+# (batch, width, N, r, c) result and its reordered copy, plus the reduced copies of both operands
+# (measured with tracemalloc against tests/test_limits.py).
+_BLAS_RESULT_COPIES = 2
+_BLAS_OPERAND_COPIES = 1
 # attention(): s(A), s'(A), the column sums, their reciprocal and the product, per score array.
 _ATTENTION_COPIES = 5
 
@@ -349,9 +351,10 @@ def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadc
     :class:`~symattn.algebra.modseries.ModSeriesDomain`: each element of a
     matrix is ``(batch, width, N)`` int64.  ``products="broadcast"``: the
     parent's ``matmul`` materializes the ``(r, c, k, batch, width, N)``
-    elementwise product before summing over ``k``; ``"blas"``: identify's
-    fast domain keeps only the ``(batch, width, N, r, c)`` result and one
-    coefficient's operands at a time.
+    elementwise product before summing over ``k`` (the schoolbook baseline);
+    ``"blas"`` (the default products of the domain) keeps only the
+    ``(batch, width, N, r, c)`` result and one coefficient's operands at a
+    time.
 
     Parameters
     ----------
@@ -383,22 +386,27 @@ def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadc
     for i, width in enumerate(jet_widths, start=1):
         d_in, d_out, a = arch.widths[i - 1], arch.widths[i], arch.score_ranks[i - 1]
         w_hidden = 1 if i == 1 else jet_widths[i - 2]["V"]
-        operations = [  # (name, r, c, k, width of the result)
-            ("keys", a, t, d_in, max(width["K"], w_hidden)),
-            ("queries", a, t, d_in, max(width["Q"], w_hidden)),
-            ("scores", t, t, a, width["K"]),
-            ("values", d_out, t, d_in, width["V"]),
-            ("outputs", d_out, t, t, width["V"]),
+        w_keys, w_queries = max(width["K"], w_hidden), max(width["Q"], w_hidden)
+        w_values = max(width["V"], w_hidden)
+        # (name, r, c, k, width of the result, jets of the left factor: width and batch (the
+        # parameters are shared by the bank), width of the right factor)
+        operations = [
+            ("keys", a, t, d_in, w_keys, (width["K"], 1), w_hidden),
+            ("queries", a, t, d_in, w_queries, (width["Q"], 1), w_hidden),
+            ("scores", t, t, a, width["K"], (w_keys, B), w_queries),
+            ("values", d_out, t, d_in, width["V"], (width["V"], 1), w_hidden),
+            ("outputs", d_out, t, t, width["V"], (w_values, B), width["K"]),
         ]
         live = hidden + previous_layer
         results = {}
-        for name, r, c, k, w in operations:
+        for name, r, c, k, w, (w_left, batch_left), w_right in operations:
             result = r * c * B * w * N
             if products == "broadcast":
                 transient = _BROADCAST_PRODUCT_COPIES * r * c * k * B * w * N
                 shape = f"({r}, {c}, {k}, {B}, {w}, {N}) int64"
             else:
-                transient = _BLAS_RESULT_COPIES * result + _BLAS_OPERAND_COPIES * B * w * c * max(r, k)
+                operands = (r * k * w_left * batch_left + k * c * w_right * B) * N
+                transient = _BLAS_RESULT_COPIES * result + _BLAS_OPERAND_COPIES * operands
                 shape = f"({B}, {w}, {N}, {r}, {c}) int64"
             if live + transient > peak:
                 peak, largest = live + transient, f"{shape} for the {name} of layer {i}"
@@ -415,6 +423,11 @@ def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadc
     return peak * _INT64, largest
 
 
+def _products() -> str:
+    """The products the series domains will use: ``"broadcast"`` under ``$SYMATTN_SCHOOLBOOK``."""
+    return "broadcast" if schoolbook_default() else "blas"
+
+
 def spectrum_memory(arch, bank: int, truncation: int, gauge: int | None = None) -> MemoryEstimate:
     """Peak memory of one step of :func:`symattn.spectrum.decay_spectrum` (both banks in one pass).
 
@@ -428,13 +441,13 @@ def spectrum_memory(arch, bank: int, truncation: int, gauge: int | None = None) 
     --------
     >>> from symattn.model import Architecture
     >>> estimate = spectrum_memory(Architecture.uniform(layers=3, width=8, tokens=8), bank=112, truncation=19)
-    >>> 4 * 2**30 < estimate.bytes < 8 * 2**30
+    >>> 2 * 2**30 < estimate.bytes < 4 * 2**30
     True
     """
     P = arch.param_count
     if gauge is None:
         gauge = sum(a * a for a in arch.score_ranks) + sum(d * d for d in arch.widths[1:-1])
-    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, "broadcast")
+    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, _products())
     rows = arch.widths[-1] * arch.tokens * bank
     jacobian = rows * P * truncation * _INT64
     compressed = min(rows, P)
@@ -462,7 +475,7 @@ def rank_check_memory(arch, bank: int, truncation: int) -> MemoryEstimate:
     (30, 16)
     """
     P = arch.param_count
-    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, "broadcast")
+    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, _products())
     rows = arch.widths[-1] * arch.tokens * bank
     jacobian = rows * P * truncation * _INT64
     output = arch.widths[-1] * arch.tokens * bank * (1 + P) * truncation * _INT64
@@ -615,7 +628,7 @@ def check_memory(estimate: MemoryEstimate, max_memory=None, arch=None, estimate_
     >>> check_memory(estimate_for(arch), max_memory="10M", arch=arch, estimate_for=estimate_for, bank=60)
     Traceback (most recent call last):
     ...
-    symattn.errors.ResourceLimitError: --layers 2 --width 4 --rank 1 --tokens 6 needs about 96.8 MiB for the decay spectrum (bank 60 inputs, series to eps^8, Jacobian 1440 x 48; largest array (4, 6, 6, 60, 49, 8) int64 for the outputs of layer 2), over the limit of 10.0 MiB; --bank <= 6 or --width <= 1 fits in 10.0 MiB; --max-memory SIZE (or max_memory=, SYMATTN_MAX_MEMORY) raises the limit
+    symattn.errors.ResourceLimitError: --layers 2 --width 4 --rank 1 --tokens 6 needs about 36.5 MiB for the decay spectrum (bank 60 inputs, series to eps^8, Jacobian 1440 x 48; largest array (60, 49, 8, 4, 6) int64 for the outputs of layer 2), over the limit of 10.0 MiB; --bank <= 16, --tokens <= 2 or --width <= 1 fits in 10.0 MiB; --max-memory SIZE (or max_memory=, SYMATTN_MAX_MEMORY) raises the limit
     """
     limit = memory_limit(max_memory)
     who = _flags(arch) + " " if arch is not None else ""
