@@ -37,6 +37,7 @@ from .algebra.powerseries import (
 )
 from .errors import NormalizerError
 from .parsing import NORMALIZER_LIMITS, parse_expression
+from .positivity import decide_positivity
 
 __all__ = ["Normalizer", "PRESETS", "as_normalizer", "x"]
 
@@ -332,17 +333,16 @@ class Normalizer:
             return
         if expr.is_positive:
             return
-        witness = self._negative_witness()
-        if witness is not None:
-            point, value = witness
-            raise NormalizerError(
-                f"normalizer {self.name} is not positive on R: at x = {point} it equals {value}"
-            )
-        if expr.is_polynomial(x):
-            return  # no real root and positive somewhere: positive on R
+        verdict = decide_positivity(expr, x)
+        if verdict.positive:
+            return
+        if verdict.positive is False:
+            point, value = verdict.witness
+            shown = value if value.is_Rational else f"{value} = {sp.N(value, 8)}"
+            raise NormalizerError(f"normalizer {self.name} is not positive on R: at x = {point} it equals {shown}")
         raise NormalizerError(
-            f"cannot decide whether normalizer {self.name} is positive on R; "
-            "if it is, pass assume_positive=True"
+            f"cannot decide whether normalizer {self.name} is positive on R ({verdict.method}); "
+            "if it is, pass --assume-positive (assume_positive=True in Python)"
         )
 
     def _check_domain(self) -> None:
@@ -362,51 +362,6 @@ class Normalizer:
                 f"(not defined or not continuous on {gap}); a normalizer must be "
                 "analytic at every real number"
             )
-
-    def _negative_witness(self):
-        expr = self.expr
-        if expr.is_polynomial(x):
-            poly = sp.Poly(expr, x)
-            candidates = [sp.Integer(v) for m in range(0, 11) for v in ((-m, m) if m else (0,))]
-            values = [(c, poly.eval(c)) for c in candidates]
-            for c, v in values:
-                if v < 0:
-                    return c, v
-            for c, v in values:
-                if v == 0:
-                    return c, v
-            roots = sp.real_roots(poly)
-            if roots:
-                return roots[0], 0
-            if poly.eval(0) <= 0:
-                return 0, poly.eval(0)
-            return None
-        import mpmath
-
-        f = sp.lambdify(x, expr, modules="mpmath")
-        with mpmath.workdps(30):
-            for point in [0] + [s * m / 4 for m in range(1, 201) for s in (-1, 1)]:
-                try:
-                    value = f(mpmath.mpf(point))
-                except (ValueError, ZeroDivisionError, OverflowError) as err:
-                    raise NormalizerError(
-                        f"normalizer {self.name} cannot be evaluated at x = {point}: {err}"
-                    ) from err
-                if isinstance(value, mpmath.mpc) and value.imag != 0:
-                    raise NormalizerError(
-                        f"normalizer {self.name} is not real at x = {point}"
-                    )
-                if mpmath.re(value) <= 0:
-                    # sampled values can underflow to 0: confirm exactly before rejecting
-                    exact_point = sp.nsimplify(point)
-                    exact_value = self.expr.subs(x, exact_point)
-                    if exact_value.is_positive:
-                        continue
-                    numeric = sp.N(exact_value, 60)
-                    if exact_value.is_positive is None and numeric > 0:
-                        continue
-                    return exact_point, sp.N(exact_value, 8)
-        return None
 
     # -- Taylor data --------------------------------------------------------------
     def coefficient_symbol(self, degree: int) -> sp.Symbol:
