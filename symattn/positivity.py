@@ -110,7 +110,7 @@ def decide_positivity(expr, x, *, radius=8, max_boxes=4000, max_depth=3) -> Posi
     Parameters
     ----------
     expr : sympy.Expr
-        A real expression in ``x`` built from +, *, powers, exp, log, sqrt,
+        A real expression in ``x`` built from ``+``, ``*``, powers, exp, log, sqrt,
         sin, cos, tan, sinh, cosh, tanh, atan and constants (pi, E, rationals,
         algebraic numbers).  Other functions can still be disproved by
         sampling, but not proved positive.
