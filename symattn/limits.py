@@ -84,7 +84,6 @@ __all__ = [
     "jet_jacobian_memory",
     "check_memory",
     "check_count",
-    "size_argument",
     "progress_bar",
     "MAX_BANK",
     "MEMORY_ENVIRONMENT_VARIABLE",
@@ -258,22 +257,6 @@ def memory_limit_set(max_memory=None):
         yield
     finally:
         _ACTIVE_LIMIT.reset(token)
-
-
-def size_argument(text: str) -> int:
-    """argparse type of ``--max-memory``: bytes, or a usage error (exit 2).
-
-    Examples
-    --------
-    >>> size_argument("16G") == 16 * 2**30
-    True
-    """
-    import argparse
-
-    try:
-        return parse_size(text)
-    except ResourceLimitError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def check_count(value: int, cap: int, flag: str) -> int:
@@ -537,20 +520,6 @@ def _resized(arch, flag: str, value: int):
                             list(arch.normalizers))
     return Architecture([arch.widths[0]] * (value + 1), [arch.score_ranks[0]] * value, arch.tokens,
                         arch.normalizers[0])
-
-
-def _largest_fitting(needed: Callable[[int], int], current: int, limit: int, smallest: int = 1) -> int | None:
-    """The largest value below ``current`` whose need fits in ``limit`` (needs grow with the value)."""
-    if current <= smallest or needed(smallest) > limit:
-        return None
-    low, high = smallest, current - 1  # needed(low) fits; find the last that does
-    while low < high:
-        middle = (low + high + 1) // 2
-        if needed(middle) <= limit:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def _what_fits(arch, fits: Callable, estimate_for, bank: int | None) -> list[str]:

@@ -42,7 +42,7 @@ from symattn.effective import (
     sign_group_order,
 )
 from symattn.errors import BankError, ShapeError, SymattnError
-from symattn.identify import generic_fiber, sign_flip_checks
+from symattn.identify import generic_fiber
 from symattn.model import MAX_LAYERS, Architecture, forward, require_architecture, require_seed
 from symattn.normalizers import PRESETS, Normalizer
 from symattn.report import architecture_report
