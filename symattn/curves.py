@@ -56,6 +56,20 @@ class Curve:
         chosen = {"Q": self.query_layers, "K": self.key_layers}.get(block, ())
         return chosen is None or layer in chosen
 
+    def block_power(self, block: str, layer: int) -> int | None:
+        """The power of ``eps`` multiplying a block's base point; ``None`` when a polynomial replaces it.
+
+        Examples
+        --------
+        >>> collapse().block_power("Q", 1), collapse().block_power("V", 1)
+        (1, 0)
+        >>> polynomial_curve({"K1": sp.Matrix([[EPS]])}).block_power("K", 1) is None
+        True
+        """
+        if any((b, i) == (block, layer) for b, i, _ in self.polynomials):
+            return None
+        return 1 if self.scaled(block, layer) else 0
+
     def describe(self, layers: int) -> str:
         return self.name.replace("{layers}", f"1..{layers}")
 
@@ -73,14 +87,21 @@ class Curve:
             if tuple(matrix.shape) != expected:
                 raise ShapeError(f"curve polynomial for {block}_{layer} must be {expected[0]} x {expected[1]}, got {matrix.shape}")
 
-    def block_coefficients(self, block: str, layer: int, base: np.ndarray, residue, truncation: int) -> np.ndarray:
+    def block_coefficients(self, block: str, layer: int, base: np.ndarray, residue, truncation: int,
+                           dtype=np.int64) -> np.ndarray:
         """Coefficients ``(rows, cols, truncation)`` of a block along the curve.
 
-        ``base`` holds the residues of the generic point; ``residue`` maps a
-        rational to its residue.
+        ``base`` holds the generic point's entries (residues mod p, or exact
+        numbers and symbols with ``dtype=object``); ``residue`` maps a rational
+        coefficient of a user polynomial into the same ring.
+
+        Examples
+        --------
+        >>> collapse().block_coefficients("Q", 1, np.array([[3, 4]]), int, 3).tolist()
+        [[[0, 3, 0], [0, 4, 0]]]
         """
         rows, cols = base.shape
-        out = np.zeros((rows, cols, truncation), dtype=np.int64)
+        out = np.zeros((rows, cols, truncation), dtype=dtype)
         for b, i, matrix in self.polynomials:
             if (b, i) == (block, layer):
                 for (r, c), entry in np.ndenumerate(np.array(matrix.tolist(), dtype=object)):
@@ -89,7 +110,7 @@ class Curve:
                         if power < truncation:
                             out[r, c, power] = residue(coefficient)
                 return out
-        power = 1 if self.scaled(block, layer) else 0
+        power = self.block_power(block, layer)
         if power < truncation:
             out[:, :, power] = base
         return out

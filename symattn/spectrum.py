@@ -22,24 +22,36 @@ Examples
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
-import sympy as sp
 
 from ._format import FormattedResult
-from .algebra.degrees import NONE, DegreeBoundDomain
-from .algebra.domains import is_prime
-from .algebra.linalg import compress_rows as _compress_rows
 from .algebra.linalg import series_matmul
-from .algebra.modseries import MAX_PRIME, ModSeriesDomain
 from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
-from .effective import effective_block_dimensions, effective_dimension, gauge_dimension
+from .effective import effective_block_dimensions, effective_dimension
 from .errors import BankError, DomainError, SymattnError, TruncationError
-from .model import Architecture, Parameters, forward, require_architecture, require_seed
+# The points, banks and Jacobians live in symattn.jacobian; the names are re-exported here,
+# where earlier versions defined them.
+from .jacobian import (  # noqa: F401
+    BANK_ENTRIES,
+    DEFAULT_PRIMES,
+    bank_residues,
+    block_columns,
+    check_prime,
+    compress_rows,
+    curve_series,
+    degree_bound,
+    gauge_tangent_series,
+    jacobian_from_series,
+    jacobian_series,
+    random_bank,
+    random_point,
+    transcendental_constants,
+    validate_bank,
+)
+from .model import Architecture, require_architecture, require_seed
 
 __all__ = [
     "Spectrum",
@@ -48,18 +60,7 @@ __all__ = [
     "predicted_spectrum",
     "contact_order",
     "spectrum_at",
-    "random_bank",
-    "validate_bank",
-    "random_point",
-    "check_prime",
-    "jacobian_series",
-    "jacobian_from_series",
-    "curve_series",
-    "DEFAULT_PRIMES",
 ]
-
-#: Primes below 2**28 used by default (the first computes, the second confirms).
-DEFAULT_PRIMES = (268435399, 268435367)
 
 
 def contact_order(layer: int, k: int) -> int:
@@ -148,322 +149,6 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
     return PredictedSpectrum(dict(sorted(exponents.items())), blocks, kernel, rank, note)
 
 
-def random_bank(arch: Architecture, size: int, p: int, seed: int) -> np.ndarray:
-    """``size`` random inputs as residues mod ``p``: shape ``(size, d_0, t)``."""
-    rng = np.random.default_rng([require_seed(seed), 7919])
-    d0, t = arch.input_shape
-    return rng.integers(1, p, size=(size, d0, t), dtype=np.int64)
-
-
-#: What a bank entry may be, for the messages of :func:`validate_bank`.
-BANK_ENTRIES = ("finite real numbers: ints, Fractions, finite floats, decimal or fraction strings such as "
-                "'0.25' or '1/3', or real sympy/mpmath numbers")
-
-
-def _short(value, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _bank_entry_problem(value) -> str | None:
-    """Why ``value`` cannot be a bank entry, or None when it is a finite real number."""
-    import mpmath
-
-    if isinstance(value, (bool, np.bool_)):
-        return "a boolean, not a number"
-    if isinstance(value, numbers.Rational):  # int, Fraction, numpy integers
-        return None
-    if isinstance(value, numbers.Real):  # float, numpy floats
-        return None if math.isfinite(value) else "not finite"
-    if isinstance(value, str):
-        try:
-            Fraction(value.strip())  # a parser of numbers only: nothing is evaluated
-        except ValueError:
-            return "a string that is not a decimal or fraction"
-        return None
-    if isinstance(value, mpmath.mpf):
-        return None if mpmath.isfinite(value) else "not finite"
-    if isinstance(value, sp.Basic):
-        if value.is_number and value.is_real and value.is_finite:
-            return None
-        return "not finite" if value is sp.nan or value.is_finite is False else "not a real number"
-    return f"of type {type(value).__name__}, not a number"
-
-
-def validate_bank(arch: Architecture, bank) -> list:
-    """The inputs of a user's bank, checked: each ``d_0 x t``, every entry a finite real number.
-
-    The one check of every bank given by a user (:func:`decay_spectrum`,
-    :func:`symattn.numeric.sensitivity`, :func:`symattn.numeric.numeric_jacobian`);
-    random banks (:func:`random_bank`) need none.
-
-    Parameters
-    ----------
-    arch : Architecture
-    bank : sequence of matrices
-        Nested lists, numpy arrays or sympy matrices, one ``d_0 x t`` input
-        each (one token per column); entries as in :data:`BANK_ENTRIES`.
-
-    Returns
-    -------
-    list of numpy object arrays
-        The inputs, entries unchanged.
-
-    Raises
-    ------
-    BankError
-        Naming the input and entry, or the shape, that is not accepted.
-
-    Examples
-    --------
-    >>> from symattn.model import Architecture
-    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
-    >>> validate_bank(arch, [[[1, "1/3"]]])[0].shape
-    (1, 2)
-    >>> validate_bank(arch, [[[float("nan"), 1]]])
-    Traceback (most recent call last):
-    ...
-    symattn.errors.BankError: bank input 0 has entry nan at (0, 0), which is not finite; entries must be finite real numbers: ints, Fractions, finite floats, decimal or fraction strings such as '0.25' or '1/3', or real sympy/mpmath numbers
-    """
-    d0, t = arch.input_shape
-    shape_text = f"a bank is a list of d_0 x t = {d0} x {t} matrices (one token per column)"
-    if isinstance(bank, (str, bytes, dict)) or not hasattr(bank, "__iter__"):
-        raise BankError(f"{shape_text}; got {type(bank).__name__} {_short(bank)}")
-    inputs = []
-    for b, x in enumerate(bank):
-        try:
-            x = np.array(x.tolist() if hasattr(x, "tolist") and not isinstance(x, np.ndarray) else x, dtype=object)
-        except (TypeError, ValueError):  # ragged rows
-            raise BankError(f"bank input {b} has rows of different lengths; {shape_text}") from None
-        if x.shape != (d0, t):
-            raise BankError(f"bank input {b} has shape {x.shape}; {shape_text}")
-        for index, value in np.ndenumerate(x):
-            problem = _bank_entry_problem(value)
-            if problem is not None:
-                raise BankError(f"bank input {b} has entry {_short(value)} at {index}, which is {problem}; "
-                                f"entries must be {BANK_ENTRIES}")
-        inputs.append(x)
-    if not inputs:
-        raise BankError(f"a bank needs at least one input; {shape_text}")
-    return inputs
-
-
-def _bank_residues(arch: Architecture, bank, p: int) -> np.ndarray:
-    from .algebra.domains import PrimeFieldDomain
-
-    d0, t = arch.input_shape
-    inputs = validate_bank(arch, bank)
-    field = PrimeFieldDomain(p)
-    out = np.zeros((len(inputs), d0, t), dtype=np.int64)
-    for b, x in enumerate(inputs):
-        for index, value in np.ndenumerate(x):
-            try:
-                out[(b, *index)] = int(field.convert(value))
-            except (TypeError, ValueError, sp.SympifyError) as err:
-                raise BankError(f"bank input {b} has entry {_short(value)} at {index}; the exact spectrum needs "
-                                "rational entries (ints, Fractions, floats read exactly, strings such as '1/3') "
-                                f"with denominators prime to {p}") from err
-    return out
-
-
-def _is_transcendental(constant) -> bool:
-    if constant in (sp.pi, sp.E):
-        return True
-    if isinstance(constant, sp.log):  # log q, q rational, q != 1 (Lindemann)
-        return constant.args[0].is_Rational and constant.args[0].is_positive and constant.args[0] != 1
-    if isinstance(constant, sp.exp):  # e^q, q rational, q != 0
-        return constant.args[0].is_Rational and constant.args[0] != 0
-    return False
-
-
-def transcendental_constants(arch: Architecture) -> list:
-    """The transcendental constants in the normalizers' Taylor coefficients (``log(2)`` for softplus).
-
-    Taylor coefficients that are rational functions of one such constant are
-    handled exactly over GF(p) by giving the constant a random residue.
-
-    Examples
-    --------
-    >>> from symattn.model import Architecture
-    >>> transcendental_constants(Architecture.uniform(layers=1, normalizer="softplus"))
-    [log(2)]
-    """
-    constants = set()
-    for n in arch.normalizers:
-        if n.is_generic or n.is_lightning:
-            continue
-        for c in n.taylor(8):
-            if not c.is_Rational:
-                constants |= {a for a in c.atoms(sp.log, sp.exp, sp.NumberSymbol) if _is_transcendental(a)}
-    return sorted(constants, key=str)
-
-
-def random_point(arch: Architecture, p: int, seed: int):
-    """A random point of parameter space mod ``p``: ``({(name, layer): residues}, generic coefficient values)``.
-
-    Examples
-    --------
-    >>> from symattn.model import Architecture
-    >>> point, _ = random_point(Architecture.uniform(layers=1), 101, seed=0)
-    >>> sorted(point)
-    [('K', 1), ('Q', 1), ('V', 1)]
-    """
-    rng = np.random.default_rng([require_seed(seed), 104729])
-    blocks = {}
-    for i in range(1, arch.layers + 1):
-        for name, shape in arch.block_shapes(i).items():
-            blocks[(name, i)] = rng.integers(1, p, size=shape, dtype=np.int64)
-    coefficient_values = {}
-    for constant in transcendental_constants(arch):
-        coefficient_values[constant] = int(rng.integers(1, p))
-    for n in arch.normalizers:
-        if n.is_generic:
-            # generic Taylor coefficients are specialized at random residues
-            for m in range(1, 1024):
-                coefficient_values[n.coefficient_symbol(m)] = int(rng.integers(1, p))
-    return blocks, coefficient_values
-
-
-def _block_columns(arch: Architecture) -> dict[str, list[int]]:
-    columns: dict[str, list[int]] = {f"scores:{i}": [] for i in range(1, arch.layers + 1)}
-    columns["values"] = []
-    for position, (name, layer, _, _) in enumerate(arch.parameter_index()):
-        key = "values" if name == "V" else f"scores:{layer}"
-        columns[key].append(position)
-    return columns
-
-
-def jacobian_from_series(arch: Architecture, parameter_series: dict, input_series: np.ndarray, p: int,
-                         truncation: int, coefficient_values=None) -> np.ndarray:
-    """``J(eps)`` over GF(p) mod ``eps^N`` for parameters and inputs given as series.
-
-    ``parameter_series[(name, layer)]`` has shape ``(rows, cols, N)`` and
-    ``input_series`` shape ``(d_0, t, bank, N)``.  One pass of
-    :func:`symattn.model.forward` over jets; rows run over output entries
-    (row-major) and then bank inputs.
-    """
-    P = arch.param_count
-    domain = ModSeriesDomain(p, truncation, directions=P, coefficient_values=coefficient_values)
-    blocks = {"Q": [], "K": [], "V": []}
-    position = 0
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            tangent = position + np.arange(rows * cols).reshape(rows, cols)
-            blocks[name].append(domain.from_coefficients(parameter_series[(name, i)][:, :, None, :], tangent))
-            position += rows * cols
-    X = domain.from_coefficients(input_series)
-    output = forward(arch, Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"])), X,
-                     domain, convert=False)
-    tangents = domain.tangents(output)  # (d_l, t, B, P, N)
-    return np.moveaxis(tangents, 2, 0).reshape(-1, P, truncation)
-
-
-def curve_series(arch: Architecture, curve: Curve, point, bank: np.ndarray, p: int, truncation: int):
-    """Parameter and input series of ``curve`` through ``point`` and ``bank`` (residues mod ``p``)."""
-    residue = ModSeriesDomain(p, truncation).residue
-    parameters = {key: curve.block_coefficients(key[0], key[1], base, residue, truncation)
-                  for key, base in point.items()}
-    inputs = np.zeros((*arch.input_shape, len(bank), truncation), dtype=np.int64)
-    if curve.input_power < truncation:
-        inputs[..., curve.input_power] = np.moveaxis(bank, 0, -1)
-    return parameters, inputs
-
-
-def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p: int, truncation: int,
-                    coefficient_values=None) -> np.ndarray:
-    """``J(eps)`` mod ``eps^truncation`` over GF(p) along a curve: shape ``(d_l * t * |bank|, #params, N)``.
-
-    Rows run over output entries (row-major) and then bank inputs.
-    """
-    parameters, inputs = curve_series(arch, curve, point, bank, p, truncation)
-    return jacobian_from_series(arch, parameters, inputs, p, truncation, coefficient_values)
-
-
-def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
-    """Tangent vectors of the gauge orbit at ``theta_eps``: shape ``(gauge_dim, #params, N)``."""
-    domain = ModSeriesDomain(p, truncation)
-    series = {}
-    for i in range(1, arch.layers + 1):
-        for name in ("Q", "K", "V"):
-            series[(name, i)] = curve.block_coefficients(name, i, point[(name, i)], domain.residue, truncation)
-    offsets, position = {}, 0
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            offsets[(name, i)] = position
-            position += rows * cols
-    vectors = []
-
-    def blank():
-        return np.zeros((arch.param_count, truncation), dtype=np.int64)
-
-    def put(vector, key, matrix_series):
-        rows, cols = matrix_series.shape[:2]
-        start = offsets[key]
-        vector[start:start + rows * cols] = (vector[start:start + rows * cols]
-                                             + matrix_series.reshape(rows * cols, truncation)) % p
-
-    def left(E, M):  # E (r x r) constant, M series (r x c)
-        return np.einsum("ab,bcn->acn", E, M) % p
-
-    def right(M, E):
-        return np.einsum("abn,bc->acn", M, E) % p
-
-    def elementary(n):  # the basis E_rc of gl(n)
-        for r in range(n):
-            for c in range(n):
-                E = np.zeros((n, n), dtype=np.int64)
-                E[r, c] = 1
-                yield E
-
-    for i in range(1, arch.layers + 1):  # G_i in GL(a_i): Q_i -> G Q_i, K_i -> G^{-T} K_i
-        for E in elementary(arch.score_ranks[i - 1]):
-            v = blank()
-            put(v, ("Q", i), left(E, series[("Q", i)]))
-            put(v, ("K", i), (-left(E.T, series[("K", i)])) % p)
-            vectors.append(v)
-    for i in range(1, arch.layers):  # H_i in GL(d_i): V_i -> H V_i, layer i+1 blocks -> (.) H^{-1}
-        for E in elementary(arch.widths[i]):
-            v = blank()
-            put(v, ("V", i), left(E, series[("V", i)]))
-            for name in ("Q", "K", "V"):
-                put(v, (name, i + 1), (-right(series[(name, i + 1)], E)) % p)
-            vectors.append(v)
-    if not vectors:
-        return np.zeros((0, arch.param_count, truncation), dtype=np.int64)
-    return np.stack(vectors)
-
-
-def degree_bound(arch: Architecture, curve: Curve, truncation: int) -> int:
-    """A bound on the degree, in the random point, of every coefficient of ``J(eps)``."""
-    # a transcendental constant at a random residue is a variable too: count the coefficients as degree 1
-    variable_coefficients = any(n.is_generic for n in arch.normalizers) or bool(transcendental_constants(arch))
-    domain = DegreeBoundDomain(truncation, generic_coefficients=variable_coefficients)
-
-    def block(name, layer, shape):
-        out = np.full((*shape, truncation), NONE)
-        for b, i, matrix in curve.polynomials:
-            if (b, i) == (name, layer):
-                out[..., :] = 0.0  # fixed rational coefficients
-                return out
-        power = 1 if curve.scaled(name, layer) else 0
-        if power < truncation:
-            out[..., power] = 1.0
-        return out
-
-    Q, K, V = [], [], []
-    for i in range(1, arch.layers + 1):
-        shapes = arch.block_shapes(i)
-        Q.append(block("Q", i, shapes["Q"]))
-        K.append(block("K", i, shapes["K"]))
-        V.append(block("V", i, shapes["V"]))
-    X = np.full((*arch.input_shape, truncation), NONE)
-    if curve.input_power < truncation:
-        X[..., curve.input_power] = 1.0
-    output = forward(arch, Parameters(tuple(Q), tuple(K), tuple(V)), X, domain, convert=False)
-    finite = output[np.isfinite(output)]
-    return int(finite.max()) if finite.size else 0
-
-
 @dataclass(frozen=True)
 class SpectrumRun:
     """One computation at one prime, point and bank."""
@@ -484,24 +169,6 @@ class SpectrumRun:
             other.exponents, other.resolved_rank, other.unresolved)
 
 
-def compress_rows(J: np.ndarray, p: int, seed: int) -> np.ndarray:
-    """``R J`` for a random constant ``R`` with ``#columns`` rows, when ``J`` has more rows.
-
-    By Cauchy-Binet each ``r x r`` minor of ``R J`` is a combination of those
-    of ``J`` with the minors of ``R`` as coefficients, so for a random ``R``
-    the least valuation of the ``r x r`` minors, hence every Smith exponent,
-    is unchanged except with probability at most ``r / p``.
-
-    Examples
-    --------
-    >>> J = np.zeros((5, 2, 3), dtype=np.int64); J[0, 0, 1] = 1; J[4, 1, 2] = 1
-    >>> from symattn.algebra.valuations import smith_valuations
-    >>> smith_valuations(compress_rows(J, 101, 0), 101).exponents
-    (1, 2)
-    """
-    return _compress_rows(J, J.shape[1], p, np.random.default_rng([seed, 3571]))
-
-
 def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed: int, truncation: int,
                 progress=None, extra_banks=()) -> SpectrumRun | list[SpectrumRun]:
     """The spectrum at one prime, point (from ``seed``) and bank of residues.
@@ -515,7 +182,7 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     rows_per_input = arch.widths[-1] * arch.tokens
     gauge = gauge_tangent_series(arch, curve, point, p, truncation)
     gauge_rank = smith_valuations(gauge, p).resolved_rank if len(gauge) else 0
-    columns = _block_columns(arch)
+    columns = block_columns(arch)
     order = [f"scores:{i}" for i in range(1, arch.layers + 1)] + ["values"]
     runs, start = [], 0
     for inputs in banks:
@@ -774,21 +441,6 @@ def _block_table_problem(spectrum: Spectrum) -> str | None:
     return None
 
 
-def check_prime(p) -> int:
-    """``p`` as an int when it is a prime with ``1000 < p < 2**28``; a DomainError otherwise.
-
-    Examples
-    --------
-    >>> check_prime(268435399)
-    268435399
-    """
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not is_prime(int(p)):
-        raise DomainError(f"{p!r} is not a prime; give a prime below 2**28, e.g. {DEFAULT_PRIMES[0]}")
-    if p >= MAX_PRIME or p < 1000:
-        raise DomainError(f"prime {p} is outside 1000 < p < 2**28 = {MAX_PRIME}")
-    return int(p)
-
-
 def _initial_truncation(arch: Architecture, curve: Curve) -> int:
     ks = [n.k or 1 for n in arch.normalizers]  # lightning: k taken as 1 for the first guess
     # contact orders grow by a factor 3 per layer; start above the deepest predicted one
@@ -875,11 +527,11 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
             raise BankError(f"bank must be 'auto', a positive integer or a list of d_0 x t inputs, "
                             f"got {bank!r}") from None
         bank_size, auto_bank = len(user_bank), False
-        _bank_residues(arch, user_bank, primes[0])  # shape check before any work
+        bank_residues(arch, user_bank, primes[0])  # shape check before any work
 
     def bank_for(p, size, bank_seed):
         if user_bank is not None:
-            return _bank_residues(arch, user_bank, p)
+            return bank_residues(arch, user_bank, p)
         return random_bank(arch, size, p, bank_seed)
 
     bar = _progress_bar(progress, arch)
@@ -993,5 +645,5 @@ def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: in
                  estimate_for=estimate_for, bank=fixed_bank, step=step)
 
 
-_random_point = random_point  # older name, kept for callers
+_random_point = random_point  # older names, kept for callers
 _check_prime = check_prime

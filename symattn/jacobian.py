@@ -1,0 +1,940 @@
+"""Points, banks, block series along a curve, and the Jacobian in chosen directions.
+
+The floor under every analysis that differentiates the network: spectrum,
+identify, observe, numeric and expand draw their random points and banks,
+lay out the native parameters as columns, expand blocks along a
+:class:`~symattn.curves.Curve`, and compute the Jacobian there, all here.
+
+* Random numbers come from one :func:`generator`, one named stream per
+  purpose, so that every analysis draws exactly what it drew before.
+* The Jacobian ``J(eps)`` along a curve, in all native parameters or in
+  chosen directions (a subset per block, the :func:`gauge_slice`), is one
+  forward pass of :func:`symattn.model.forward` over first-order jets of
+  truncated series mod ``(p, eps^N)``
+  (:class:`~symattn.algebra.modseries.ModSeriesDomain`); the same curve at a
+  numerical ``eps`` runs over float64 or mpmath jets
+  (:class:`~symattn.algebra.numeric_jets.NumericJetDomain`).
+* Gauge and lightning-scaling tangents, degree bounds for Schwartz-Zippel,
+  and random row compression complete what the exact ranks need.
+
+Examples
+--------
+>>> from symattn.model import Architecture
+>>> from symattn.curves import collapse
+>>> arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=2, normalizer="softmax")
+>>> p = DEFAULT_PRIMES[0]
+>>> point, coefficient_values = random_point(arch, p, seed=0)
+>>> J = jacobian_series(arch, collapse(), random_bank(arch, 3, p, seed=0), point, p, truncation=4)
+>>> J.shape                     # (d_l * t * bank, #params, N)
+(12, 8, 4)
+>>> [int(J[:, columns, 0].any()) for columns in block_columns(arch).values()]   # scores appear at eps^1
+[0, 1]
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .algebra.degrees import NONE, DegreeBoundDomain
+from .algebra.domains import PrimeFieldDomain, is_prime
+from .algebra.linalg import compress_rows as _compress_rows
+from .algebra.modseries import MAX_PRIME, ModSeriesDomain
+from .algebra.numeric_jets import NumericJetDomain, as_fraction, to_mpf
+from .curves import EPS, Curve, collapse
+from .errors import BankError, DomainError, SymattnError
+from .model import Architecture, Parameters, forward, require_architecture, require_seed
+
+__all__ = [
+    "DEFAULT_PRIMES",
+    "check_prime",
+    "STREAMS",
+    "generator",
+    "random_point",
+    "random_bank",
+    "small_integer_point",
+    "random_real_point",
+    "BANK_ENTRIES",
+    "validate_bank",
+    "bank_residues",
+    "transcendental_constants",
+    "parameter_columns",
+    "block_columns",
+    "all_directions",
+    "gauge_slice",
+    "curve_series",
+    "jacobian_from_series",
+    "jacobian_series",
+    "series_output",
+    "real_jacobian",
+    "gauge_tangent_series",
+    "scaling_tangent_series",
+    "degree_bound",
+    "compress_rows",
+]
+
+#: Primes below 2**28 used by default (the first computes, the second confirms).
+DEFAULT_PRIMES = (268435399, 268435367)
+
+
+def check_prime(p) -> int:
+    """``p`` as an int when it is a prime with ``1000 < p < 2**28``; a DomainError otherwise.
+
+    Examples
+    --------
+    >>> check_prime(268435399)
+    268435399
+    >>> check_prime(91)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.DomainError: 91 is not a prime; give a prime below 2**28, e.g. 268435399
+    """
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not is_prime(int(p)):
+        raise DomainError(f"{p!r} is not a prime; give a prime below 2**28, e.g. {DEFAULT_PRIMES[0]}")
+    if p >= MAX_PRIME or p < 1000:
+        raise DomainError(f"prime {p} is outside 1000 < p < 2**28 = {MAX_PRIME}")
+    return int(p)
+
+
+# -- random numbers: one generator, one stream per purpose -------------------------------------
+#: The salt of each stream of :func:`generator`.  The numbers are those every analysis has
+#: always used, so that a seed gives the same point, bank and compression as before.
+STREAMS = {
+    "point": 104729,           # random_point: parameters and generic coefficients mod p
+    "bank": 7919,              # random_bank: inputs mod p
+    "rows": 3571,              # compress_rows of the decay spectrum
+    "dimension rows": 31337,   # compress_rows of the dimension and fiber ranks (salted by the row count)
+    "small point": 6007,       # small_integer_point: sign-flip checks
+    "real point": 271828,      # random_real_point of the numerical sensitivity
+    "estimate point": 2718,    # random_real_point of the numerical dimension estimate
+    "value rank": 27182,       # observe: value maps of lower rank on the collapsed set
+    "near set": 16180,         # observe: the direction leaving the collapsed set
+}
+
+
+def generator(seed: int, stream: str, *salt: int) -> np.random.Generator:
+    """The numpy generator of ``stream`` (a key of :data:`STREAMS`) for ``seed``.
+
+    Each purpose has its own stream, so drawing more of one (a larger bank)
+    never moves another (the point); ``salt`` adds integers to the seed
+    sequence for draws that depend on a size.
+
+    Examples
+    --------
+    >>> int(generator(0, "bank").integers(1, 101))
+    53
+    >>> generator(0, "dice")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: unknown random stream 'dice'; streams are point, bank, rows, dimension rows, small point, real point, estimate point, value rank, near set
+    """
+    if stream not in STREAMS:
+        raise SymattnError(f"unknown random stream {stream!r}; streams are {', '.join(STREAMS)}")
+    return np.random.default_rng([require_seed(seed), STREAMS[stream], *salt])
+
+
+def random_point(arch: Architecture, p: int, seed: int):
+    """A random point of parameter space mod ``p``: ``({(name, layer): residues}, coefficient values)``.
+
+    The coefficient values are random residues for the transcendental
+    constants of the normalizers (:func:`transcendental_constants`) and for
+    the Taylor coefficients ``c_m`` of generic normalizers, so that series
+    over GF(p) can evaluate them.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> point, _ = random_point(Architecture.uniform(layers=1), 101, seed=0)
+    >>> sorted(point)
+    [('K', 1), ('Q', 1), ('V', 1)]
+    >>> point[("Q", 1)].shape
+    (1, 2)
+    """
+    rng = generator(seed, "point")
+    blocks = {}
+    for i in range(1, arch.layers + 1):
+        for name, shape in arch.block_shapes(i).items():
+            blocks[(name, i)] = rng.integers(1, p, size=shape, dtype=np.int64)
+    coefficient_values = {}
+    for constant in transcendental_constants(arch):
+        coefficient_values[constant] = int(rng.integers(1, p))
+    for n in arch.normalizers:
+        if n.is_generic:
+            # generic Taylor coefficients are specialized at random residues
+            for m in range(1, 1024):
+                coefficient_values[n.coefficient_symbol(m)] = int(rng.integers(1, p))
+    return blocks, coefficient_values
+
+
+def random_bank(arch: Architecture, size: int, p: int, seed: int) -> np.ndarray:
+    """``size`` random inputs as nonzero residues mod ``p``: shape ``(size, d_0, t)``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> bank = random_bank(Architecture.uniform(layers=1, width=2, tokens=3), 4, 101, seed=0)
+    >>> bank.shape, bool((bank >= 1).all() and (bank < 101).all())
+    ((4, 2, 3), True)
+    """
+    rng = generator(seed, "bank")
+    d0, t = arch.input_shape
+    return rng.integers(1, p, size=(size, d0, t), dtype=np.int64)
+
+
+def small_integer_point(arch: Architecture, seed: int, bound: int = 3, bank_size: int = 3):
+    """A point and a bank of small nonzero integers in ``[-bound, bound]``: ``(point, bank)``.
+
+    Small entries keep exact rational outputs short (the sign-flip checks
+    compare them over Q); the signs make a flip ``Q_i -> -Q_i`` visible.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> point, bank = small_integer_point(Architecture.uniform(layers=1, width=2, tokens=2), seed=0)
+    >>> bank.shape, int(abs(bank).max()) <= 3, bool((point[("V", 1)] != 0).all())
+    ((3, 2, 2), True, True)
+    """
+    rng = generator(seed, "small point")
+
+    def draw(shape):
+        values = rng.integers(1, bound + 1, size=shape) * rng.choice([-1, 1], size=shape)
+        return values.astype(np.int64)
+
+    point = {}
+    for i in range(1, arch.layers + 1):
+        for name, shape in arch.block_shapes(i).items():
+            point[(name, i)] = draw(shape)
+    bank = np.stack([draw(arch.input_shape) for _ in range(bank_size)])
+    return point, bank
+
+
+def random_real_point(arch: Architecture, seed: int, bank_size: int, stream: str = "real point",
+                      width_scaled: bool = False, decimals: int | None = None):
+    """Standard normal parameters (flat, ``parameter_index()`` order) and bank: ``(params, bank)``.
+
+    Parameters
+    ----------
+    arch : Architecture
+    seed : int
+    bank_size : int
+        Number of ``d_0 x t`` inputs.
+    stream : str
+        The :data:`STREAMS` key (each analysis keeps its own draws).
+    width_scaled : bool
+        Divide layer ``i``'s parameters by ``sqrt(d_{i-1})`` (outputs of order
+        one at every depth, so that numerical ranks are well conditioned).
+    decimals : int, optional
+        Round every value to this many decimals and give it as a decimal
+        string (read exactly downstream); default: floats.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> params, bank = random_real_point(Architecture.uniform(layers=1, width=1, tokens=2), 0, 1, decimals=3)
+    >>> len(params), len(bank), len(bank[0][0])
+    (3, 1, 2)
+    >>> all(isinstance(v, str) and len(v.split(".")[1]) == 3 for v in params)
+    True
+    """
+    rng = generator(seed, stream)
+    params = []
+    for i in range(1, arch.layers + 1):
+        scale = 1 / math.sqrt(arch.widths[i - 1]) if width_scaled else None
+        for rows, cols in arch.block_shapes(i).values():
+            values = rng.standard_normal(rows * cols)
+            params += list(values if scale is None else values * scale)
+    bank = [rng.standard_normal(arch.input_shape) for _ in range(bank_size)]
+    if decimals is None:
+        return [float(v) for v in params], [X.tolist() for X in bank]
+    text = f"{{:.{int(decimals)}f}}".format
+    return [text(v) for v in params], [[[text(v) for v in row] for row in X] for X in bank]
+
+
+# -- banks given by a user -----------------------------------------------------------------------
+#: What a bank entry may be, for the messages of :func:`validate_bank`.
+BANK_ENTRIES = ("finite real numbers: ints, Fractions, finite floats, decimal or fraction strings such as "
+                "'0.25' or '1/3', or real sympy/mpmath numbers")
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _bank_entry_problem(value) -> str | None:
+    """Why ``value`` cannot be a bank entry, or None when it is a finite real number."""
+    if isinstance(value, (bool, np.bool_)):
+        return "a boolean, not a number"
+    if isinstance(value, numbers.Rational):  # int, Fraction, numpy integers
+        return None
+    if isinstance(value, numbers.Real):  # float, numpy floats
+        return None if math.isfinite(value) else "not finite"
+    if isinstance(value, str):
+        try:
+            Fraction(value.strip())  # a parser of numbers only: nothing is evaluated
+        except ValueError:
+            return "a string that is not a decimal or fraction"
+        return None
+    if isinstance(value, mpmath.mpf):
+        return None if mpmath.isfinite(value) else "not finite"
+    if isinstance(value, sp.Basic):
+        if value.is_number and value.is_real and value.is_finite:
+            return None
+        return "not finite" if value is sp.nan or value.is_finite is False else "not a real number"
+    return f"of type {type(value).__name__}, not a number"
+
+
+def validate_bank(arch: Architecture, bank) -> list:
+    """The inputs of a user's bank, checked: each ``d_0 x t``, every entry a finite real number.
+
+    The one check of every bank given by a user (the decay spectrum, the
+    numerical sensitivity and :func:`real_jacobian`); random banks
+    (:func:`random_bank`) need none.
+
+    Parameters
+    ----------
+    arch : Architecture
+    bank : sequence of matrices
+        Nested lists, numpy arrays or sympy matrices, one ``d_0 x t`` input
+        each (one token per column); entries as in :data:`BANK_ENTRIES`.
+
+    Returns
+    -------
+    list of numpy object arrays
+        The inputs, entries unchanged.
+
+    Raises
+    ------
+    BankError
+        Naming the input and entry, or the shape, that is not accepted.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
+    >>> validate_bank(arch, [[[1, "1/3"]]])[0].shape
+    (1, 2)
+    >>> validate_bank(arch, [[[float("nan"), 1]]])
+    Traceback (most recent call last):
+    ...
+    symattn.errors.BankError: bank input 0 has entry nan at (0, 0), which is not finite; entries must be finite real numbers: ints, Fractions, finite floats, decimal or fraction strings such as '0.25' or '1/3', or real sympy/mpmath numbers
+    """
+    d0, t = arch.input_shape
+    shape_text = f"a bank is a list of d_0 x t = {d0} x {t} matrices (one token per column)"
+    if isinstance(bank, (str, bytes, dict)) or not hasattr(bank, "__iter__"):
+        raise BankError(f"{shape_text}; got {type(bank).__name__} {_short(bank)}")
+    inputs = []
+    for b, x in enumerate(bank):
+        try:
+            x = np.array(x.tolist() if hasattr(x, "tolist") and not isinstance(x, np.ndarray) else x, dtype=object)
+        except (TypeError, ValueError):  # ragged rows
+            raise BankError(f"bank input {b} has rows of different lengths; {shape_text}") from None
+        if x.shape != (d0, t):
+            raise BankError(f"bank input {b} has shape {x.shape}; {shape_text}")
+        for index, value in np.ndenumerate(x):
+            problem = _bank_entry_problem(value)
+            if problem is not None:
+                raise BankError(f"bank input {b} has entry {_short(value)} at {index}, which is {problem}; "
+                                f"entries must be {BANK_ENTRIES}")
+        inputs.append(x)
+    if not inputs:
+        raise BankError(f"a bank needs at least one input; {shape_text}")
+    return inputs
+
+
+def bank_residues(arch: Architecture, bank, p: int) -> np.ndarray:
+    """A user's bank (checked by :func:`validate_bank`) as residues mod ``p``: shape ``(size, d_0, t)``.
+
+    Raises
+    ------
+    BankError
+        For a malformed bank, or an entry with no residue (irrational, or a
+        denominator divisible by ``p``).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> bank_residues(Architecture.uniform(layers=1, width=1, tokens=2), [[["1/2", -1]]], 101).tolist()
+    [[[51, 100]]]
+    """
+    d0, t = arch.input_shape
+    inputs = validate_bank(arch, bank)
+    field = PrimeFieldDomain(p)
+    out = np.zeros((len(inputs), d0, t), dtype=np.int64)
+    for b, x in enumerate(inputs):
+        for index, value in np.ndenumerate(x):
+            try:
+                out[(b, *index)] = int(field.convert(value))
+            except (TypeError, ValueError, sp.SympifyError) as err:
+                raise BankError(f"bank input {b} has entry {_short(value)} at {index}; the exact spectrum needs "
+                                "rational entries (ints, Fractions, floats read exactly, strings such as '1/3') "
+                                f"with denominators prime to {p}") from err
+    return out
+
+
+def _is_transcendental(constant) -> bool:
+    if constant in (sp.pi, sp.E):
+        return True
+    if isinstance(constant, sp.log):  # log q, q rational, q != 1 (Lindemann)
+        return constant.args[0].is_Rational and constant.args[0].is_positive and constant.args[0] != 1
+    if isinstance(constant, sp.exp):  # e^q, q rational, q != 0
+        return constant.args[0].is_Rational and constant.args[0] != 0
+    return False
+
+
+def transcendental_constants(arch: Architecture) -> list:
+    """The transcendental constants in the normalizers' Taylor coefficients (``log(2)`` for softplus).
+
+    Taylor coefficients that are rational functions of one such constant are
+    handled exactly over GF(p) by giving the constant a random residue.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> transcendental_constants(Architecture.uniform(layers=1, normalizer="softplus"))
+    [log(2)]
+    """
+    constants = set()
+    for n in arch.normalizers:
+        if n.is_generic or n.is_lightning:
+            continue
+        for c in n.taylor(8):
+            if not c.is_Rational:
+                constants |= {a for a in c.atoms(sp.log, sp.exp, sp.NumberSymbol) if _is_transcendental(a)}
+    return sorted(constants, key=str)
+
+
+# -- the native parameters as columns --------------------------------------------------------------
+def parameter_columns(arch: Architecture) -> dict:
+    """The Jacobian columns of each native block: ``{(name, layer): [positions]}``.
+
+    Columns follow :meth:`~symattn.model.Architecture.parameter_index`:
+    layer by layer, ``Q_i`` then ``K_i`` then ``V_i``, each row-major.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> parameter_columns(Architecture.uniform(layers=1, width=2, rank=1))
+    {('Q', 1): [0, 1], ('K', 1): [2, 3], ('V', 1): [4, 5, 6, 7]}
+    """
+    out: dict = {}
+    for position, (name, layer, _, _) in enumerate(arch.parameter_index()):
+        out.setdefault((name, layer), []).append(position)
+    return out
+
+
+def block_columns(arch: Architecture) -> dict[str, list[int]]:
+    """The columns of each effective block: ``scores:i`` (``Q_i`` and ``K_i``) and ``values`` (every ``V_i``).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> block_columns(Architecture.uniform(layers=2, width=1, rank=1))
+    {'scores:1': [0, 1], 'scores:2': [3, 4], 'values': [2, 5]}
+    """
+    columns: dict[str, list[int]] = {f"scores:{i}": [] for i in range(1, arch.layers + 1)}
+    columns["values"] = []
+    for (name, layer), positions in parameter_columns(arch).items():
+        columns["values" if name == "V" else f"scores:{layer}"] += positions
+    return columns
+
+
+def all_directions(arch: Architecture) -> tuple[dict, int]:
+    """Every native parameter a jet direction: ``({(name, layer): int array of the block's shape}, #params)``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> directions, count = all_directions(Architecture.uniform(layers=1, width=2, rank=1))
+    >>> directions[("V", 1)].tolist(), count
+    ([[4, 5], [6, 7]], 8)
+    """
+    out = {}
+    for i in range(1, arch.layers + 1):
+        for name, shape in arch.block_shapes(i).items():
+            out[(name, i)] = np.zeros(shape, dtype=np.int64)
+    for key, positions in parameter_columns(arch).items():
+        out[key] = np.array(positions, dtype=np.int64).reshape(out[key].shape)
+    return out, arch.param_count
+
+
+def gauge_slice(arch: Architecture) -> tuple[dict, int]:
+    """Native parameters that meet every gauge orbit transversally: ``(directions, count)``.
+
+    The gauge ``G_i`` can bring the first ``a_i`` columns of ``Q_i`` to the
+    identity and ``H_i`` the first ``d_i`` columns of ``V_i`` (``i < l``), so
+    differentiating in the other entries only misses gauge directions: the
+    Jacobian restricted to them has the same rank generically, with
+    ``#params - gauge_dim`` columns (when ``a_i <= d_{i-1}`` and
+    ``d_i <= d_{i-1}``; otherwise fewer entries are dropped).
+
+    Returns
+    -------
+    directions : dict
+        ``(name, layer) -> int array`` of the block's shape: the jet direction
+        of each entry, ``-1`` for entries held fixed.
+    count : int
+        The number of directions.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.effective import effective_dimension, gauge_dimension
+    >>> arch = Architecture.uniform(layers=2, width=3, rank=2)
+    >>> directions, count = gauge_slice(arch)
+    >>> count, arch.param_count - gauge_dimension(arch), effective_dimension(arch)
+    (25, 25, 25)
+    >>> directions[("Q", 1)].tolist()
+    [[-1, -1, 0], [-1, -1, 1]]
+    """
+    arch = require_architecture(arch)
+    out, position = {}, 0
+    for i in range(1, arch.layers + 1):
+        for name, (rows, cols) in arch.block_shapes(i).items():
+            fixed = np.zeros((rows, cols), dtype=bool)
+            if rows <= cols and (name == "Q" or (name == "V" and i < arch.layers)):
+                fixed[:, :rows] = True
+            directions = np.full((rows, cols), -1, dtype=np.int64)
+            free = int((~fixed).sum())
+            directions[~fixed] = position + np.arange(free)
+            position += free
+            out[(name, i)] = directions
+    return out, position
+
+
+# -- series along a curve, and the Jacobian there ----------------------------------------------------
+def curve_series(arch: Architecture, curve: Curve, point, bank, p: int | None, truncation: int):
+    """Parameter and input series of ``curve`` through ``point`` and ``bank``: ``(parameters, inputs)``.
+
+    ``parameters[(name, layer)]`` has shape ``(rows, cols, N)`` and ``inputs``
+    shape ``(d_0, t, |bank|, N)``: the coefficients of ``eps^0 .. eps^(N-1)``.
+    With a prime ``p`` the entries are residues (int64; the coefficients of
+    user polynomials are reduced mod ``p``); with ``p=None`` they stay exact
+    (object arrays of whatever ``point`` and ``bank`` hold: rationals, sympy
+    symbols).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=1)
+    >>> point = {("Q", 1): np.array([[2]]), ("K", 1): np.array([[3]]), ("V", 1): np.array([[5]])}
+    >>> parameters, inputs = curve_series(arch, collapse(), point, np.array([[[7]]]), 101, 3)
+    >>> parameters[("Q", 1)].tolist(), parameters[("V", 1)].tolist(), inputs.tolist()
+    ([[[0, 2, 0]]], [[[5, 0, 0]]], [[[[7, 0, 0]]]])
+    """
+    if p is None:
+        dtype, residue = object, (lambda value: value)
+    else:
+        dtype, residue = np.int64, ModSeriesDomain(p, truncation).residue
+    parameters = {key: curve.block_coefficients(key[0], key[1], np.asarray(base, dtype=dtype), residue, truncation,
+                                                dtype=dtype)
+                  for key, base in point.items()}
+    bank = np.asarray(bank, dtype=dtype)
+    inputs = np.zeros((*arch.input_shape, len(bank), truncation), dtype=dtype)
+    if curve.input_power < truncation:
+        inputs[..., curve.input_power] = np.moveaxis(bank, 0, -1)
+    return parameters, inputs
+
+
+def _forward_over_series(arch: Architecture, parameter_series: dict, input_series: np.ndarray,
+                         domain: ModSeriesDomain, directions: dict | None, tangent_powers: dict):
+    """One forward pass over the series, each chosen entry a jet direction at ``eps^tangent_power``."""
+    p, N = domain.p, domain.truncation
+    blocks = {"Q": [], "K": [], "V": []}
+    for i in range(1, arch.layers + 1):
+        for name, (rows, cols) in arch.block_shapes(i).items():
+            chosen = None if directions is None else directions[(name, i)]
+            # the jet axis is as long as this block's last direction: later ones stay implicit zeros
+            width = 1 + (int(chosen.max()) + 1 if chosen is not None and (chosen >= 0).any() else 0)
+            block = np.zeros((rows, cols, 1, width, N), dtype=np.int64)
+            coefficients = np.asarray(parameter_series[(name, i)])[..., :N]
+            block[:, :, 0, 0, :coefficients.shape[-1]] = coefficients % p
+            power = tangent_powers.get((name, i), 0)
+            if chosen is not None and power < N:
+                for (r, c), k in np.ndenumerate(chosen):
+                    if k >= 0:
+                        block[r, c, 0, 1 + k, power] = 1
+            blocks[name].append(block)
+    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    return forward(arch, params, domain.from_coefficients(input_series), domain, convert=False)
+
+
+def jacobian_from_series(arch: Architecture, parameter_series: dict, input_series: np.ndarray, p: int,
+                         truncation: int, coefficient_values=None, directions=None,
+                         tangent_powers=None) -> np.ndarray:
+    """``J(eps)`` over GF(p) mod ``eps^N`` for parameters and inputs given as series.
+
+    Parameters
+    ----------
+    arch : Architecture
+    parameter_series : dict
+        ``(name, layer) -> (rows, cols, N)`` integer coefficients (as from
+        :func:`curve_series`, or any series: a point moving off a set).
+    input_series : int array ``(d_0, t, bank, N)``
+    p : int
+        A prime below ``2**28``.
+    truncation : int
+        ``N``.
+    coefficient_values : dict, optional
+        Residues of transcendental constants and generic Taylor coefficients
+        (from :func:`random_point`).
+    directions : (dict, int), optional
+        ``({(name, layer): int array}, count)``: the jet direction of every
+        entry, ``-1`` for entries held fixed (:func:`gauge_slice`); default
+        :func:`all_directions`.
+    tangent_powers : dict, optional
+        ``(name, layer) -> m``: differentiate in ``eps^m`` times the entry
+        (curve coordinates); default 0 (native coordinates).
+
+    Returns
+    -------
+    int array ``(d_l * t * |bank|, count, N)``
+        Rows run over output entries (row-major) and then bank inputs.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=1, normalizer="softmax")
+    >>> series = {("Q", 1): np.array([[[0, 3]]]), ("K", 1): np.array([[[0, 3]]]), ("V", 1): np.array([[[3, 0]]])}
+    >>> J = jacobian_from_series(arch, series, np.array([[[[2, 0]]]]), 101, 2)
+    >>> J[0, :, 0].tolist()      # one token: F = V X, so only dF/dV = X = 2 is nonzero
+    [0, 0, 2]
+    """
+    directions, count = all_directions(arch) if directions is None else directions
+    domain = ModSeriesDomain(p, truncation, directions=count, coefficient_values=coefficient_values)
+    output = _forward_over_series(arch, parameter_series, input_series, domain, directions, tangent_powers or {})
+    tangents = domain.tangents(output)  # (d_l, t, B, count, N)
+    return np.moveaxis(tangents, 2, 0).reshape(-1, count, domain.truncation)
+
+
+def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p: int, truncation: int,
+                    coefficient_values=None, directions=None, coordinates: str = "native") -> np.ndarray:
+    """``J(eps)`` mod ``eps^truncation`` over GF(p) along a curve: shape ``(d_l * t * |bank|, count, N)``.
+
+    Parameters
+    ----------
+    arch : Architecture
+    curve : Curve
+    bank : int array ``(size, d_0, t)``
+        Inputs as residues (:func:`random_bank`, :func:`bank_residues`).
+    point : dict
+        ``(name, layer) -> residues``, the curve's base point (:func:`random_point`).
+    p, truncation : int
+    coefficient_values : dict, optional
+        As returned by :func:`random_point`.
+    directions : (dict, int), optional
+        Jet directions (default every native parameter; :func:`gauge_slice`
+        for a transversal slice).
+    coordinates : {"native", "curve"}
+        ``"native"``: derivatives in the native parameters at ``theta_eps``;
+        ``"curve"``: in the curve's base coordinates (``Qt_i`` etc.), i.e.
+        native derivatives of collapsed blocks times ``eps``.
+
+    Returns
+    -------
+    int array
+        Rows run over output entries (row-major) and then bank inputs.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=2, normalizer="cosh")
+    >>> p = 1009
+    >>> point, values = random_point(arch, p, 0)
+    >>> bank = random_bank(arch, 3, p, 0)
+    >>> native = jacobian_series(arch, collapse(), bank, point, p, 6)
+    >>> in_curve = jacobian_series(arch, collapse(), bank, point, p, 6, coordinates="curve")
+    >>> q = parameter_columns(arch)[("Q", 1)]
+    >>> bool((in_curve[:, q, 1:] == native[:, q, :-1]).all())   # d/dQt = eps d/dQ
+    True
+    """
+    if coordinates not in ("native", "curve"):
+        raise SymattnError(f"coordinates must be 'native' or 'curve', got {coordinates!r}")
+    parameters, inputs = curve_series(arch, curve, point, bank, p, truncation)
+    powers = {}
+    if coordinates == "curve":
+        powers = {key: curve.block_power(*key) or 0 for key in parameters}
+    return jacobian_from_series(arch, parameters, inputs, p, truncation, coefficient_values, directions, powers)
+
+
+def series_output(arch: Architecture, curve: Curve, point, bank: np.ndarray, p: int, truncation: int,
+                  coefficient_values=None) -> np.ndarray:
+    """The output's series along a curve over GF(p), no derivatives: shape ``(d_l, t, |bank|, N)``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2, normalizer="softmax")
+    >>> point = {("Q", 1): np.array([[1]]), ("K", 1): np.array([[1]]), ("V", 1): np.array([[1]])}
+    >>> series_output(arch, collapse(), point, np.array([[[1, 0]]]), 101, 2)[0, :, 0].tolist()
+    [[51, 0], [51, 0]]
+
+    At ``eps = 0`` attention is uniform, so both tokens are ``(1 + 0) / 2 = 1/2 = 51`` mod 101.
+    """
+    parameters, inputs = curve_series(arch, curve, point, bank, p, truncation)
+    domain = ModSeriesDomain(p, truncation, coefficient_values=coefficient_values)
+    return domain.coefficients(_forward_over_series(arch, parameters, inputs, domain, None, {}))
+
+
+def _power_of(eps, power: int):
+    """``eps^power``, exactly when ``eps`` is rational (``None`` for ``power = 0``: no scaling)."""
+    if power == 0:
+        return None
+    if power == 1:
+        return eps
+    exact = as_fraction(eps)
+    return (exact if exact is not None else eps) ** power
+
+
+def _polynomial_at(entry, eps, dps: int):
+    """A curve polynomial at ``eps``: exact for rational ``eps``, else an mpf at ``dps`` digits."""
+    exact = as_fraction(eps)
+    if exact is not None:
+        return sp.sympify(entry).subs(EPS, sp.Rational(exact.numerator, exact.denominator))
+    with mpmath.workdps(dps):
+        x = to_mpf(eps, dps)
+        return sum((to_mpf(c, dps) * x ** k for (k,), c in sp.Poly(entry, EPS).terms()), mpmath.mpf(0))
+
+
+def real_jacobian(arch: Architecture, params_tilde, bank, eps, curve: Curve | None = None,
+                  base: str = "float64", dps: int = 50) -> np.ndarray:
+    """The native Jacobian at ``eps`` on ``curve`` (default collapse), numerically: ``(d_l * t * |bank|, #params)``.
+
+    Forward-mode: one pass of :func:`symattn.model.forward` over
+    :class:`~symattn.algebra.numeric_jets.NumericJetDomain` per input, every
+    native parameter seeded with its unit tangent; no finite differences.
+
+    Parameters
+    ----------
+    arch : Architecture
+    params_tilde : sequence
+        The base point, flat in ``parameter_index()`` order (entries of
+        blocks that the curve replaces by polynomials are not read).
+    bank : sequence of matrices
+        Checked by :func:`validate_bank`.
+    eps : number
+        Decimal strings and Fractions are read exactly.
+    curve : Curve, optional
+    base : {"float64", "mpmath"}
+    dps : int
+        mpmath digits.
+
+    Returns
+    -------
+    numpy.ndarray
+        Rows run over the bank, then the output entries row-major; float64,
+        or object (``mpf``) for mpmath.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import input_scaling
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2, normalizer="softmax")
+    >>> collapsed = real_jacobian(arch, [1, 1, 1], [[[1, 0]]], "0.5")
+    >>> scaled = real_jacobian(arch, ["0.5", "0.5", 1], [[[2, 0]]], "0.5", curve=input_scaling())
+    >>> bool(np.allclose(collapsed[:, 2], scaled[:, 2]))     # the same scores Q K x^2 = 1/4
+    True
+    """
+    curve = collapse() if curve is None else curve
+    curve.validate(arch)
+    P = arch.param_count
+    domain = NumericJetDomain(base, dps=dps, directions=P)
+    inputs = validate_bank(arch, bank)
+    polynomials = {(b, i): m for b, i, m in curve.polynomials}
+    blocks = {"Q": [], "K": [], "V": []}
+    position = 0
+    for i in range(1, arch.layers + 1):
+        for name, (rows, cols) in arch.block_shapes(i).items():
+            power = curve.block_power(name, i)
+            if power is None:  # a user polynomial replaces the block
+                values = [[_polynomial_at(polynomials[(name, i)][r, c], eps, dps) for c in range(cols)]
+                          for r in range(rows)]
+                scale = None
+            else:
+                values = [params_tilde[position + r * cols: position + (r + 1) * cols] for r in range(rows)]
+                scale = _power_of(eps, power)
+            blocks[name].append(domain.matrix(values, first_direction=position, scale=scale))
+            position += rows * cols
+    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    input_scale = _power_of(eps, curve.input_power)
+    rows_per_input = arch.widths[-1] * arch.tokens
+    out = domain._zeros((rows_per_input * len(inputs), P))
+    for b, X in enumerate(inputs):
+        output = forward(arch, params, domain.matrix(X, scale=input_scale), domain, convert=False)
+        out[b * rows_per_input:(b + 1) * rows_per_input] = domain.tangents(output).reshape(rows_per_input, P)
+    return out
+
+
+# -- tangents of the symmetry orbits ----------------------------------------------------------------
+def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
+    """Tangent vectors of the gauge orbit at ``theta_eps``: shape ``(gauge_dim, #params, N)``.
+
+    One vector per basis element of ``gl(a_i)`` (``Q_i -> G Q_i``,
+    ``K_i -> G^{-T} K_i``) and of ``gl(d_i)``, ``i < l`` (``V_i -> H V_i``,
+    layer ``i + 1`` blocks ``-> (.) H^{-1}``), all exact mod ``(p, eps^N)``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=2, width=2, rank=1)
+    >>> point, _ = random_point(arch, 101, 0)
+    >>> gauge_tangent_series(arch, collapse(), point, 101, 3).shape    # a_1^2 + a_2^2 + d_1^2
+    (6, 16, 3)
+    """
+    residue = ModSeriesDomain(p, truncation).residue
+    series = {}
+    for i in range(1, arch.layers + 1):
+        for name in ("Q", "K", "V"):
+            series[(name, i)] = curve.block_coefficients(name, i, point[(name, i)], residue, truncation)
+    columns = parameter_columns(arch)
+    vectors = []
+
+    def blank():
+        return np.zeros((arch.param_count, truncation), dtype=np.int64)
+
+    def put(vector, key, matrix_series):
+        rows, cols = matrix_series.shape[:2]
+        start = columns[key][0]
+        vector[start:start + rows * cols] = (vector[start:start + rows * cols]
+                                             + matrix_series.reshape(rows * cols, truncation)) % p
+
+    def left(E, M):  # E (r x r) constant, M series (r x c)
+        return np.einsum("ab,bcn->acn", E, M) % p
+
+    def right(M, E):
+        return np.einsum("abn,bc->acn", M, E) % p
+
+    def elementary(n):  # the basis E_rc of gl(n)
+        for r in range(n):
+            for c in range(n):
+                E = np.zeros((n, n), dtype=np.int64)
+                E[r, c] = 1
+                yield E
+
+    for i in range(1, arch.layers + 1):  # G_i in GL(a_i): Q_i -> G Q_i, K_i -> G^{-T} K_i
+        for E in elementary(arch.score_ranks[i - 1]):
+            v = blank()
+            put(v, ("Q", i), left(E, series[("Q", i)]))
+            put(v, ("K", i), (-left(E.T, series[("K", i)])) % p)
+            vectors.append(v)
+    for i in range(1, arch.layers):  # H_i in GL(d_i): V_i -> H V_i, layer i+1 blocks -> (.) H^{-1}
+        for E in elementary(arch.widths[i]):
+            v = blank()
+            put(v, ("V", i), left(E, series[("V", i)]))
+            for name in ("Q", "K", "V"):
+                put(v, (name, i + 1), (-right(series[(name, i + 1)], E)) % p)
+            vectors.append(v)
+    if not vectors:
+        return np.zeros((0, arch.param_count, truncation), dtype=np.int64)
+    return np.stack(vectors)
+
+
+def scaling_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
+    """Tangents of ``Q_i -> c Q_i, V_i -> V_i / c`` for each lightning layer: shape ``(m, #params, N)``.
+
+    Lightning attention has no normalization, so these scalings keep the
+    output: they join the gauge tangents in the kernel of ``J(eps)``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, normalizer="lightning")
+    >>> point = {("Q", 1): np.array([[2]]), ("K", 1): np.array([[3]]), ("V", 1): np.array([[5]])}
+    >>> scaling_tangent_series(arch, collapse(), point, 101, 2)[0].tolist()   # (eps Qt, 0, -Vt)
+    [[0, 2], [0, 0], [96, 0]]
+    """
+    layers = [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
+    out = np.zeros((len(layers), arch.param_count, truncation), dtype=np.int64)
+    residue = ModSeriesDomain(p, truncation).residue
+    columns = parameter_columns(arch)
+    for row, i in enumerate(layers):
+        for name, sign in (("Q", 1), ("V", -1)):
+            positions = columns[(name, i)]
+            series = curve.block_coefficients(name, i, point[(name, i)], residue, truncation)
+            out[row, positions] = (sign * series.reshape(len(positions), truncation)) % p
+    return out
+
+
+def degree_bound(arch: Architecture, curve: Curve, truncation: int, variable_constants: bool = True) -> int:
+    """A bound on the degree, in the random point, of every coefficient of the output's series along ``curve``.
+
+    The same bound holds for ``J(eps)``: a derivative has no higher degree.
+    It is the ``D`` of Schwartz-Zippel for a computation at a random point.
+
+    Parameters
+    ----------
+    variable_constants : bool
+        Count a transcendental constant of the normalizers as a variable
+        (it is one when given a random residue over GF(p)); False when it
+        keeps its value (exact evaluation over Q).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> degree_bound(Architecture.uniform(layers=1, normalizer="1 + x**2"), collapse(), 5)
+    10
+    """
+    # a transcendental constant at a random residue is a variable too: count the coefficients as degree 1
+    variable_coefficients = any(n.is_generic for n in arch.normalizers) or (
+        variable_constants and bool(transcendental_constants(arch)))
+    domain = DegreeBoundDomain(truncation, generic_coefficients=variable_coefficients)
+
+    def block(name, layer, shape):
+        out = np.full((*shape, truncation), NONE)
+        power = curve.block_power(name, layer)
+        if power is None:
+            out[..., :] = 0.0  # fixed rational coefficients
+        elif power < truncation:
+            out[..., power] = 1.0
+        return out
+
+    Q, K, V = [], [], []
+    for i in range(1, arch.layers + 1):
+        shapes = arch.block_shapes(i)
+        Q.append(block("Q", i, shapes["Q"]))
+        K.append(block("K", i, shapes["K"]))
+        V.append(block("V", i, shapes["V"]))
+    X = np.full((*arch.input_shape, truncation), NONE)
+    if curve.input_power < truncation:
+        X[..., curve.input_power] = 1.0
+    output = forward(arch, Parameters(tuple(Q), tuple(K), tuple(V)), X, domain, convert=False)
+    finite = output[np.isfinite(output)]
+    return int(finite.max()) if finite.size else 0
+
+
+def compress_rows(J: np.ndarray, p: int, seed, rows: int | None = None) -> np.ndarray:
+    """``R J`` for a random constant ``R`` with ``rows`` rows (default ``#columns``), when ``J`` has more.
+
+    By Cauchy-Binet each ``r x r`` minor of ``R J`` is a combination of those
+    of ``J`` with the minors of ``R`` as coefficients, so for a random ``R``
+    the least valuation of the ``r x r`` minors, hence every Smith exponent,
+    is unchanged except with probability at most ``r / p``.
+
+    Parameters
+    ----------
+    J : int array ``(m, n, ...)``
+    p : int
+    seed : int or numpy.random.Generator
+        An int draws ``R`` from the ``"rows"`` stream of :func:`generator`.
+    rows : int, optional
+
+    Examples
+    --------
+    >>> J = np.zeros((5, 2, 3), dtype=np.int64); J[0, 0, 1] = 1; J[4, 1, 2] = 1
+    >>> from symattn.algebra.valuations import smith_valuations
+    >>> smith_valuations(compress_rows(J, 101, 0), 101).exponents
+    (1, 2)
+    """
+    rng = seed if isinstance(seed, np.random.Generator) else generator(seed, "rows")
+    return _compress_rows(J, J.shape[1] if rows is None else rows, p, rng)
