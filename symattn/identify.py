@@ -46,10 +46,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from .algebra.domains import RationalDomain, is_prime
+from .algebra.domains import RationalDomain
 from .algebra.exactseries import PolynomialSeriesDomain
-from .algebra.linalg import EchelonBasis, compress_rows, series_matmul
-from .algebra.modseries import MAX_PRIME, ModSeriesDomain
+from .algebra.linalg import EchelonBasis, series_matmul
+from .algebra.modseries import ModSeriesDomain
 from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
 from .effective import (
@@ -62,8 +62,26 @@ from .effective import (
 )
 from ._format import FormattedResult, latex_array, latex_escape, latex_tabular, markdown_table
 from .errors import DomainError, SymattnError
-from .model import Architecture, Parameters, forward, require_architecture, require_seed
-from .spectrum import DEFAULT_PRIMES, _random_point, degree_bound, gauge_tangent_series, random_bank
+from .jacobian import (
+    DEFAULT_PRIMES,
+    all_directions,
+    block_columns,
+    check_prime,
+    compress_rows,
+    degree_bound,
+    gauge_slice,
+    gauge_tangent_series,
+    generator,
+    jacobian_series,
+    random_bank,
+    random_point,
+    random_real_point,
+    scaling_tangent_series,
+    series_output,
+    small_integer_point,
+    transcendental_constants,
+)
+from .model import Architecture, forward, require_architecture, require_seed
 
 __all__ = [
     "identify",
@@ -156,102 +174,13 @@ _POINT = Curve("a random point (no curve)")
 # ---------------------------------------------------------------------------------------
 # the Jacobian along a curve, in chosen directions
 # ---------------------------------------------------------------------------------------
-def _all_directions(arch: Architecture) -> tuple[dict, int]:
-    out, position = {}, 0
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            out[(name, i)] = position + np.arange(rows * cols).reshape(rows, cols)
-            position += rows * cols
-    return out, position
-
-
-def gauge_slice(arch: Architecture) -> tuple[dict, int]:
-    """Native parameters that meet every gauge orbit transversally: ``(directions, count)``.
-
-    The gauge ``G_i`` can bring the first ``a_i`` columns of ``Q_i`` to the
-    identity and ``H_i`` the first ``d_i`` columns of ``V_i`` (``i < l``), so
-    differentiating in the other entries only misses gauge directions: the
-    Jacobian restricted to them has the same rank generically, with
-    ``#params - gauge_dim`` columns (when ``a_i <= d_{i-1}`` and
-    ``d_i <= d_{i-1}``; otherwise fewer entries are dropped).
-
-    Returns
-    -------
-    directions : dict
-        ``(name, layer) -> int array`` of the block's shape: the jet direction
-        of each entry, ``-1`` for entries held fixed.
-    count : int
-        The number of directions.
-
-    Examples
-    --------
-    >>> arch = Architecture.uniform(layers=2, width=3, rank=2)
-    >>> directions, count = gauge_slice(arch)
-    >>> count, arch.param_count - gauge_dimension(arch), effective_dimension(arch)
-    (25, 25, 25)
-    >>> directions[("Q", 1)].tolist()
-    [[-1, -1, 0], [-1, -1, 1]]
-    """
-    arch = require_architecture(arch)
-    out, position = {}, 0
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            fixed = np.zeros((rows, cols), dtype=bool)
-            if rows <= cols and (name == "Q" or (name == "V" and i < arch.layers)):
-                fixed[:, :rows] = True
-            directions = np.full((rows, cols), -1, dtype=np.int64)
-            free = int((~fixed).sum())
-            directions[~fixed] = position + np.arange(free)
-            position += free
-            out[(name, i)] = directions
-    return out, position
-
-
-def _tangent_power(curve: Curve, name: str, layer: int, coordinates: str) -> int:
-    if coordinates == "curve" and curve.scaled(name, layer) and not any(
-            (b, i) == (name, layer) for b, i, _ in curve.polynomials):
-        return 1
-    return 0
-
-
-def _jet_jacobian(arch, curve, bank, point, p, truncation, coefficient_values=None, directions=None,
-                  coordinates="native", domain=None) -> np.ndarray:
-    """Derivatives of all outputs on the bank: ``(d_l * t * |bank|, #directions, N)``.
-
-    ``coordinates="native"``: derivatives in the native parameters at
-    ``theta_eps``; ``"curve"``: in the curve's base coordinates (``Qt_i``
-    etc.), i.e. native derivatives of collapsed blocks times ``eps``.
-    """
-    if directions is None:
-        directions, count = _all_directions(arch)
-    else:
-        directions, count = directions
-    if domain is None:
-        domain = ModSeriesDomain(p, truncation, directions=count, coefficient_values=coefficient_values)
-    N = domain.truncation
-    _require_jacobian_memory(arch, curve, len(bank), N, directions, count)
-    blocks = {"Q": [], "K": [], "V": []}
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            coefficients = curve.block_coefficients(name, i, point[(name, i)], domain.residue, N)
-            chosen = directions[(name, i)]
-            width = 1 + (int(chosen.max()) + 1 if (chosen >= 0).any() else 0)
-            block = np.zeros((rows, cols, 1, width, N), dtype=np.int64)
-            block[:, :, 0, 0, :] = coefficients % p
-            power = _tangent_power(curve, name, i, coordinates)
-            if power < N:
-                for (r, c), k in np.ndenumerate(chosen):
-                    if k >= 0:
-                        block[r, c, 0, 1 + k, power] = 1
-            blocks[name].append(block)
-    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
-    inputs = np.zeros((*arch.input_shape, len(bank), N), dtype=np.int64)
-    if curve.input_power < N:
-        inputs[..., curve.input_power] = np.moveaxis(np.asarray(bank) % p, 0, -1)
-    X = domain.from_coefficients(inputs)
-    output = forward(arch, params, X, domain, convert=False)
-    tangents = domain.tangents(output)  # (d_l, t, B, count, N)
-    return np.moveaxis(tangents, 2, 0).reshape(-1, count, N)
+def _jacobian(arch, curve, bank, point, p, truncation, coefficient_values=None, directions=None,
+              coordinates="native") -> np.ndarray:
+    """:func:`symattn.jacobian.jacobian_series`, refused first when it would not fit in memory."""
+    chosen, count = all_directions(arch) if directions is None else directions
+    _require_jacobian_memory(arch, curve, len(bank), truncation, chosen, count)
+    return jacobian_series(arch, curve, bank, point, p, truncation, coefficient_values, (chosen, count),
+                           coordinates)
 
 
 def _directions_per_block(directions: dict) -> dict:
@@ -313,7 +242,7 @@ def _require_jacobian_memory(arch: Architecture, curve: Curve, bank: int, trunca
 
 def _compress_rows(J, rows: int, p: int, seed: int) -> np.ndarray:
     """``R J`` for a random ``rows x m`` matrix ``R`` over GF(p) (rank can only drop)."""
-    return compress_rows(J, rows, p, np.random.default_rng([seed, 31337, J.shape[0]]))
+    return compress_rows(J, p, generator(seed, "dimension rows", J.shape[0]), rows)
 
 
 # ---------------------------------------------------------------------------------------
@@ -350,8 +279,6 @@ def _is_polynomial_arch(arch: Architecture) -> bool:
 
 def _check_exact_taylor(arch: Architecture) -> None:
     """Series over GF(p) need rational Taylor coefficients (or generic symbols, or one transcendental constant)."""
-    from .spectrum import transcendental_constants
-
     constants = transcendental_constants(arch)
     for n in arch.normalizers:
         if n.is_lightning or n.is_generic:
@@ -445,7 +372,7 @@ def _score_order(curve: Curve, layers: int) -> int:
 
 
 def _scales_parameters(curve: Curve, layers: int) -> bool:
-    return any(_tangent_power(curve, name, i, "curve") for name in ("Q", "K") for i in range(1, layers + 1))
+    return any(curve.block_power(name, i) for name in ("Q", "K") for i in range(1, layers + 1))
 
 
 def _expected_orders(arch: Architecture, curve: Curve) -> dict | None:
@@ -467,14 +394,6 @@ def _guess_deepest_order(arch: Architecture, curve: Curve) -> int:
     k = max((n.k or 1) for n in arch.normalizers)
     q = max(_score_order(curve, arch.layers), 1)
     return q * k * 3 ** (arch.layers - 1) + curve.input_power
-
-
-def _block_columns(arch: Architecture) -> dict[str, list[int]]:
-    columns: dict[str, list[int]] = {f"scores:{i}": [] for i in range(1, arch.layers + 1)}
-    columns["values"] = []
-    for position, (name, layer, _, _) in enumerate(arch.parameter_index()):
-        columns["values" if name == "V" else f"scores:{layer}"].append(position)
-    return columns
 
 
 def _block_dimensions(arch: Architecture) -> dict[str, int]:
@@ -607,15 +526,9 @@ def _numeric_estimate(arch: Architecture, upper: int, seed: int, base, dps: int)
         return None, "not computed: a generic normalizer has no numerical values", None
     from .numeric import numeric_jacobian, singular_values
 
-    rng = np.random.default_rng([seed, 2718])
-    flat = []
-    for i in range(1, arch.layers + 1):
-        scale = 1 / math.sqrt(arch.widths[i - 1])
-        for rows, cols in arch.block_shapes(i).values():
-            flat += [f"{v:.4f}" for v in (rng.standard_normal(rows * cols) * scale)]
     size = _estimate_bank_size(arch)
-    bank = [[[f"{v:.4f}" for v in row] for row in X]
-            for X in rng.standard_normal((size, *arch.input_shape))]
+    # decimal strings, read exactly: the float64 and mpmath Jacobians are at the same point
+    flat, bank = random_real_point(arch, seed, size, stream="estimate point", width_scaled=True, decimals=4)
     try:
         J = numeric_jacobian(arch, flat, bank, eps=1, base=base, dps=dps)
     except (DomainError, ZeroDivisionError, OverflowError) as err:
@@ -696,8 +609,7 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
     arch = _check_arch(arch)
     seed = _check_seed(seed)
     estimate = _check_estimate(estimate)
-    if not isinstance(prime, (int, np.integer)) or not is_prime(int(prime)) or not 1000 < prime < MAX_PRIME:
-        raise DomainError(f"prime must be a prime between 1000 and 2**28, got {prime!r}")
+    prime = check_prime(prime)
     from .limits import memory_limit_set
 
     with memory_limit_set(max_memory):
@@ -727,16 +639,15 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
     for attempt in range(max_attempts):
         attempts += 1
         use_slice = attempt < max_attempts - 1 or best_run is None or best >= upper
-        directions = slice_directions if use_slice else _all_directions(arch)
-        point, coefficient_values = _random_point(arch, prime, seed + attempt)
+        directions = slice_directions if use_slice else all_directions(arch)
+        point, coefficient_values = random_point(arch, prime, seed + attempt)
         bank = random_bank(arch, bank_size, prime, seed + attempt)
         try:
-            if polynomial:
-                domain = ModSeriesDomain(prime, 1, directions=directions[1])  # values with jets at a point
-                J = _jet_jacobian(arch, _POINT, bank, point, prime, 1, directions=directions, domain=domain)
+            if polynomial:  # values with jets at a point: series of length 1
+                J = _jacobian(arch, _POINT, bank, point, prime, 1, directions=directions)
             else:
-                J = _jet_jacobian(arch, route_curve, bank, point, prime, truncation, coefficient_values,
-                                  directions=directions)
+                J = _jacobian(arch, route_curve, bank, point, prime, truncation, coefficient_values,
+                              directions=directions)
         except ZeroDivisionError:  # a column of s(A) summed to 0 mod p at this point: draw another
             continue
         J = _compress_rows(J, directions[1] + 2, prime, seed + attempt)
@@ -1026,9 +937,9 @@ def _block_order(J, columns, truncation) -> int | None:
 
 
 def _curve_jacobian(arch, curve, p, seed, truncation, bank_size):
-    point, coefficient_values = _random_point(arch, p, seed)
+    point, coefficient_values = random_point(arch, p, seed)
     bank = random_bank(arch, bank_size, p, seed)
-    J = _jet_jacobian(arch, curve, bank, point, p, truncation, coefficient_values, coordinates="curve")
+    J = _jacobian(arch, curve, bank, point, p, truncation, coefficient_values, coordinates="curve")
     return J, point, coefficient_values
 
 
@@ -1088,10 +999,7 @@ def identification_orders(arch: Architecture, curve: Curve | None = None, seed: 
     arch = _check_arch(arch)
     curve = _check_curve(arch, curve)
     seed = _check_seed(seed)
-    primes = tuple(primes)
-    for p in primes:
-        if not isinstance(p, (int, np.integer)) or not is_prime(int(p)) or not 1000 < p < MAX_PRIME:
-            raise DomainError(f"primes must be primes between 1000 and 2**28, got {p!r}")
+    primes = tuple(check_prime(p) for p in primes)
     if not primes:
         raise DomainError("give at least one prime")
     if exact_check not in ("auto", True, False):
@@ -1109,7 +1017,7 @@ def identification_orders(arch: Architecture, curve: Curve | None = None, seed: 
 
 def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_order) -> OrdersResult:
     p = int(primes[0])
-    columns = _block_columns(arch)
+    columns = block_columns(arch)
     dims = _block_dimensions(arch)
     eff = _effective_dim(arch)
     upper, _ = _upper_bound(arch)
@@ -1233,20 +1141,11 @@ def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_ch
     symbols = params.flat() + list(X) + coefficients
     domain = PolynomialSeriesDomain(truncation, symbols)
 
-    def series(matrix, power):
-        entries = np.array(sp.Matrix(matrix).tolist(), dtype=object)
-        c = np.zeros(entries.shape + (1, truncation), dtype=object)
-        if power < truncation:
-            c[..., 0, power] = entries
-        return domain.from_coefficients(c)
-
-    blocks = {"Q": [], "K": [], "V": []}
-    for i in range(1, arch.layers + 1):
-        for name, matrix in (("Q", params.Q[i - 1]), ("K", params.K[i - 1]), ("V", params.V[i - 1])):
-            blocks[name].append(series(matrix, 1 if curve.scaled(name, i) else 0))
-    output = forward(generic_arch, Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"])),
-                     series(X, curve.input_power), domain, convert=False)
-    coefficient_array = domain.coefficients(output)  # (d_l, t, 1, N)
+    point = {(name, i): np.array(sp.Matrix(matrix).tolist(), dtype=object)
+             for i in range(1, arch.layers + 1)
+             for name, matrix in (("Q", params.Q[i - 1]), ("K", params.K[i - 1]), ("V", params.V[i - 1]))}
+    bank = np.array([X.tolist()], dtype=object)
+    coefficient_array = series_output(generic_arch, curve, point, bank, domain)  # (d_l, t, 1, N)
     index = {str(s): j for j, s in enumerate(symbols)}
     degrees = []
     for n in range(truncation):
@@ -1298,38 +1197,8 @@ class SignFlipCheck:
                 "witness": self.witness}
 
 
-def _small_point(arch: Architecture, seed: int, bound: int = 3):
-    rng = np.random.default_rng([seed, 6007])
-
-    def draw(shape):
-        values = rng.integers(1, bound + 1, size=shape) * rng.choice([-1, 1], size=shape)
-        return values.astype(np.int64)
-
-    point = {}
-    for i in range(1, arch.layers + 1):
-        for name, shape in arch.block_shapes(i).items():
-            point[(name, i)] = draw(shape)
-    bank = np.stack([draw(arch.input_shape) for _ in range(3)])
-    return point, bank
-
-
 def _flip_point(point: dict, layers) -> dict:
     return {key: (-value if key[0] == "Q" and key[1] in layers else value) for key, value in point.items()}
-
-
-def _series_output(arch, curve, point, bank, p, truncation, coefficient_values):
-    domain = ModSeriesDomain(p, truncation, coefficient_values=coefficient_values)
-    blocks = {"Q": [], "K": [], "V": []}
-    for i in range(1, arch.layers + 1):
-        for name in ("Q", "K", "V"):
-            c = curve.block_coefficients(name, i, point[(name, i)] % p, domain.residue, truncation)
-            blocks[name].append(domain.from_coefficients(c[:, :, None, :]))
-    inputs = np.zeros((*arch.input_shape, len(bank), truncation), dtype=np.int64)
-    if curve.input_power < truncation:
-        inputs[..., curve.input_power] = np.moveaxis(bank % p, 0, -1)
-    output = forward(arch, Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"])),
-                     domain.from_coefficients(inputs), domain, convert=False)
-    return domain.coefficients(output)  # (d_l, t, B, N)
 
 
 def _flip_subsets(arch: Architecture) -> list[tuple]:
@@ -1374,18 +1243,19 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
     arch = _check_arch(arch)
     curve = _check_curve(arch, curve)
     seed = _check_seed(seed)
-    point, bank = _small_point(arch, seed)
+    point, bank = small_integer_point(arch, seed)
     subsets = _flip_subsets(arch)
     needs_series = any(not (n.is_lightning or (n.is_even and n.is_polynomial)) for n in arch.normalizers)
     if needs_series:
         _check_exact_taylor(arch)
-    _, coefficient_values = _random_point(arch, p, seed)
+    _, coefficient_values = random_point(arch, p, seed)
     truncation = _guess_deepest_order(arch, curve) + 1
     cache: dict = {}
 
     def series(pt, key, N):
         if (key, N) not in cache:
-            cache[(key, N)] = _series_output(arch, curve, pt, bank, p, N, coefficient_values)
+            domain = ModSeriesDomain(p, N, coefficient_values=coefficient_values)
+            cache[(key, N)] = series_output(arch, curve, pt, bank, domain)
         return cache[(key, N)]
 
     def rational_output(subset):
@@ -1498,36 +1368,13 @@ class FiberResult:
         }
 
 
-def _scaling_tangents(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
-    """Tangents of ``Q_i -> c Q_i, V_i -> V_i / c`` for each lightning layer: ``(m, #params, N)``."""
-    layers = _lightning_layers(arch)
-    if not layers:
-        return np.zeros((0, arch.param_count, truncation), dtype=np.int64)
-    offsets, position = {}, 0
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            offsets[(name, i)] = (position, rows * cols)
-            position += rows * cols
-
-    def residue(value):
-        return int(sp.Rational(value).p) * pow(int(sp.Rational(value).q), -1, p) % p
-
-    out = np.zeros((len(layers), arch.param_count, truncation), dtype=np.int64)
-    for row, i in enumerate(layers):
-        for name, sign in (("Q", 1), ("V", -1)):
-            start, size = offsets[(name, i)]
-            series = curve.block_coefficients(name, i, point[(name, i)], residue, truncation)
-            out[row, start:start + size] = (sign * series.reshape(size, truncation)) % p
-    return out
-
-
 def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0, p: int = DEFAULT_PRIMES[0],
                   orders: OrdersResult | None = None, flips: bool = True) -> FiberResult:
     """The kernel of the native Jacobian is the gauge orbit's tangent space; the sign flips.
 
     Over ``GF(p)((eps))`` along ``curve`` at a random point: the rank of the
     native ``J(eps)`` (resolved Smith exponents), the rank of the gauge-orbit
-    tangents (:func:`symattn.spectrum.gauge_tangent_series`, plus the
+    tangents (:func:`symattn.jacobian.gauge_tangent_series`, plus the
     scalings of lightning layers) and the product ``J(eps) G(eps)^T``, which
     must vanish.  If ``rank J + rank G = #params`` the kernel is exactly the
     orbit's tangent space (the gauge tangents lie in the kernel and fill it).
@@ -1556,7 +1403,7 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     # native columns: a collapsed block's curve column is eps times its native column
     scaled = np.zeros(arch.param_count, dtype=bool)
     for position, (name, layer, _, _) in enumerate(arch.parameter_index()):
-        scaled[position] = _tangent_power(curve, name, layer, "curve") == 1
+        scaled[position] = curve.block_power(name, layer) == 1
     native_truncation = N - 1 if scaled.any() else N
     native = np.where(scaled[None, :, None], np.roll(Jc, -1, axis=-1), Jc)[:, :, :native_truncation]
     upper, _ = _upper_bound(arch)
@@ -1567,10 +1414,10 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
             break
         # too small a bank pushes Smith exponents past the truncation: a bigger bank, same point
         bank_size = math.ceil(bank_size * 1.5)
-        native = _jet_jacobian(arch, curve, random_bank(arch, bank_size, p, seed), point, p, native_truncation,
-                               orders.coefficient_values, coordinates="native")
+        native = _jacobian(arch, curve, random_bank(arch, bank_size, p, seed), point, p, native_truncation,
+                           orders.coefficient_values, coordinates="native")
     gauge = gauge_tangent_series(arch, curve, point, p, native_truncation)
-    scalings = _scaling_tangents(arch, curve, point, p, native_truncation)
+    scalings = scaling_tangent_series(arch, curve, point, p, native_truncation)
     symmetry = np.concatenate([gauge, scalings]) if len(scalings) else gauge
     gauge_rank = series_rank(gauge, p).rank if len(gauge) else 0
     symmetry_rank = series_rank(symmetry, p).rank if len(symmetry) else 0

@@ -664,9 +664,20 @@ def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p
     return jacobian_from_series(arch, parameters, inputs, p, truncation, coefficient_values, directions, powers)
 
 
-def series_output(arch: Architecture, curve: Curve, point, bank: np.ndarray, p: int, truncation: int,
-                  coefficient_values=None) -> np.ndarray:
-    """The output's series along a curve over GF(p), no derivatives: shape ``(d_l, t, |bank|, N)``.
+def series_output(arch: Architecture, curve: Curve, point, bank, domain) -> np.ndarray:
+    """The output's series along a curve, no derivatives: shape ``(d_l, t, |bank|, N)``.
+
+    Parameters
+    ----------
+    arch : Architecture
+    curve : Curve
+    point, bank
+        As for :func:`curve_series`: residues for a
+        :class:`~symattn.algebra.modseries.ModSeriesDomain`, exact entries
+        (rationals, symbols) for an exact series domain of
+        :mod:`symattn.algebra.exactseries` (whose ``p`` is ``None``).
+    domain : ModSeriesDomain or an exact series domain
+        The ring of the coefficients, and the truncation ``N``.
 
     Examples
     --------
@@ -674,14 +685,28 @@ def series_output(arch: Architecture, curve: Curve, point, bank: np.ndarray, p: 
     >>> from symattn.curves import collapse
     >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2, normalizer="softmax")
     >>> point = {("Q", 1): np.array([[1]]), ("K", 1): np.array([[1]]), ("V", 1): np.array([[1]])}
-    >>> series_output(arch, collapse(), point, np.array([[[1, 0]]]), 101, 2)[0, :, 0].tolist()
+    >>> domain = ModSeriesDomain(101, 2)
+    >>> series_output(arch, collapse(), point, np.array([[[1, 0]]]), domain)[0, :, 0].tolist()
     [[51, 0], [51, 0]]
 
     At ``eps = 0`` attention is uniform, so both tokens are ``(1 + 0) / 2 = 1/2 = 51`` mod 101.
+    Over Q, with symbols:
+
+    >>> from symattn.algebra.exactseries import PolynomialSeriesDomain
+    >>> a = sp.Symbol("a")
+    >>> exact = {key: np.array([[a]], dtype=object) for key in point}
+    >>> ring = PolynomialSeriesDomain(3, [a])
+    >>> out = series_output(arch, collapse(), exact, np.array([[[1, 0]]], dtype=object), ring)
+    >>> [str(ring.to_sympy(c)) for c in out[0, 0, 0]]        # a (1/2 + eps^2 a^2 / 4)
+    ['a/2', '0', 'a**3/4']
     """
-    parameters, inputs = curve_series(arch, curve, point, bank, p, truncation)
-    domain = ModSeriesDomain(p, truncation, coefficient_values=coefficient_values)
-    return domain.coefficients(_forward_over_series(arch, parameters, inputs, domain, None, {}))
+    parameters, inputs = curve_series(arch, curve, point, bank, domain.p, domain.truncation)
+    blocks = {"Q": [], "K": [], "V": []}
+    for i in range(1, arch.layers + 1):
+        for name in ("Q", "K", "V"):
+            blocks[name].append(domain.from_coefficients(parameters[(name, i)][:, :, None, :]))
+    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    return domain.coefficients(forward(arch, params, domain.from_coefficients(inputs), domain, convert=False))
 
 
 def _power_of(eps, power: int):

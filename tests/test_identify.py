@@ -409,11 +409,20 @@ def test_series_rank_agrees_with_smith_valuations():
 
 
 @pytest.mark.parametrize("p", [DIMENSION_PRIME, 268435399])
-def test_blas_series_products_agree_with_the_jacobian_series(p):
-    from symattn.identify import _jet_jacobian
+def test_blas_series_products_agree_with_the_jacobian_series(p, monkeypatch):
+    # the gauge slice and the curve coordinates of identify's Jacobians, BLAS against schoolbook products
+    from symattn.jacobian import gauge_slice
 
     arch = Architecture.uniform(layers=2, width=3, rank=2, normalizer="cosh")
     point, coefficient_values = _random_point(arch, p, 3)
     bank = random_bank(arch, 4, p, 3)
-    reference = jacobian_series(arch, collapse(), bank, point, p, 13, coefficient_values)
-    assert np.array_equal(_jet_jacobian(arch, collapse(), bank, point, p, 13, coefficient_values), reference)
+
+    def jacobians():
+        return [jacobian_series(arch, collapse(), bank, point, p, 13, coefficient_values, directions, coordinates)
+                for directions in (None, gauge_slice(arch)) for coordinates in ("native", "curve")]
+
+    monkeypatch.setenv("SYMATTN_SCHOOLBOOK", "1")
+    reference = jacobians()
+    monkeypatch.delenv("SYMATTN_SCHOOLBOOK")
+    for ours, schoolbook in zip(jacobians(), reference):
+        assert np.array_equal(ours, schoolbook)
