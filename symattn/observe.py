@@ -58,8 +58,19 @@ from .effective import (
 )
 from ._format import FormattedResult, Section, latex_escape
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError
-from .model import Architecture, Parameters, require_architecture, require_seed
-from .spectrum import jacobian_from_series
+from .curves import input_scaling
+from .jacobian import (
+    DEFAULT_PRIMES,
+    check_prime,
+    curve_series,
+    generator,
+    jacobian_from_series,
+    jacobian_series,
+    parameter_columns,
+    random_bank,
+    random_point,
+)
+from .model import Architecture, require_architecture, require_seed
 from .normalizers import Normalizer, as_normalizer
 
 __all__ = [
@@ -905,13 +916,6 @@ def minimal_collapses(graph: nx.DiGraph, block: str, max_size: int = 2, level: s
 
 
 # -- exact ranks on the collapsed set --------------------------------------------------------
-def _columns(arch: Architecture) -> dict:
-    out: dict = {}
-    for position, (name, layer, _, _) in enumerate(arch.parameter_index()):
-        out.setdefault((name, layer), []).append(position)
-    return out
-
-
 def _rank_tangent_basis(B, C, p) -> np.ndarray:
     """Vectors ``vec(dB C + B dC)`` spanning the tangent of rank-r matrices at ``B C``: shape (rows*cols, m)."""
     rows, r = B.shape
@@ -932,10 +936,8 @@ def _rank_tangent_basis(B, C, p) -> np.ndarray:
 
 def _set_point(arch, events, p, seed):
     """A random point of the collapsed set (residues) and the tangent bases of value-rank blocks."""
-    from .spectrum import random_point as _random_point
-
-    point, coefficient_values = _random_point(arch, p, seed)
-    rng = np.random.default_rng([seed, 27182])
+    point, coefficient_values = random_point(arch, p, seed)
+    rng = generator(seed, "value rank")
     tangents = {}
     for e in events:
         if e.kind == SCORE_COLLAPSE:
@@ -952,8 +954,6 @@ def _set_point(arch, events, p, seed):
 
 
 def _set_bank(arch, events, size, p, seed) -> np.ndarray:
-    from .spectrum import random_bank
-
     bank = random_bank(arch, size, p, seed)
     kinds = {e.kind for e in events}
     if IDENTICAL_TOKENS in kinds:
@@ -961,22 +961,6 @@ def _set_bank(arch, events, size, p, seed) -> np.ndarray:
     if BIAS in kinds:
         bank[:, -1, :] = 1  # the same bias value in every token and every input
     return bank
-
-
-def _constant_series(point, truncation):
-    out = {}
-    for key, residues in point.items():
-        series = np.zeros((*residues.shape, truncation), dtype=np.int64)
-        series[..., 0] = residues
-        out[key] = series
-    return out
-
-
-def _scaled_inputs(bank, truncation, power=1):
-    inputs = np.zeros((bank.shape[1], bank.shape[2], bank.shape[0], truncation), dtype=np.int64)
-    if power < truncation:
-        inputs[..., power] = np.moveaxis(bank, 0, -1)
-    return inputs
 
 
 def _rank(M, p) -> int:
@@ -1001,9 +985,9 @@ def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     _require_rank_memory(arch, bank_size, truncation)
     point, coefficient_values, tangents = _set_point(arch, events, p, seed)
     bank = _set_bank(arch, events, bank_size, p, seed)
-    J = jacobian_from_series(arch, _constant_series(point, truncation), _scaled_inputs(bank, truncation), p,
-                  truncation, coefficient_values)
-    columns = _columns(arch)
+    # the input scaled, X -> eps X: every score vanishes at eps = 0, whatever the normalizer
+    J = jacobian_series(arch, input_scaling(), bank, point, p, truncation, coefficient_values)
+    columns = parameter_columns(arch)
     fixed = {("Q", e.layer) for e in events if e.kind == SCORE_COLLAPSE}
     fixed |= {("V", e.layer) for e in events if e.kind == VALUE_COLLAPSE}
     pieces, owner = [], []  # tangent columns of the set and the block each belongs to
@@ -1232,7 +1216,7 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     bank : "auto" or int
     truncation : "auto" or int
     primes : sequence of int, optional
-        Default :data:`symattn.spectrum.DEFAULT_PRIMES`.
+        Default :data:`symattn.jacobian.DEFAULT_PRIMES`.
     confirm : bool
     progress : bool
         Show a bar over the ranks (generic, on the set, confirmation) on a terminal.
@@ -1258,8 +1242,6 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     """
     arch = require_architecture(arch)
     seed = require_seed(seed)
-    from .spectrum import DEFAULT_PRIMES, check_prime as _check_prime
-
     events = _events(arch, events)
     if arch.degenerate:
         raise ShapeError("with one token every attention matrix is the constant 1 and no score is ever "
@@ -1267,7 +1249,7 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     if any(n.is_lightning for n in arch.normalizers):
         raise NormalizerError("lightning attention is a comparison case: rank_check classifies "
                               "normalized attention only")
-    primes = tuple(_check_prime(p) for p in (primes or DEFAULT_PRIMES))
+    primes = tuple(check_prime(p) for p in (primes or DEFAULT_PRIMES))
     eff = _effective_dimension(arch)
     if truncation == "auto":
         N, auto_order = 2 * _generic_input_scaling_order(arch) + 2, True
@@ -1384,12 +1366,12 @@ class ContactOrders:
 
 def _near_set_exponents(arch, event, m, p, seed, size, N):
     from .algebra.valuations import smith_valuations
-    from .spectrum import random_bank, random_point as _random_point
 
     _require_rank_memory(arch, size, N)
-    point, coefficient_values = _random_point(arch, p, seed)
-    series = _constant_series(point, N)
-    rng = np.random.default_rng([seed, 16180])
+    point, coefficient_values = random_point(arch, p, seed)
+    bank = random_bank(arch, size, p, seed)
+    series, inputs = curve_series(arch, input_scaling(), point, bank, p, N)
+    rng = generator(seed, "near set")
     key = ("Q", event.layer) if event.kind == SCORE_COLLAPSE else ("V", event.layer)
     moved = np.zeros_like(series[key])
     if event.kind == VALUE_RANK:
@@ -1400,9 +1382,8 @@ def _near_set_exponents(arch, event, m, p, seed, size, N):
     if m < N:
         moved[..., m] = point[key]
     series[key] = moved
-    bank = random_bank(arch, size, p, seed)
-    J = jacobian_from_series(arch, series, _scaled_inputs(bank, N), p, N, coefficient_values)
-    columns = _columns(arch)
+    J = jacobian_from_series(arch, series, inputs, p, N, coefficient_values)
+    columns = parameter_columns(arch)
     out, score_columns = {}, []
     for i in range(1, arch.layers + 1):
         own = columns[("Q", i)] + columns[("K", i)]
@@ -1442,13 +1423,11 @@ def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes
     """
     arch = require_architecture(arch)
     seed = require_seed(seed)
-    from .spectrum import DEFAULT_PRIMES, check_prime as _check_prime
-
     (event,) = _events(arch, [event])
     if not event.on_parameters:
         raise SymattnError(f"{event.name} is a class of inputs: contact orders are computed for "
                            "parameter events (scores:I, values:I, value-rank:I:R)")
-    p = _check_prime((primes or DEFAULT_PRIMES)[0])
+    p = check_prime((primes or DEFAULT_PRIMES)[0])
     size = _default_bank(arch) if bank == "auto" else int(bank)
     generic = rank_check(arch, (), seed=seed, bank=size, confirm=False).generic
     m0 = int(m_start)
