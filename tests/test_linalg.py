@@ -24,6 +24,7 @@ from symattn.algebra.linalg import (
     series_matmul,
     series_matrix_inverse,
     series_mul_mod,
+    series_scale,
 )
 from symattn.algebra.modseries import ModSeriesDomain
 
@@ -205,7 +206,6 @@ def test_the_series_domain_products_are_the_same_with_either_product(schoolbook,
     import symattn.algebra.modseries as modseries
 
     monkeypatch.setattr(modseries, "_BLAS_MIN_JETS", 1)  # every jet product through BLAS
-    monkeypatch.setattr(modseries, "_BLAS_MIN_LENGTH", 1)
     p = BIG_PRIMES[0]
     rng = np.random.default_rng(6)
     fast, slow = ModSeriesDomain(p, 12, directions=5), ModSeriesDomain(p, 12, directions=5, schoolbook=True)
@@ -254,3 +254,49 @@ def test_normalizer_by_paterson_stockmeyer_equals_horner(name, directions):
         scores = rng.integers(0, p, size=(3, 3, 4, 1 + directions, truncation))
         scores[..., 0, :valuation] = 0
         assert (fast.apply_normalizer(scores, normalizer) == slow.apply_normalizer(scores, normalizer)).all()
+
+
+@pytest.mark.parametrize("p", BIG_PRIMES + [101])
+def test_series_scale_equals_the_schoolbook_product(p):
+    # a series times many series, entrywise: batched Toeplitz BLAS products in bands, float64 limbs
+    rng = np.random.default_rng(21)
+    for lead_a, lead_b, width, truncation, low_a, low_b in [
+            ((3, 2), (3, 2), 5, 12, 0, 0), ((1, 2), (4, 2), 3, 70, 2, 1), ((4, 1), (4, 3), 1, 33, 0, 5),
+            ((2,), (2,), 9, 200, 3, 0), ((), (), 2, 1, 0, 0), ((2, 2), (2, 2), 4, 10, 6, 4)]:
+        values = rng.integers(0, p, size=(*lead_a, 1, truncation))
+        many = rng.integers(0, p, size=(*lead_b, width, truncation))
+        values[..., :low_a] = 0
+        many[..., :low_b] = 0
+        expected = series_mul_mod(values, many, p)
+        assert (series_scale(values, many, p) == expected).all()
+        assert (series_scale(values, many, p, schoolbook=True) == expected).all()
+    extreme = np.full((3, 1, 300), p - 1)  # every limb sum at its largest
+    assert (series_scale(extreme, np.full((3, 4, 300), p - 1), p)
+            == series_mul_mod(extreme, np.full((3, 4, 300), p - 1), p)).all()
+
+
+@pytest.mark.parametrize("directions", [0, 4])
+@pytest.mark.parametrize("name", ["softmax", "sigmoid", "1 + x**2"])
+def test_attention_and_reciprocal_are_the_same_with_either_product(name, directions):
+    # the fast path computes the jets of S(A) as H - S colsum(H) and the inverse by Newton at growing
+    # precision; the schoolbook path by the four products of the definition, at full length
+    from symattn.normalizers import Normalizer
+
+    normalizer = Normalizer.preset(name) if name in ("softmax", "sigmoid") else Normalizer(name)
+    p = BIG_PRIMES[1]
+    rng = np.random.default_rng(22)
+    for truncation, valuation in [(1, 1), (7, 1), (40, 2), (57, 1)]:
+        fast = ModSeriesDomain(p, truncation, directions=directions)
+        slow = ModSeriesDomain(p, truncation, directions=directions, schoolbook=True)
+        for width in sorted({1, 1 + directions}):
+            scores = rng.integers(0, p, size=(3, 3, 4, width, truncation))
+            scores[..., 0, :valuation] = 0
+            assert (fast.attention(scores, normalizer) == slow.attention(scores, normalizer)).all()
+            totals = rng.integers(0, p, size=(1, 3, 4, width, truncation))
+            totals[..., 0, 0] = rng.integers(1, p, size=(1, 3, 4))
+            assert (fast.reciprocal_matrix(totals) == slow.reciprocal_matrix(totals)).all()
+    if name == "1 + x**2":  # scores that do not vanish: s itself, by Horner, on both paths
+        scores = rng.integers(0, p, size=(3, 3, 2, 1 + directions, 9))
+        fast = ModSeriesDomain(p, 9, directions=directions)
+        slow = ModSeriesDomain(p, 9, directions=directions, schoolbook=True)
+        assert (fast.attention(scores, normalizer) == slow.attention(scores, normalizer)).all()

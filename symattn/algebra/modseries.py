@@ -31,15 +31,15 @@ import sympy as sp
 
 from ..errors import DomainError, TruncationError
 from .domains import Domain, is_prime
-from .linalg import MAX_PRIME, matmul_mod, modular_inverse, schoolbook_default, series_matmul, series_mul_mod
+from .linalg import (MAX_PRIME, matmul_mod, modular_inverse, schoolbook_default, series_matmul, series_mul_mod,
+                     series_scale)
 
 __all__ = ["ModSeriesDomain", "ExactSeriesDomain", "series_mul_mod", "modular_inverse", "MAX_PRIME"]
 
-# A series times at least this many jet series of at least this length goes through BLAS, one
-# Toeplitz matrix per entry (measured with 333 entries: 8 jets of length 163 take 31 ms against
-# 80 ms for the schoolbook loop; at length 55 both take 8-10 ms).
-_BLAS_MIN_JETS = 8
-_BLAS_MIN_LENGTH = 100
+# A series times at least this many jet series goes through BLAS (linalg.series_scale), one Toeplitz
+# matrix per entry: measured with 333 entries, 37 jets of length 163 take 52 ms against 328 ms for the
+# schoolbook loop, 3 jets of length 55 1.6 ms against 2.6 ms; one series of length 163 8 ms against 7 ms.
+_BLAS_MIN_JETS = 2
 
 
 def valuation(a: np.ndarray) -> int:
@@ -207,14 +207,10 @@ class ModSeriesDomain(Domain):
     # -- arithmetic -----------------------------------------------------------------
     def _times_jets(self, value, jets):
         """``value (..., 1, N)`` times each of ``jets (..., w, N)``, broadcasting the leading axes."""
-        if self.schoolbook or jets.shape[-2] < _BLAS_MIN_JETS or jets.shape[-1] < _BLAS_MIN_LENGTH:
+        if self.schoolbook or jets.shape[-2] < _BLAS_MIN_JETS:
             return self._series_mul(value, jets)
-        # one (N x N) Toeplitz matrix of each value series times its w jet series: a batch of BLAS products
-        lead = np.broadcast_shapes(value.shape[:-2], jets.shape[:-2])
-        n = value.shape[-1]
-        values = np.broadcast_to(value, (*lead, 1, n)).reshape(-1, 1, 1, n)
-        many = np.broadcast_to(jets, (*lead, *jets.shape[-2:])).reshape(-1, 1, *jets.shape[-2:])
-        return series_matmul(values, many, self.p).reshape(*lead, *jets.shape[-2:])
+        # each value series as a Toeplitz matrix times its w jet series: batched BLAS products
+        return series_scale(value, jets, self.p)
 
     def _mul(self, a, b):
         if not self.directions:
@@ -292,31 +288,14 @@ class ModSeriesDomain(Domain):
     def apply_normalizer(self, a, normalizer):
         """``s/s(0)`` entrywise, from its Taylor coefficients; needs zero constant terms."""
         value = a[..., :1, :]
-        if self._any_nonzero(value[..., 0]):
-            if normalizer.is_polynomial:
-                return self._apply_polynomial(a, normalizer)
-            raise DomainError(
-                f"scores that do not vanish at eps = 0 (a layer that does not collapse on this curve) "
-                f"need the Taylor expansion of {normalizer.name} at a nonzero point, which is not exact "
-                "over GF(p); the exact engine handles such layers for polynomial normalizers only. Use "
-                "a curve on which every layer's scores vanish (collapse of all layers, input scaling), "
-                "a polynomial normalizer, or the numerical slopes of symattn.numeric"
-            )
-        v = valuation(value)
-        n = self.truncation
-        degree = (n - 1) // v if v < n else 0
-        taylor = self._taylor_residues(normalizer, degree + 1)
+        if self._any_nonzero(value[..., 0]) and normalizer.is_polynomial:
+            return self._apply_polynomial(a, normalizer)
         if not self.schoolbook:
-            # s and s' at once, by Paterson-Stockmeyer: about 2 sqrt(degree) series products
-            # instead of 2 degree for Horner (same residues)
-            polynomials = [np.asarray(taylor[:degree + 1], dtype=np.int64) % self.p]
-            if self.directions:
-                polynomials.append(np.arange(1, degree + 2, dtype=np.int64) * taylor[1:degree + 2] % self.p)
-            composed = self._compose(np.stack(polynomials), value)
-            s_value = composed[0]
+            s_value, s_deriv = self._normalizer_series(value, normalizer, derivative=bool(self.directions))
             if not self.directions:
                 return s_value
-            return np.concatenate([s_value, self._times_jets(composed[1], a[..., 1:, :])], axis=-2)
+            return np.concatenate([s_value, self._times_jets(s_deriv, a[..., 1:, :])], axis=-2)
+        degree, taylor = self._taylor_for(value, normalizer)
         s_value = self._zeros(value.shape)
         s_deriv = self._zeros(value.shape)
         for m in range(degree, -1, -1):
@@ -329,6 +308,37 @@ class ModSeriesDomain(Domain):
             return s_value
         tangent = self._series_mul(s_deriv, a[..., 1:, :])
         return np.concatenate([s_value, tangent], axis=-2)
+
+    def _taylor_for(self, value, normalizer):
+        """``(degree, residues of the Taylor coefficients of s/s(0) up to degree + 1)`` for scores ``value``.
+
+        Scores of valuation ``v >= 1`` need the terms up to ``(N - 1) / v``.
+        """
+        if self._any_nonzero(value[..., 0]):
+            raise DomainError(
+                f"scores that do not vanish at eps = 0 (a layer that does not collapse on this curve) "
+                f"need the Taylor expansion of {normalizer.name} at a nonzero point, which is not exact "
+                "over GF(p); the exact engine handles such layers for polynomial normalizers only. Use "
+                "a curve on which every layer's scores vanish (collapse of all layers, input scaling), "
+                "a polynomial normalizer, or the numerical slopes of symattn.numeric"
+            )
+        v = valuation(value)
+        n = self.truncation
+        degree = (n - 1) // v if v < n else 0
+        return degree, self._taylor_residues(normalizer, degree + 1)
+
+    def _normalizer_series(self, value, normalizer, derivative: bool = True):
+        """``(s/s(0), s'/s(0))`` at scores ``value`` of zero constant term (``s'`` None unless asked).
+
+        Both at once, by Paterson-Stockmeyer: about ``2 sqrt(degree)`` series
+        products instead of ``2 degree`` for Horner (same residues).
+        """
+        degree, taylor = self._taylor_for(value, normalizer)
+        polynomials = [np.asarray(taylor[:degree + 1], dtype=np.int64) % self.p]
+        if derivative:
+            polynomials.append(np.arange(1, degree + 2, dtype=np.int64) * taylor[1:degree + 2] % self.p)
+        composed = self._compose(np.stack(polynomials), value)
+        return composed[0], (composed[1] if derivative else None)
 
     def _compose(self, coefficients: np.ndarray, value: np.ndarray) -> np.ndarray:
         """``sum_m coefficients[r, m] value^m`` for each row ``r``, by Paterson-Stockmeyer.
@@ -385,24 +395,57 @@ class ModSeriesDomain(Domain):
             raise ZeroDivisionError(f"a column of s(A) sums to 0 in {self.name}: choose another prime")
         inverse = self._zeros(value.shape)
         inverse[..., 0] = self._invert_scalars(constant)
-        precision = 1
-        while precision < self.truncation:
-            correction = self._series_mul(value, inverse)
-            correction = self._reduce(-correction)
-            correction[..., 0] = self._reduce(correction[..., 0] + 2)
-            inverse = self._series_mul(inverse, correction)
-            precision *= 2
+        if self.schoolbook:  # the baseline: every Newton step at full length
+            precision = 1
+            while precision < self.truncation:
+                correction = self._series_mul(value, inverse)
+                correction = self._reduce(-correction)
+                correction[..., 0] = self._reduce(correction[..., 0] + 2)
+                inverse = self._series_mul(inverse, correction)
+                precision *= 2
+        else:
+            inverse = self._newton_inverse(value, inverse)
         if not self.directions:
             return inverse
         square = self._series_mul(inverse, inverse)
-        tangent = self._reduce(-self._series_mul(square, a[..., 1:, :]))
+        tangent = self._reduce(-self._times_jets(square, a[..., 1:, :]))
         return np.concatenate([inverse, tangent], axis=-2)
 
-    def attention(self, scores, normalizer):
-        weights = self.apply_normalizer(scores, normalizer)
-        totals = self._reduce(weights.sum(axis=0, keepdims=True))
-        return self._mul(weights, self.reciprocal_matrix(totals))
+    def _newton_inverse(self, value, inverse):
+        """Newton's iteration ``X <- X (2 - a X)`` with each step at the precision it reaches.
 
+        ``inverse`` holds the inverse of the constant terms.  A step from
+        precision ``k`` to ``2k`` needs ``a`` and ``X`` mod ``eps^(2k)`` only,
+        so the products cost about two full-length ones in all instead of two
+        per step (the same series: the inverse mod ``eps^N`` is unique).
+        """
+        precision = 1
+        while precision < self.truncation:
+            precision = min(self.truncation, 2 * precision)
+            head = inverse[..., :precision]
+            correction = self._reduce(-self._series_mul(value[..., :precision], head))
+            correction[..., 0] = self._reduce(correction[..., 0] + 2)
+            inverse[..., :precision] = self._series_mul(head, correction)
+        return inverse
+
+    def attention(self, scores, normalizer):
+        if self.schoolbook or scores.shape[-2] == 1 or \
+                (normalizer.is_polynomial and self._any_nonzero(scores[..., :1, 0])):
+            weights = self.apply_normalizer(scores, normalizer)
+            totals = self._reduce(weights.sum(axis=0, keepdims=True))
+            return self._mul(weights, self.reciprocal_matrix(totals))
+        # S = W R with W = s(A), R = 1 / (column sums of W); its jets
+        #   dS = R dW + W dR = R s'(A) dA - W R^2 colsum(s'(A) dA) = H - S colsum(H),  H = (R s'(A)) dA,
+        # two products of a series with the jets instead of four (exact identities in GF(p)[[eps]])
+        value = scores[..., :1, :]
+        weights, derivative = self._normalizer_series(value, normalizer)
+        totals = self._reduce(weights.sum(axis=0, keepdims=True))
+        inverse = self.reciprocal_matrix(totals)
+        out_value = self._series_mul(weights, inverse)
+        scaled = self._times_jets(self._series_mul(derivative, inverse), scores[..., 1:, :])
+        column_sums = self._reduce(scaled.sum(axis=0, keepdims=True))
+        tangent = self._reduce(scaled - self._times_jets(out_value, column_sums))
+        return np.concatenate([out_value, tangent], axis=-2)
 
 def _expand_entries(a):
     out = np.empty(a.shape, dtype=object)
