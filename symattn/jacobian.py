@@ -769,6 +769,9 @@ def real_jacobian(arch: Architecture, params_tilde, bank, eps, curve: Curve | No
     True
     """
     curve = collapse() if curve is None else curve
+    if not isinstance(curve, Curve):
+        raise SymattnError(f"curve must be a symattn.curves.Curve such as collapse() or input_scaling(), "
+                           f"got {_short(curve)}")
     curve.validate(arch)
     P = arch.param_count
     domain = NumericJetDomain(base, dps=dps, directions=P)

@@ -37,7 +37,8 @@ import sympy as sp
 from .algebra.numeric_jets import NumericJetDomain, as_fraction, to_float, to_mpf
 from ._format import FormattedResult
 from .errors import BankError, DomainError, ShapeError, SymattnError
-from .model import Architecture, Parameters, forward, require_architecture, require_seed
+from .jacobian import random_real_point, real_jacobian, validate_bank
+from .model import Architecture, Parameters, require_architecture, require_seed
 
 __all__ = [
     "NumericJetDomain",
@@ -90,18 +91,14 @@ def _as_flat_parameters(arch: Architecture, params) -> list:
     return flat
 
 
-def _as_bank(arch: Architecture, bank) -> list:
-    from .spectrum import validate_bank  # the one check of user banks (shapes, finite entries)
-
-    return validate_bank(arch, bank)
-
-
-def numeric_jacobian(arch: Architecture, params_tilde, bank, eps, base: str = "float64", dps: int = 50):
-    """The native Jacobian ``J(eps)`` at ``Q_i = eps Qt_i, K_i = eps Kt_i, V_i = Vt_i``.
+def numeric_jacobian(arch: Architecture, params_tilde, bank, eps, base: str = "float64", dps: int = 50,
+                     curve=None):
+    """The native Jacobian ``J(eps)`` along ``curve``, by default at ``Q_i = eps Qt_i, K_i = eps Kt_i, V_i = Vt_i``.
 
     Forward-mode: one pass of :func:`symattn.model.forward` over
     :class:`NumericJetDomain` per input, with every native parameter seeded
-    with its unit tangent.  No finite differences.
+    with its unit tangent (:func:`symattn.jacobian.real_jacobian`).  No
+    finite differences.
 
     Parameters
     ----------
@@ -117,6 +114,9 @@ def numeric_jacobian(arch: Architecture, params_tilde, bank, eps, base: str = "f
     base : {"float64", "mpmath"}
     dps : int
         Decimal digits for mpmath.
+    curve : Curve, optional
+        Default :func:`symattn.curves.collapse`; any curve of
+        :mod:`symattn.curves` (input scaling, one layer, polynomial blocks).
 
     Returns
     -------
@@ -139,25 +139,7 @@ def numeric_jacobian(arch: Architecture, params_tilde, bank, eps, base: str = "f
     function, so ``d/dQ = K sigma (1 - sigma) = 0.5 * 0.562177 * 0.437823``.
     """
     arch = require_architecture(arch)
-    P = arch.param_count
-    domain = NumericJetDomain(base, dps=dps, directions=P)
-    flat = _as_flat_parameters(arch, params_tilde)
-    inputs = _as_bank(arch, bank)
-    blocks = {"Q": [], "K": [], "V": []}
-    position = 0
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            values = [flat[position + r * cols: position + (r + 1) * cols] for r in range(rows)]
-            scale = eps if name in ("Q", "K") else None
-            blocks[name].append(domain.matrix(values, first_direction=position, scale=scale))
-            position += rows * cols
-    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
-    rows_per_input = arch.widths[-1] * arch.tokens
-    out = domain._zeros((rows_per_input * len(inputs), P))
-    for b, X in enumerate(inputs):
-        output = forward(arch, params, domain.matrix(X), domain, convert=False)
-        out[b * rows_per_input:(b + 1) * rows_per_input] = domain.tangents(output).reshape(rows_per_input, P)
-    return out
+    return real_jacobian(arch, _as_flat_parameters(arch, params_tilde), bank, eps, curve, base, dps)
 
 
 def singular_values(J, base: str = "float64", dps: int = 50) -> list:
@@ -468,14 +450,6 @@ def _default_eps(deepest: int, dps) -> list[Fraction]:
     return [Fraction(1, 10 ** k) for k in range(FIRST_DECADE, last + 1)]
 
 
-def _random_point(arch: Architecture, seed: int, bank_size: int):
-    rng = np.random.default_rng([seed, 271828])
-    params = [float(v) for v in rng.standard_normal(arch.param_count)]
-    d0, t = arch.input_shape
-    bank = [rng.standard_normal((d0, t)).tolist() for _ in range(bank_size)]
-    return params, bank
-
-
 def sensitivity(arch: Architecture, eps_values=None, seed: int = 0, bank=None, dps="auto",
                 params_tilde=None, spectrum=None) -> Sensitivity:
     """Singular values of ``J(eps)`` in mpmath and float64, their slopes, and the exact exponents.
@@ -566,10 +540,10 @@ def sensitivity(arch: Architecture, eps_values=None, seed: int = 0, bank=None, d
         size = spectrum.bank if bank is None else int(bank)
         if size < 1:
             raise BankError(f"bank size must be at least 1, got {size}")
-        random_params, inputs = _random_point(arch, int(seed), size)
+        random_params, inputs = random_real_point(arch, int(seed), size)
     else:
-        inputs = _as_bank(arch, bank)
-        random_params, _ = _random_point(arch, int(seed), 0)
+        inputs = validate_bank(arch, bank)
+        random_params, _ = random_real_point(arch, int(seed), 0)
     point = random_params if params_tilde is None else params_tilde
 
     sigmas_mp, sigmas_64, ranks_mp = [], [], []
