@@ -50,9 +50,10 @@ from .algebra.exactseries import (
     to_fmpq,
 )
 from ._format import FormattedResult
-from .curves import EPS, Curve, collapse
+from .curves import Curve, collapse
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
-from .model import Architecture, Parameters, forward, require_architecture, require_seed
+from .jacobian import degree_bound, series_output
+from .model import Architecture, Parameters, require_architecture, require_seed
 from .normalizers import Normalizer, as_normalizer
 from .parsing import to_sympy
 
@@ -249,17 +250,10 @@ class Expansion(FormattedResult):
         return "\n".join(lines)
 
 
-def _block_valuation(curve: Curve, block: str, layer: int) -> int | None:
-    for b, i, matrix in curve.polynomials:
-        if (b, i) == (block, layer):
-            return None
-    return 1 if curve.scaled(block, layer) else 0
-
-
 def _default_order(arch: Architecture, curve: Curve) -> int:
     """Where layer 1's scores first appear: the input's power plus ``k_1`` times their valuation."""
     k = arch.normalizers[0].k or 1
-    q, key = _block_valuation(curve, "Q", 1), _block_valuation(curve, "K", 1)
+    q, key = curve.block_power("Q", 1), curve.block_power("K", 1)
     if q is None or key is None:
         return 2 * k
     valuation = q + key + 2 * curve.input_power
@@ -297,31 +291,6 @@ def _normalizer_symbols(arch: Architecture, order: int) -> dict:
             for m in range(1, order + 2):
                 out[n.coefficient_symbol(m).name] = n.coefficient_symbol(m)
     return out
-
-
-def _series_blocks(arch, curve, base: Parameters, truncation: int):
-    """Coefficient arrays ``(rows, cols, 1, N)`` (object) of every block along the curve."""
-    blocks = {"Q": [], "K": [], "V": []}
-    for i in range(1, arch.layers + 1):
-        for name in ("Q", "K", "V"):
-            matrix = {"Q": base.Q, "K": base.K, "V": base.V}[name][i - 1]
-            rows, cols = matrix.shape
-            out = np.zeros((rows, cols, 1, truncation), dtype=object)
-            power = _block_valuation(curve, name, i)
-            if power is None:  # a user polynomial replaces the block
-                polynomial = next(m for b, j, m in curve.polynomials if (b, j) == (name, i))
-                for r in range(rows):
-                    for c in range(cols):
-                        poly = sp.Poly(to_sympy(polynomial[r, c]), EPS)
-                        for (p,), coefficient in poly.terms():
-                            if p < truncation:
-                                out[r, c, 0, p] = coefficient
-            elif power < truncation:
-                for r in range(rows):
-                    for c in range(cols):
-                        out[r, c, 0, power] = matrix[r, c]
-            blocks[name].append(out)
-    return blocks
 
 
 def expand(arch: Architecture, curve: Curve | None = None, order: int | None = None, normalizer=None, *,
@@ -460,23 +429,21 @@ def _series_coefficients(used: Architecture, curve: Curve, order: int, values: d
         domains = [PolynomialSeriesDomain(truncation, ring, coefficient_values, max_terms, description)]
         domains.append(SymbolicSeriesDomain(truncation, coefficient_values, max(1, max_terms // 200),
                                              description))
-    series = _series_blocks(used, curve, base, truncation)
-    inputs = np.zeros((*used.input_shape, 1, truncation), dtype=object)
-    if curve.input_power < truncation:
-        for (r, c), v in np.ndenumerate(np.array(X.tolist(), dtype=object)):
-            inputs[r, c, 0, curve.input_power] = v
+    point = {(name, i): np.array(matrix.tolist(), dtype=object)
+             for name, blocks in (("Q", base.Q), ("K", base.K), ("V", base.V))
+             for i, matrix in enumerate(blocks, start=1)}
+    bank = np.array([X.tolist()], dtype=object)
     for attempt, domain in enumerate(domains):
         if layer_done is not None:
             _report_layers(domain, layer_done)
         try:
-            params = Parameters(*(tuple(domain.from_coefficients(c) for c in series[name]) for name in "QKV"))
-            output = forward(used, params, domain.from_coefficients(inputs), domain, convert=False)
+            output = series_output(used, curve, point, bank, domain)
             break
         except DomainError as err:
             if attempt + 1 < len(domains):
                 continue  # e.g. irrational Taylor coefficients: sympy coefficients instead
             raise DomainError(f"cannot expand along {curve.describe(used.layers)}: {err}") from None
-    return domain, domain.coefficients(output)[:, :, 0, :], bool(free)
+    return domain, output[:, :, 0, :], bool(free)
 
 
 def _report_layers(domain, layer_done) -> None:
@@ -933,27 +900,6 @@ def _formula_degree(lc: "LeadingCoefficient", generic: bool) -> int:
     return int(max(0, *degrees))
 
 
-def _expansion_degree(arch: Architecture, order: int) -> int:
-    """Degree bound of every coefficient up to ``order`` (max-plus forward pass)."""
-    from .algebra.degrees import NONE, DegreeBoundDomain
-
-    N = order + 1
-    generic = any(n.is_generic for n in arch.normalizers)
-    domain = DegreeBoundDomain(N, generic_coefficients=generic)
-    Q, K, V = [], [], []
-    for i in range(1, arch.layers + 1):
-        shapes = arch.block_shapes(i)
-        for name, target in (("Q", Q), ("K", K), ("V", V)):
-            block = np.full((*shapes[name], N), NONE)
-            block[..., 1 if name in "QK" else 0] = 1.0
-            target.append(block)
-    X = np.full((*arch.input_shape, N), NONE)
-    X[..., 0] = 1.0
-    output = forward(arch, Parameters(tuple(Q), tuple(K), tuple(V)), X, domain, convert=False)
-    finite = output[np.isfinite(output)]
-    return int(finite.max()) if finite.size else 0
-
-
 def _random_point(arch: Architecture, rng: random.Random, radius: int, coefficient_symbols) -> dict:
     point = {}
     base = curve_symbols(arch)
@@ -1061,7 +1007,9 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
     if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
         raise SymattnError(f"points must be a positive integer, got {points!r}")
     rng = random.Random(seed)
-    degree = max(_formula_degree(lc, bool(generic)), _expansion_degree(used, n))
+    # the constants of the normalizer keep their values over Q: only generic c_j are variables
+    expansion_degree = degree_bound(used, collapse(), n + 1, variable_constants=False)
+    degree = max(_formula_degree(lc, bool(generic)), expansion_degree)
     size = 2 * radius + 1
     all_coefficients = sorted(set(_normalizer_symbols(used, n).values()), key=lambda s: s.name)
     for _ in range(points):
