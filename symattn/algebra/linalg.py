@@ -196,6 +196,18 @@ def _float_times_residues(left: np.ndarray, right: np.ndarray, p: int) -> np.nda
         return np.zeros(shape, dtype=np.int64)
     limb_bits, limbs, chunk = _limb_plan(p, inner)
     mask = (1 << limb_bits) - 1
+    if limbs == 2 and inner <= _SCALE_MAX_INNER:
+        # both limbs side by side as the columns of one BLAS product, combined exactly in float64
+        # (one call and one int64 remainder instead of two of each)
+        digits = np.empty((*right.shape[:-1], 2, right.shape[-1]), dtype=np.float64)
+        np.right_shift(right, limb_bits, out=digits[..., 0, :], casting="unsafe")
+        np.bitwise_and(right, mask, out=digits[..., 1, :], casting="unsafe")
+        exact = np.matmul(left, digits.reshape(*right.shape[:-1], 2 * right.shape[-1]))
+        del digits
+        exact = exact.reshape(*exact.shape[:-1], 2, right.shape[-1])
+        out = np.empty(shape, dtype=np.int64)
+        _combine_limbs(exact[..., 0, :], exact[..., 1, :], p, out, limb_bits)
+        return out
     # the float64 partial sums are exact integers below 2**53; they are reduced as int64, because
     # numpy's float fmod is 25 times slower than int64 % (93 against 3.8 ns an entry, measured)
     # (in place where possible: the transients of a product are a few copies of its result)
@@ -426,21 +438,36 @@ _SCALE_MIN_BAND = 16
 _SCALE_BANDS = 8
 
 
-def _combine_limbs(high: np.ndarray, low: np.ndarray, p: int, out: np.ndarray) -> None:
-    """``out = (high * 2**14 + low) mod p`` for exact float64 limb sums ``high, low < 2**52``.
+# _combine_limbs works through blocks of this many entries, so that its temporaries stay in cache
+# (measured on 670 000 entries: 3.2 ms in blocks of 65536 against 5.1 ms in one pass).
+_COMBINE_BLOCK = 65536
+
+
+def _combine_limbs(high: np.ndarray, low: np.ndarray, p: int, out: np.ndarray, limb_bits: int = 14) -> None:
+    """``out = (high * 2**limb_bits + low) mod p`` for exact float64 limb sums ``high, low < 2**52``.
 
     ``high`` is reduced in float64 first (a quotient off by one leaves it in ``(-p, 2p)``), so that
-    ``high * 2**14 + low`` stays an exact float64 integer; one int64 remainder finishes.  ``high`` is
-    overwritten.
+    ``high * 2**limb_bits + low`` stays an exact float64 integer (``limb_bits <= 14``); one int64
+    remainder finishes.  Blocks along the leading axes keep the temporaries in cache.
     """
-    quotient = high * (1.0 / p)
-    np.floor(quotient, out=quotient)
-    quotient *= p
-    np.subtract(high, quotient, out=high)
-    del quotient
-    high *= float(1 << 14)
-    high += low
-    np.remainder(high.astype(np.int64), p, out=out)
+    if out.ndim >= 2 and out.size > _COMBINE_BLOCK:
+        per = out.size // out.shape[0]
+        if per > _COMBINE_BLOCK:
+            for i in range(out.shape[0]):
+                _combine_limbs(high[i], low[i], p, out[i], limb_bits)
+            return
+        step = _COMBINE_BLOCK // per
+        for start in range(0, out.shape[0], step):
+            _combine_limbs(high[start:start + step], low[start:start + step], p, out[start:start + step],
+                           limb_bits)
+        return
+    reduced = high * (1.0 / p)
+    np.floor(reduced, out=reduced)
+    reduced *= p
+    np.subtract(high, reduced, out=reduced)
+    reduced *= float(1 << limb_bits)
+    reduced += low
+    np.remainder(reduced.astype(np.int64), p, out=out)
 
 
 def _toeplitz_band(padded: np.ndarray, pad: int, first: int, stop: int, top: int, bottom: int) -> np.ndarray:
