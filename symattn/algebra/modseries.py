@@ -350,22 +350,30 @@ class ModSeriesDomain(Domain):
         p = self.p
         terms = coefficients.shape[1]
         step = max(1, math.isqrt(terms - 1) + 1) if terms > 1 else 1
-        powers = [self._zeros(value.shape)]
-        powers[0][..., 0] = 1
-        for _ in range(1, step + 1):
-            powers.append(series_mul_mod(powers[-1], value, p))
-        giant = powers.pop()  # value^step
+        n = value.shape[-1]
+        entries = value.reshape(-1, 1, n)  # (E, 1, N)
+        # value^1 .. value^step by doubling: value^k times (value^1 .. value^j) is one series_scale
+        powers = entries.copy()
+        while powers.shape[1] < step:
+            k = powers.shape[1]
+            more = series_scale(powers[:, k - 1:k], powers[:, :min(k, step - k)], p)
+            powers = np.concatenate([powers, more], axis=1)
+        giant = powers[:, step - 1:step]  # value^step
+        one = np.zeros((entries.shape[0], 1, n), dtype=np.int64)
+        one[:, 0, 0] = 1
+        powers = np.concatenate([one, powers[:, :step - 1]], axis=1)  # value^0 .. value^(step - 1)
         pieces = -(-terms // step)
         padded = np.zeros((coefficients.shape[0], pieces * step), dtype=np.int64)
         padded[:, :terms] = coefficients
-        combined = matmul_mod(padded.reshape(-1, step), np.stack(powers).reshape(step, -1), p)
-        combined = combined.reshape(coefficients.shape[0], pieces, *value.shape)
-        result = combined[:, -1]
+        combined = matmul_mod(padded.reshape(-1, step), powers.transpose(1, 0, 2).reshape(step, -1), p)
+        # (polynomial, piece, E, N) -> (piece, E, polynomial, N): Horner in value^step, all polynomials at once
+        combined = combined.reshape(coefficients.shape[0], pieces, -1, n).transpose(1, 2, 0, 3)
+        result = combined[-1]
         for piece in range(pieces - 2, -1, -1):
-            result = series_mul_mod(result, giant, p)
-            result += combined[:, piece]
+            result = series_scale(giant, result, p)
+            result += combined[piece]
             result %= p
-        return result
+        return np.moveaxis(result, 1, 0).reshape(coefficients.shape[0], *value.shape)
 
     def _apply_polynomial(self, a, normalizer):
         # s itself (not s/s(0), which may not exist when s(0) = 0) by Horner on the whole series;
