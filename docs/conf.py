@@ -37,6 +37,10 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "myst_nb",
+    "sphinx_copybutton",
+    # MathJax 3 shipped with the built docs (copied to _static/mathjax/), so
+    # formulas render without a network; it sets mathjax_path to the copy.
+    "sphinx-mathjax-offline",
 ]
 
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
@@ -57,11 +61,47 @@ myst_heading_anchors = 3
 nb_execution_mode = "force"
 nb_execution_timeout = 600
 nb_execution_raise_on_error = True
+# Markdown printed by a cell (tables of results) is parsed as MyST, which
+# has tables; CommonMark, the default, shows them as plain text.
+nb_render_markdown_format = "myst"
+# One output block for what a cell prints, even when it prints in a loop.
+nb_merge_streams = True
 
 # -- HTML output -------------------------------------------------------------
 
-html_theme = "alabaster"
+html_theme = "pydata_sphinx_theme"
 html_title = "symattn"
+html_static_path = ["_static"]
+html_css_files = ["symattn.css"]
+html_theme_options = {
+    # Everything the pages load is in the build: no fonts, icons or scripts
+    # from a network, and no version switcher or analytics.
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "navbar_align": "left",
+    "header_links_before_dropdown": 5,
+    "navbar_persistent": [],
+    "navbar_end": ["search-button", "theme-switcher"],
+    # The page's own table of contents on the right, except on the pages of
+    # executed code (tutorials, reproducing the paper), which use the width.
+    "secondary_sidebar_items": {
+        "*": ["page-toc", "sourcelink"],
+        "commands/*": ["page-toc", "sourcelink"],
+        "tutorials/index": ["page-toc", "sourcelink"],
+        "tutorials/_generated/*": [],
+        "reproducing/*": [],
+    },
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version", "theme-version"],
+}
+# The section navigation on the left only where a section has pages of its
+# own; the top-level pages are in the header.
+html_sidebars = {"*": [], "**/*": ["sidebar-nav-bs"]}
+
+# sphinx-copybutton: copy commands and code without prompts or outputs
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_exclude = ".linenos, .gp, .go"
 
 
 # -- Notebooks ---------------------------------------------------------------
