@@ -542,29 +542,6 @@ def curve_series(arch: Architecture, curve: Curve, point, bank, p: int | None, t
     return parameters, inputs
 
 
-def _forward_over_series(arch: Architecture, parameter_series: dict, input_series: np.ndarray,
-                         domain: ModSeriesDomain, directions: dict | None, tangent_powers: dict):
-    """One forward pass over the series, each chosen entry a jet direction at ``eps^tangent_power``."""
-    p, N = domain.p, domain.truncation
-    blocks = {"Q": [], "K": [], "V": []}
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            chosen = None if directions is None else directions[(name, i)]
-            # the jet axis is as long as this block's last direction: later ones stay implicit zeros
-            width = 1 + (int(chosen.max()) + 1 if chosen is not None and (chosen >= 0).any() else 0)
-            block = np.zeros((rows, cols, 1, width, N), dtype=np.int64)
-            coefficients = np.asarray(parameter_series[(name, i)])[..., :N]
-            block[:, :, 0, 0, :coefficients.shape[-1]] = coefficients % p
-            power = tangent_powers.get((name, i), 0)
-            if chosen is not None and power < N:
-                for (r, c), k in np.ndenumerate(chosen):
-                    if k >= 0:
-                        block[r, c, 0, 1 + k, power] = 1
-            blocks[name].append(block)
-    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
-    return forward(arch, params, domain.from_coefficients(input_series), domain, convert=False)
-
-
 def jacobian_from_series(arch: Architecture, parameter_series: dict, input_series: np.ndarray, p: int,
                          truncation: int, coefficient_values=None, directions=None,
                          tangent_powers=None) -> np.ndarray:
@@ -607,10 +584,28 @@ def jacobian_from_series(arch: Architecture, parameter_series: dict, input_serie
     [0, 0, 2]
     """
     directions, count = all_directions(arch) if directions is None else directions
+    tangent_powers = tangent_powers or {}
     domain = ModSeriesDomain(p, truncation, directions=count, coefficient_values=coefficient_values)
-    output = _forward_over_series(arch, parameter_series, input_series, domain, directions, tangent_powers or {})
+    N = domain.truncation
+    blocks = {"Q": [], "K": [], "V": []}
+    for i in range(1, arch.layers + 1):
+        for name, (rows, cols) in arch.block_shapes(i).items():
+            chosen = directions[(name, i)]
+            # the jet axis is as long as this block's last direction: later ones stay implicit zeros
+            width = 1 + (int(chosen.max()) + 1 if (chosen >= 0).any() else 0)
+            block = np.zeros((rows, cols, 1, width, N), dtype=np.int64)
+            coefficients = np.asarray(parameter_series[(name, i)])[..., :N]
+            block[:, :, 0, 0, :coefficients.shape[-1]] = coefficients % p
+            power = tangent_powers.get((name, i), 0)
+            if power < N:
+                for (r, c), k in np.ndenumerate(chosen):
+                    if k >= 0:
+                        block[r, c, 0, 1 + k, power] = 1
+            blocks[name].append(block)
+    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    output = forward(arch, params, domain.from_coefficients(input_series), domain, convert=False)
     tangents = domain.tangents(output)  # (d_l, t, B, count, N)
-    return np.moveaxis(tangents, 2, 0).reshape(-1, count, domain.truncation)
+    return np.moveaxis(tangents, 2, 0).reshape(-1, count, N)
 
 
 def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p: int, truncation: int,
