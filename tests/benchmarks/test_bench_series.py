@@ -8,6 +8,9 @@
     forward pass and the Smith eliminations), same result asserted;
 (c) 6 layers (orders up to 485): it completes, with its time and peak memory.
 
+The issue's target for (b) is a speedup of at least 5x; the table says whether it is met, and the
+test asserts it only for the layers listed in ``TARGET_MET`` (none yet: see there).
+
 Peak memory is tracemalloc's peak (numpy arrays included) of a second, traced run beside each
 time; for 6 layers the process's peak resident size (getrusage) of the one run.
 """
@@ -82,6 +85,15 @@ def test_series_matmul_fast_against_schoolbook(table):
           ["product", "N", "BLAS s", "BLAS MiB", "school s", "school MiB", "ratio"], rows)
 
 
+#: The issue asks the BLAS engine to be at least this many times faster than the schoolbook baseline
+#: on ``symattn spectrum --layers 4`` and ``--layers 5``.
+TARGET_SPEEDUP = 5.0
+#: Measured on the 2-core machine (median of 5 in-process pairs, December 2026): 4 layers 1.8x,
+#: 5 layers 3.7x.  Neither meets the target yet, so the benchmark reports the ratio against the
+#: target and asserts only that the engine is faster; set a layer here once its target is met.
+TARGET_MET: set[int] = set()
+
+
 @pytest.mark.parametrize("layers", [4, pytest.param(5, marks=pytest.mark.slow)])
 def test_decay_spectrum_fast_against_schoolbook(table, monkeypatch, layers):
     arch = Architecture.uniform(layers=layers, width=2, rank=1, tokens=3)
@@ -91,11 +103,17 @@ def test_decay_spectrum_fast_against_schoolbook(table, monkeypatch, layers):
     slow, slow_seconds, slow_peak = _measure(lambda: decay_spectrum(arch, progress=False))
     assert fast.exponents == slow.exponents == EXPECTED[layers]
     assert fast.to_json() == slow.to_json()
+    ratio = slow_seconds / fast_seconds
+    met = "met" if ratio >= TARGET_SPEEDUP else "NOT met"
     table(f"decay_spectrum, {layers} layers (softmax, widths 2, rank 1, 3 tokens, orders to {fast.truncation})",
           ["product", "seconds", "peak MiB"],
           [["BLAS", f"{fast_seconds:.2f}", f"{fast_peak:.0f}"],
            ["schoolbook", f"{slow_seconds:.2f}", f"{slow_peak:.0f}"],
-           ["ratio", f"{slow_seconds / fast_seconds:.2f}x", ""]])
+           ["ratio", f"{ratio:.2f}x", ""],
+           [f"issue target >= {TARGET_SPEEDUP:.0f}x", met, ""]])
+    assert ratio > 1
+    if layers in TARGET_MET:
+        assert ratio >= TARGET_SPEEDUP, f"{layers} layers: {ratio:.2f}x, the issue asks for {TARGET_SPEEDUP}x"
 
 
 @pytest.mark.slow
