@@ -101,6 +101,8 @@ html_sidebars = {"*": [], "**/*": ["sidebar-nav-bs"]}
 # sphinx-copybutton: copy commands and code without prompts or outputs
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
+# a shell command broken over lines with "\" is copied whole
+copybutton_line_continuation_character = "\\"
 copybutton_exclude = ".linenos, .gp, .go"
 
 

@@ -41,4 +41,16 @@ def run_command(command, markdown=True):
         body = output
     else:
         body = "```text\n" + output + "\n```"
-    display(Markdown(f"```bash\n$ {command}\n```\n\n{body}\n"))
+    display(Markdown(f"```bash\n$ {_wrapped(command)}\n```\n\n{body}\n"))
+
+
+def _wrapped(command, width=76):
+    """``command`` with shell line continuations before options, lines <= ``width``."""
+    words = re.split(r" (?=--)", command)
+    lines = [words[0]]
+    for word in words[1:]:
+        if len(lines[-1]) + 1 + len(word) + 2 > width:
+            lines.append("    " + word)
+        else:
+            lines[-1] += " " + word
+    return " \\\n".join(lines)
