@@ -43,6 +43,7 @@ __all__ = [
     "sign_group_order",
     "flip_preserves_output",
     "rank_matrix_dimension",
+    "has_bottleneck",
 ]
 
 
@@ -315,7 +316,14 @@ def effective_block_dimensions(arch: Architecture) -> dict[str, int]:
     return out
 
 
-def _has_bottleneck(arch: Architecture) -> bool:
+def has_bottleneck(arch: Architecture) -> bool:
+    """Whether a hidden width is below the input width (then the effective blocks are not free).
+
+    Examples
+    --------
+    >>> has_bottleneck(Architecture([2, 1, 2], [1, 1])), has_bottleneck(Architecture.uniform(layers=2))
+    (True, False)
+    """
     return min(arch.widths[1:-1], default=arch.widths[0]) < arch.widths[0]
 
 
@@ -360,7 +368,7 @@ def effective_dimension(arch: Architecture) -> int:
     >>> effective_dimension(Architecture([3, 2, 2], [1, 1]))
     14
     """
-    if _has_bottleneck(arch):
+    if has_bottleneck(arch):
         return max(effective_jacobian_rank(arch, seed) for seed in (0, 1))
     return sum(effective_block_dimensions(arch).values())
 

@@ -731,7 +731,7 @@ def _general_latex(layer: int, layers: int, ks: list[int]) -> str:
         rf"&F_{{n_{{{layer}}}}} - F_{{n_{{{layer}}}}}\big|_{{\hat W_{{{layer}}} = 0}} = "
         rf"\frac{{{k(layer)} {c(layer)}\, \alpha_{{{layer}}}^{{{k(layer)}-1}}}}{{t^2}}\, P X Z_{{{layer - 1}}}"
         rf" Z_{{{layer - 1}}}^{{\top}} C_{{{layer}}} J \\",
-        rf"&\text{{(tokens: }} [X_i H]_{{\nu_i}} = \tilde P_i X Z_i,\ "
+        r"&\text{(tokens: } [X_i H]_{\nu_i} = \tilde P_i X Z_i,\ "
         r"[X_i]_0 = \mu_i \mathbf{1}^{\top},\ \mu_i = \tfrac{1}{t}\tilde P_i X \mathbf{1},\ "
         r"[H S_i H]_{\nu_i - \nu_{i-1}} = \Sigma_i\text{)}",
     ]

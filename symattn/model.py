@@ -28,7 +28,7 @@ import numpy as np
 import sympy as sp
 
 from .errors import ShapeError, SymattnError
-from .normalizers import Normalizer, _iter_layers
+from .normalizers import normalizers_per_layer
 
 __all__ = ["Architecture", "Parameters", "forward", "closed_form", "require_architecture", "require_seed",
            "MAX_LAYERS"]
@@ -220,7 +220,7 @@ class Architecture:
         if not _is_count(tokens) or tokens < 1:
             raise ShapeError(f"tokens must be a positive integer, got {_short_repr(tokens)}")
         self.tokens = int(tokens)
-        normalizers = list(_iter_layers(normalizer, layers))
+        normalizers = list(normalizers_per_layer(normalizer, layers))
         if len(normalizers) != layers:
             raise ShapeError(f"{layers} layers need {layers} normalizers, got {len(normalizers)}")
         self.normalizers = tuple(normalizers)

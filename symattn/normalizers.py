@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import cached_property
-from typing import Iterable
 
 import sympy as sp
 
@@ -39,7 +38,7 @@ from .errors import NormalizerError
 from .parsing import NORMALIZER_LIMITS, parse_expression
 from .positivity import decide_positivity
 
-__all__ = ["Normalizer", "PRESETS", "as_normalizer", "x"]
+__all__ = ["Normalizer", "PRESETS", "as_normalizer", "normalizers_per_layer", "x"]
 
 #: The variable in which normalizers are written.
 x = sp.Symbol("x", real=True)
@@ -609,7 +608,16 @@ def as_normalizer(value, assume_positive: bool = False) -> Normalizer:
     return Normalizer(value, assume_positive=assume_positive)
 
 
-def _iter_layers(value, layers: int) -> Iterable[Normalizer]:
+def normalizers_per_layer(value, layers: int) -> list[Normalizer]:
+    """One normalizer per layer: a list is read entry by entry, anything else is repeated.
+
+    Examples
+    --------
+    >>> [n.name for n in normalizers_per_layer("cosh", 2)]
+    ['cosh', 'cosh']
+    >>> [n.name for n in normalizers_per_layer(["softmax", "1 + x**2"], 2)]
+    ['softmax', '1 + x**2']
+    """
     if isinstance(value, (list, tuple)):
         return [as_normalizer(v) for v in value]
     norm = as_normalizer(value)

@@ -44,15 +44,15 @@ import itertools
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import networkx as nx
 import numpy as np
 
 from .algebra.linalg import matmul_mod
 from .effective import (
-    _has_bottleneck,
     effective_block_dimensions,
+    has_bottleneck,
     effective_dimension,
     rank_matrix_dimension,
 )
@@ -71,10 +71,11 @@ from .jacobian import (
     random_point,
 )
 from .model import Architecture, require_architecture, require_seed
-from .normalizers import Normalizer, as_normalizer
+from .normalizers import as_normalizer
 
 __all__ = [
     "Event",
+    "graph_rank_disagreements",
     "score_collapse",
     "value_collapse",
     "value_rank",
@@ -756,7 +757,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         return tuple(nx.shortest_path(graph, source, target))
 
     zero_nodes = {n for n, s in states.items() if "zero" in s and graph.nodes[n]["kind"] == "tokens"}
-    dims = None if _has_bottleneck(arch) else effective_block_dimensions(arch)
+    dims = None if has_bottleneck(arch) else effective_block_dimensions(arch)
     verdicts = {}
     for i in range(1, arch.layers + 1):
         block, scores, attention = f"scores:{i}", f"scores:{i}", f"attention:{i}"
@@ -1263,7 +1264,6 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
         size, auto_bank = int(bank), False
     else:
         raise SymattnError(f"bank must be 'auto' or a positive integer, got {bank!r}")
-    p = primes[0]
     from .limits import memory_limit_set, progress_bar
 
     with memory_limit_set(max_memory), progress_bar(progress, total=3 if confirm else 2, desc="exact ranks",
@@ -1457,7 +1457,19 @@ def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes
 
 
 # -- graph verdict against exact ranks ------------------------------------------------------
-def _compare(verdict: Observability, rank: RankCheck) -> list[str]:
+def graph_rank_disagreements(verdict: Observability, rank: RankCheck) -> list[str]:
+    """Where the graph's verdicts and the exact ranks on the same collapse set disagree (empty: none).
+
+    Each line names the block, what the dependency graph predicts and what
+    the exact rank of the native Jacobian computed.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=2)
+    >>> verdict = propagate(dependency_graph(arch), [score_collapse(1)])
+    >>> graph_rank_disagreements(verdict, rank_check(arch, [score_collapse(1)], confirm=False))
+    []
+    """
     problems = []
     for block, v in verdict.verdicts.items():
         computed = rank.statuses[block]
@@ -1646,7 +1658,7 @@ def observe(arch: Architecture, events: Iterable = (), seed: int = 0, contact: b
             bar.set_postfix_str(e.name)
             orders.append(contact_orders(arch, e, seed=seed))
             bar.update()
-    return ObserveResult(verdict, rank, tuple(orders), tuple(_compare(verdict, rank)))
+    return ObserveResult(verdict, rank, tuple(orders), tuple(graph_rank_disagreements(verdict, rank)))
 
 
 # -- exceptional fibers ----------------------------------------------------------------------
@@ -1853,7 +1865,7 @@ def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, c
                 continue
             rank = rank_check(arch, verdict.events, seed=seed, confirm=confirm)
             generic_rank = rank.generic_total
-            problems = tuple(_compare(verdict, rank))
+            problems = tuple(graph_rank_disagreements(verdict, rank))
             rows.append(FiberRow(verdict.events, tuple(verdict.unobservable), tuple(verdict.partial),
                                  rank.fiber_dim_jump, dict(rank.normal), verdict.sign_components,
                                  _conditions(verdict), not problems, problems))

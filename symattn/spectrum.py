@@ -644,6 +644,3 @@ def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: in
     check_memory(spectrum_memory(arch, size + larger, truncation), max_memory, arch=arch,
                  estimate_for=estimate_for, bank=fixed_bank, step=step)
 
-
-_random_point = random_point  # older names, kept for callers
-_check_prime = check_prime

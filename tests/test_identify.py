@@ -35,7 +35,7 @@ from symattn.identify import (
     sign_flip_checks,
 )
 from symattn.model import Architecture, forward
-from symattn.spectrum import _random_point, jacobian_series, random_bank
+from symattn.jacobian import jacobian_series, random_bank, random_point
 
 KS = {"softmax": 1, "cosh": 2}
 
@@ -63,7 +63,7 @@ def test_orders_are_native_valuations_plus_one_for_collapsed_blocks(normalizer):
     # times the native derivative in Q_i, so order = valuation + 1; the values keep their valuation
     arch = Architecture.uniform(layers=2, normalizer=normalizer)
     p = 268435399
-    point, coefficient_values = _random_point(arch, p, 5)
+    point, coefficient_values = random_point(arch, p, 5)
     J = jacobian_series(arch, collapse(), random_bank(arch, 4, p, 5), point, p, 14, coefficient_values)
     index = arch.parameter_index()
 
@@ -414,7 +414,7 @@ def test_blas_series_products_agree_with_the_jacobian_series(p, monkeypatch):
     from symattn.jacobian import gauge_slice
 
     arch = Architecture.uniform(layers=2, width=3, rank=2, normalizer="cosh")
-    point, coefficient_values = _random_point(arch, p, 3)
+    point, coefficient_values = random_point(arch, p, 3)
     bank = random_bank(arch, 4, p, 3)
 
     def jacobians():

@@ -25,7 +25,7 @@ from symattn.model import Architecture, forward
 from symattn.normalizers import Normalizer
 from symattn.observe import (
     Event,
-    _compare,
+    graph_rank_disagreements,
     all_events,
     bias_coordinate,
     contact_orders,
@@ -272,7 +272,7 @@ def test_disagreement_between_graph_and_rank_is_reported():
     # the graph told that s is cosh, the ranks computed with softmax: the checker must object
     arch = _arch(layers=2, normalizer="softmax")
     wrong = propagate(dependency_graph(arch), [bias_coordinate()], normalizer="cosh")
-    problems = _compare(wrong, rank_check(arch, [bias_coordinate()], confirm=False))
+    problems = graph_rank_disagreements(wrong, rank_check(arch, [bias_coordinate()], confirm=False))
     assert len(problems) == 2 and "the graph says observable, the rank says partial" in problems[0]
 
 

@@ -449,9 +449,9 @@ def test_jacobian_series_first_orders_one_softmax_layer():
 def test_gauge_tangents_span_the_gauge_and_lie_in_the_kernel():
     arch = _arch(layers=3)
     p, N = P0, 20
-    from symattn.spectrum import _random_point  # the same point the spectrum uses
+    from symattn.jacobian import random_point  # the same point the spectrum uses
 
-    point, _ = _random_point(arch, p, 0)
+    point, _ = random_point(arch, p, 0)
     G = gauge_tangent_series(arch, collapse(), point, p, N)
     assert G.shape == (gauge_dimension(arch), arch.param_count, N)
     # value gauges move V_i (order 0); score gauges move Q_i = eps Qt_i and K_i = eps Kt_i (order 1)
