@@ -127,6 +127,15 @@ class SeriesRank:
 
     ``rank`` counts the Smith-form exponents below ``truncation`` (a
     certified lower bound for the rank); ``exponents`` is their histogram.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> M = np.zeros((2, 2, 3), dtype=np.int64)
+    >>> M[0, 0, 0] = 1; M[1, 1, 2] = 3           # diag(1, 3 eps^2) over GF(5)
+    >>> result = series_rank(M, 5)
+    >>> result.rank, result.exponents, result.truncation
+    (2, {0: 1, 2: 1}, 3)
     """
 
     rank: int
@@ -448,6 +457,19 @@ class DimensionResult(FormattedResult):
     expected : int or None
         HMK's formula ``l a (2d - a) + d^2`` (``- l`` for lightning) for
         constant widths and ranks.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> result = function_space_dimension(Architecture.uniform(layers=1, width=2, tokens=2))
+    >>> result.lower, result.upper, result.certified, result.expected, result.params
+    (7, 7, True, 7, 8)
+    >>> print(result)
+    certified lower bound   7
+    upper bound             7
+    certified               True
+    estimate                -
+    formula                 7
     """
 
     lower: int
@@ -695,7 +717,16 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DimensionRow:
-    """One width of :class:`DimensionTable`."""
+    """One width of :class:`DimensionTable`.
+
+    Examples
+    --------
+    >>> row = dimension_table(layers=1, widths=[1, 2], tokens=2).rows[1]
+    >>> row.width, row.expected, row.lower, row.upper, row.certified
+    (2, 8, 8, 8, True)
+    >>> row.to_json()
+    {'width': 2, 'expected': 8, 'lower': 8, 'upper': 8, 'certified': True, 'estimate': None}
+    """
 
     width: int
     expected: int | None
@@ -716,6 +747,16 @@ class DimensionTable(FormattedResult):
 
     ``rows`` hold, per width, the formula, the certified lower bound, the
     upper bound and the estimate; ``results`` the full :class:`DimensionResult`.
+
+    Examples
+    --------
+    >>> table = dimension_table(layers=1, widths=[1, 2], tokens=2)
+    >>> [(row.width, row.expected, row.lower, row.certified) for row in table.rows]
+    [(1, 2, 2, True), (2, 8, 8, True)]
+    >>> table.all_certified, table.results[1].upper
+    (True, 8)
+    >>> table.description
+    '1 layer(s), score ranks [2], 2 tokens, normalizer softmax; widths [1, 2]'
     """
 
     rows: tuple
@@ -871,6 +912,18 @@ class BlockOrder:
         fixed ``P_{i-1}``).
     sharp : bool
         (a) and (b) hold.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> result = identification_orders(Architecture.uniform(layers=1, width=2, tokens=2))
+    >>> scores = result.scores[0]
+    >>> scores.block, scores.order, scores.predicted, scores.sharp
+    ('scores:1', 2, 2, True)
+    >>> scores.jet_rank, scores.block_dimension, scores.exact_independence
+    (3, 3, True)
+    >>> result.values.block, result.values.order
+    ('values', 0)
     """
 
     block: str
@@ -901,6 +954,17 @@ class OrdersResult:
     the jet ``(F_0, ..., F_n)``, equal to it with probability at least
     ``1 - error_bound``; the last one meets its upper bound (the effective
     dimension) when the jet identifies every effective parameter.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> result = identification_orders(Architecture.uniform(layers=1, width=2, tokens=2))
+    >>> [o.order for o in result.scores], result.values.order
+    ([2], 0)
+    >>> result.jet_ranks, result.effective_dim
+    ((4, 4, 7), 7)
+    >>> result.all_sharp, result.matches_prediction
+    (True, True)
     """
 
     curve: str
@@ -1179,6 +1243,16 @@ class SignFlipCheck:
     ``preserved``: what the computation found.  ``witness``: for a flip that
     changes ``F``, the input (and point) where it does, with the first
     differing order along the curve (``None`` over Q at a point).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> (even,) = sign_flip_checks(Architecture.uniform(layers=1, width=2, tokens=2, normalizer="cosh"))
+    >>> even.layers, even.expected_preserved, even.preserved, even.agrees, even.witness
+    ((1,), True, True, True, None)
+    >>> (odd,) = sign_flip_checks(Architecture.uniform(layers=1, width=2, tokens=2, normalizer="softmax"))
+    >>> odd.preserved, odd.agrees, odd.witness["order"], odd.witness["input"]
+    (False, True, 2, [[1, -3], [2, -3]])
     """
 
     layers: tuple
@@ -1337,6 +1411,15 @@ class FiberResult:
     kernel_is_symmetry_orbit : bool
         The kernel is exactly the tangent space of the symmetry orbit:
         ``kernel_dim == gauge_rank + scaling_rank`` and the tangents are annihilated.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> fiber = generic_fiber(Architecture.uniform(layers=1, width=2, tokens=2))
+    >>> fiber.params, fiber.native_rank, fiber.kernel_dim, fiber.gauge_rank
+    (8, 7, 1, 1)
+    >>> fiber.kernel_is_symmetry_orbit, fiber.sign_group_order, fiber.sign_group_verified
+    (True, 1, 1)
     """
 
     params: int
@@ -1457,6 +1540,17 @@ class IdentificationReport(FormattedResult):
     ``sign_group_order``, ``orders`` (``[{layer, order, sharp, ...}]``),
     ``value_order``, ``jet_ranks``, and the details (``fiber``,
     ``sign_flips``, ``values``, ``method``).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> report = identify(Architecture.uniform(layers=1, width=2, tokens=2))
+    >>> report.params, report.effective_dim, report.gauge_dim, report.value_order
+    (8, 7, 1, 0)
+    >>> report.dimension.certified, [o.order for o in report.orders], report.all_sharp
+    (True, [2], True)
+    >>> report.to_json()["jet_ranks"]
+    [4, 4, 7]
     """
 
     architecture: dict

@@ -454,6 +454,16 @@ class Reason:
     ``low-rank-values`` (from the lower-rank ``values:i`` to the block),
     ``shift-invariance`` (from the input to ``attention:j``), ``live-path``
     (from the block to the output).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> G = dependency_graph(Architecture.uniform(layers=2, width=2, tokens=3))
+    >>> reason = propagate(G, ["scores:1"]).verdicts["scores:2"].reasons[0]
+    >>> reason.rule, reason.condition
+    ('uniform-attention', 'every normalizer')
+    >>> reason.path
+    ('scores:1', 'attention:1', 'tokens:1', 'scores:2', 'attention:2')
     """
 
     rule: str
@@ -467,7 +477,19 @@ class Reason:
 
 @dataclass(frozen=True)
 class BlockVerdict:
-    """The verdict on one effective block: status, reasons, predicted rank of its columns."""
+    """The verdict on one effective block: status, reasons, predicted rank of its columns.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> G = dependency_graph(Architecture.uniform(layers=1, width=2, tokens=2))
+    >>> softmax = propagate(G, ["bias"]).verdicts["scores:1"]
+    >>> softmax.block, softmax.status, softmax.predicted_rank, softmax.reasons[0].rule
+    ('scores:1', 'partial', 2, 'shift-invariance')
+    >>> cosh = propagate(G, ["bias"], "cosh").verdicts["scores:1"]
+    >>> cosh.status, cosh.predicted_rank
+    ('observable', 3)
+    """
 
     block: str
     status: str
@@ -540,6 +562,15 @@ class Observability(FormattedResult):
         Normalizer conditions that did not fire here but would change a verdict.
     graph : networkx.DiGraph
         The dependency graph with node attribute ``state``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> verdict = propagate(dependency_graph(Architecture.uniform(layers=2, width=2, tokens=3)), ["scores:1"])
+    >>> verdict.collapsed, verdict.unobservable, verdict.observable, verdict.lost
+    (['scores:1'], ['scores:2'], ['values'], ['scores:2'])
+    >>> verdict.states["attention:2"], verdict.normal_first_order
+    (('uniform',), {'scores:1': 'positive'})
     """
 
     architecture: dict
@@ -1092,6 +1123,21 @@ class RankCheck(FormattedResult):
     statuses : dict
         Block -> verdict read off the ranks (``collapsed`` for event blocks).
     truncation, bank, primes, confirmed, method
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> check = rank_check(Architecture.uniform(layers=1, width=2, tokens=2), ["scores:1"], confirm=False)
+    >>> check.generic, check.on_set, check.normal, check.fiber_dim_jump
+    ({'scores:1': 3, 'values': 4}, {'scores:1': 0, 'values': 4}, {'scores:1': 2}, 1)
+    >>> print(check)
+    exact ranks on the set scores:1
+    block       generic  on set        status
+    scores:1          3       0     collapsed
+    values            4       4    observable
+    normal directions of scores:1: rank 2
+    total rank 6 (generic 7): fiber dimension jump 1
+    truncation eps^8, bank 5, primes [268435399], confirmed: False
     """
 
     architecture: dict
@@ -1345,6 +1391,15 @@ class ContactOrders:
     the breaks of their Newton polygons; ``c`` is their growth from ``m`` to
     ``m + 1``, and ``stable`` says it is the same from ``m + 1`` to ``m + 2``
     (three points agree: a check, not a proof that no later break exists).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> near = contact_orders(Architecture.uniform(layers=1, width=2, tokens=2), "scores:1")
+    >>> near.orders, near.stable
+    ({'scores:1': {0: 2, 1: 1}, 'values': {0: 4}}, True)
+    >>> near.distance, near.m
+    ('Q_1 = delta Qt, so What_1 ~ delta', (2, 3, 4))
     """
 
     event: Event
@@ -1493,6 +1548,16 @@ class ObserveResult(FormattedResult):
     ``agrees_with_rank`` is true when every block's verdict, every predicted
     rank and the first-order visibility of the collapsed blocks' normal
     directions agree with the exact ranks; ``disagreements`` lists the rest.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=1, width=2, tokens=2)
+    >>> result = observe(arch, ["identical-tokens"], confirm=False)
+    >>> result.unobservable, result.observable, result.rank.on_set
+    (['scores:1'], ['values'], {'scores:1': 0, 'values': 4})
+    >>> result.fiber_dim_jump, result.agrees_with_rank, result.disagreements
+    (3, True, ())
     """
 
     observability: Observability
@@ -1664,7 +1729,19 @@ def observe(arch: Architecture, events: Iterable = (), seed: int = 0, contact: b
 # -- exceptional fibers ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class FiberRow:
-    """One event set: the blocks lost, the jump of the fiber dimension, and the normalizer conditions."""
+    """One event set: the blocks lost, the jump of the fiber dimension, and the normalizer conditions.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> table = exceptional_fibers(Architecture.uniform(layers=1, width=2, tokens=2), max_events=1)
+    >>> row = table.row("values:1")
+    >>> row.name, row.unobservable, row.fiber_dim_jump, row.conditions
+    ('values:1', ('scores:1',), 3, ('scores:1 lost for every normalizer',))
+    >>> bias = table.row("bias")
+    >>> bias.partial, bias.lost, bias.agrees_with_rank
+    (('scores:1',), ('scores:1',), True)
+    """
 
     events: tuple
     unobservable: tuple
@@ -1727,6 +1804,15 @@ class ExceptionalFibers(FormattedResult):
     The table is available as text (``str``), Markdown, LaTeX (an ``array``)
     and JSON.  ``agrees_with_rank`` is true when the graph's verdict agrees
     with the exact rank for every row.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> table = exceptional_fibers(Architecture.uniform(layers=1, width=2, tokens=2), max_events=1)
+    >>> [(row.name, row.fiber_dim_jump) for row in table.rows]
+    [('scores:1', 1), ('values:1', 3), ('value-rank:1:1', 0), ('identical-tokens', 3), ('bias', 1)]
+    >>> table.generic_rank, table.agrees_with_rank, table.skipped
+    (7, True, ())
     """
 
     architecture: dict

@@ -99,6 +99,18 @@ class PredictedSpectrum:
     """The spectrum the theory predicts: exponents per block and the kernel.
 
     ``exponents`` is ``None`` when the layers have different ``k`` (no formula is claimed).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> predicted = predicted_spectrum(Architecture.uniform(layers=2, width=2, tokens=3))
+    >>> predicted.exponents, predicted.kernel, predicted.rank
+    ({0: 4, 1: 3, 5: 3}, 6, 10)
+    >>> predicted.blocks["scores:2"]
+    {'5': 3}
+    >>> mixed = Architecture.uniform(layers=2, normalizer=["softmax", "cosh"])
+    >>> predicted_spectrum(mixed).exponents is None      # k = 1 and k = 2: no formula
+    True
     """
 
     exponents: dict | None
@@ -175,6 +187,20 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
 
     With ``extra_banks``, the same point is used for every bank, one forward
     pass computes all of them, and a list of runs (``bank`` first) is returned.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> from symattn.jacobian import DEFAULT_PRIMES, random_bank
+    >>> arch = Architecture.uniform(layers=1, width=2, tokens=2)
+    >>> p = DEFAULT_PRIMES[0]
+    >>> run = spectrum_at(arch, collapse(), random_bank(arch, 3, p, 0), p, seed=0, truncation=3)
+    >>> run.exponents, run.resolved_rank, run.gauge_rank, run.unresolved
+    ({0: 4, 1: 3}, 7, 1, 0)
+    >>> short = spectrum_at(arch, collapse(), random_bank(arch, 3, p, 0), p, seed=0, truncation=1)
+    >>> short.exponents, short.unresolved      # eps^1 is not resolved mod eps^1
+    ({0: 4}, 4)
     """
     point, coefficient_values = random_point(arch, p, seed)
     banks = [bank, *extra_banks]
@@ -231,6 +257,17 @@ class Spectrum(FormattedResult):
         Why there is no block table (``blocks`` is then empty), or ``""``.
         Blocks are shown only on a bank shown to be separating, and only when
         every count is non-negative and the blocks add up to the spectrum.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> s = decay_spectrum(Architecture.uniform(layers=1, width=2, tokens=2), progress=False)
+    >>> s.exponents, s.rank, s.kernel, s.params
+    ({0: 4, 1: 3}, 7, 1, 8)
+    >>> s.multiplicity(1), s.blocks
+    (3, {'scores:1': {'1': 3}, 'values': {'0': 4}})
+    >>> s.rank_certified, s.separating, s.confirmed, s.matches_prediction
+    (True, True, True, True)
     """
 
     architecture: dict
@@ -488,6 +525,17 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     ResourceLimitError
         When a step would need more memory than the limit, or the bank is
         beyond :data:`symattn.limits.MAX_BANK`; raised before the step allocates.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=1, width=2, tokens=2)
+    >>> result = decay_spectrum(arch, progress=False)
+    >>> result.exponents, result.predicted.exponents, result.truncation
+    ({0: 4, 1: 3}, {0: 4, 1: 3}, 3)
+    >>> short = decay_spectrum(arch, order=1, progress=False)     # too short to resolve eps^1
+    >>> short.exponents, short.unresolved, short.rank_certified
+    ({0: 4}, 4, False)
     """
     arch = require_architecture(arch)
     seed = require_seed(seed)
