@@ -1499,11 +1499,24 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
         bank_size = math.ceil(bank_size * 1.5)
         native = _jacobian(arch, curve, random_bank(arch, bank_size, p, seed), point, p, native_truncation,
                            orders.coefficient_values, coordinates="native")
-    gauge = gauge_tangent_series(arch, curve, point, p, native_truncation)
-    scalings = scaling_tangent_series(arch, curve, point, p, native_truncation)
-    symmetry = np.concatenate([gauge, scalings]) if len(scalings) else gauge
-    gauge_rank = series_rank(gauge, p).rank if len(gauge) else 0
-    symmetry_rank = series_rank(symmetry, p).rank if len(symmetry) else 0
+    def symmetry_at(truncation):
+        gauge = gauge_tangent_series(arch, curve, point, p, truncation)
+        scalings = scaling_tangent_series(arch, curve, point, p, truncation)
+        symmetry = np.concatenate([gauge, scalings]) if len(scalings) else gauge
+        gauge_rank = series_rank(gauge, p).rank if len(gauge) else 0
+        symmetry_rank = series_rank(symmetry, p).rank if len(symmetry) else 0
+        return symmetry, len(scalings), gauge_rank, symmetry_rank
+
+    symmetry, scaling_count, gauge_rank, symmetry_rank = symmetry_at(native_truncation)
+    # rank J + rank(tangents) < #params may only mean that some Smith exponents lie past the
+    # truncation (one lightning layer: every direction enters at eps^2): deepen before concluding
+    deepest = max(4 * native_truncation, 16)
+    while native_rank.rank + symmetry_rank < arch.param_count and 2 * native_truncation <= deepest:
+        native_truncation *= 2
+        native = _jacobian(arch, curve, random_bank(arch, bank_size, p, seed), point, p, native_truncation,
+                           orders.coefficient_values, coordinates="native")
+        native_rank = series_rank(_compress_rows(native, arch.param_count + 2, p, seed), p)
+        symmetry, scaling_count, gauge_rank, symmetry_rank = symmetry_at(native_truncation)
     annihilated = True
     if len(symmetry):
         product = series_matmul(native, symmetry.transpose(1, 0, 2), p, native_truncation)
@@ -1516,7 +1529,7 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     method = (f"ranks over GF({p})((eps)) resolved below eps^{native_truncation} at the random point of the "
               f"orders (native Jacobian on {bank_size} inputs, rows compressed); gauge tangents of "
               "G_i in GL(a_i), H_i in GL(d_i)"
-              + (", and the scalings of lightning layers" if len(scalings) else "")
+              + (", and the scalings of lightning layers" if scaling_count else "")
               + "; their product with J(eps) computed exactly; the kernel equals the orbit's tangent space when "
                 "rank J + rank(tangents) = #params")
     return FiberResult(

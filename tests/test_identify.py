@@ -426,3 +426,16 @@ def test_blas_series_products_agree_with_the_jacobian_series(p, monkeypatch):
     monkeypatch.delenv("SYMATTN_SCHOOLBOOK")
     for ours, schoolbook in zip(jacobians(), reference):
         assert np.array_equal(ours, schoolbook)
+
+
+@pytest.mark.parametrize("tokens", [2, 3])
+def test_one_lightning_layer_fiber_is_resolved_not_cut_off(tokens):
+    # every direction of one lightning layer enters at eps^2: the fiber's first truncation (eps^2)
+    # resolved only rank 3 and reported a kernel of 5 that is not the symmetry orbit; deepened,
+    # the rank agrees with the certified dimension of the function space
+    arch = Architecture.uniform(layers=1, width=2, tokens=tokens, normalizer="lightning")
+    fiber = generic_fiber(arch)
+    dimension = function_space_dimension(arch)
+    assert dimension.certified and fiber.native_rank == dimension.lower == 6
+    assert (fiber.kernel_dim, fiber.gauge_rank, fiber.scaling_rank) == (2, 1, 1)
+    assert fiber.kernel_is_symmetry_orbit
