@@ -85,6 +85,7 @@ from .model import Architecture, forward, require_architecture, require_seed
 
 __all__ = [
     "identify",
+    "orders_memory",
     "IdentificationReport",
     "function_space_dimension",
     "DimensionResult",
@@ -212,8 +213,17 @@ def _dimension_memory(arch: Architecture, curve: Curve | None = None):
                                _directions_per_block(directions), computation="the dimension", jacobian_copies=3)
 
 
-def _orders_memory(arch: Architecture, curve: Curve | None = None):
-    """Memory of the first Jacobians of :func:`identification_orders` (the second prime's beside the first)."""
+def orders_memory(arch: Architecture, curve: Curve | None = None):
+    """Memory of the first Jacobians of :func:`identification_orders` (the second prime's beside the first).
+
+    What the memory guard compares with the limit before the computation starts.
+
+    Examples
+    --------
+    >>> estimate = orders_memory(Architecture.uniform(layers=2))
+    >>> estimate.series_order, estimate.bytes < 2**20
+    (7, True)
+    """
     from .limits import jet_jacobian_memory
 
     curve = _check_curve(arch, curve)
@@ -226,7 +236,7 @@ def _identify_memory(arch: Architecture, curve: Curve | None = None):
     """The larger of the two, with the deeper series: what :func:`identify` needs before any growth."""
     from dataclasses import replace
 
-    dimension, orders = _dimension_memory(arch, curve), _orders_memory(arch, curve)
+    dimension, orders = _dimension_memory(arch, curve), orders_memory(arch, curve)
     largest = max(dimension, orders, key=lambda estimate: estimate.bytes)
     return replace(largest, computation="identify", series_order=max(dimension.series_order, orders.series_order))
 
@@ -1075,7 +1085,7 @@ def identification_orders(arch: Architecture, curve: Curve | None = None, seed: 
     from .limits import memory_limit_set
 
     with memory_limit_set(max_memory):
-        _require_memory(_orders_memory, arch, curve, max_order)
+        _require_memory(orders_memory, arch, curve, max_order)
         return _identification_orders(arch, curve, seed, primes, exact_check, bank, max_order)
 
 

@@ -75,6 +75,8 @@ from .normalizers import as_normalizer
 
 __all__ = [
     "Event",
+    "clear_rank_cache",
+    "first_rank_memory",
     "graph_rank_disagreements",
     "score_collapse",
     "value_collapse",
@@ -1083,8 +1085,17 @@ def _default_bank(arch: Architecture) -> int:
     return max(arch.widths[0] + 1, math.ceil(eff / (arch.widths[-1] * arch.tokens)) + 2, score_dims + 2)
 
 
-def _first_rank_memory(arch: Architecture, bank="auto", truncation="auto", confirm: bool = True):
-    """Memory of the largest exact rank :func:`rank_check` computes before any growth (the confirmation)."""
+def first_rank_memory(arch: Architecture, bank="auto", truncation="auto", confirm: bool = True):
+    """Memory of the largest exact rank :func:`rank_check` computes before any growth (the confirmation).
+
+    What the memory guard compares with the limit before the computation starts.
+
+    Examples
+    --------
+    >>> estimate = first_rank_memory(Architecture.uniform(layers=2))
+    >>> estimate.series_order, estimate.bank, estimate.bytes < 2 * 2**20
+    (16, 12, True)
+    """
     from .limits import rank_check_memory
 
     size = _default_bank(arch) if bank == "auto" else int(bank)
@@ -1098,7 +1109,7 @@ def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, ma
 
     check_count(bank_size, MAX_BANK, "the bank")
     check_memory(rank_check_memory(arch, bank_size, truncation), arch=arch,
-                 estimate_for=lambda resized: _first_rank_memory(resized), max_series_order=max_order)
+                 estimate_for=lambda resized: first_rank_memory(resized), max_series_order=max_order)
 
 
 @dataclass(frozen=True)
@@ -1226,6 +1237,18 @@ def _status_from_rank(block, rank, reference, events) -> str:
 
 
 _GENERIC_CACHE: dict = {}
+
+
+def clear_rank_cache() -> None:
+    """Forget the generic ranks :func:`rank_check` keeps per architecture (to measure a cold run).
+
+    Examples
+    --------
+    >>> clear_rank_cache()
+    >>> len(_GENERIC_CACHE)
+    0
+    """
+    _GENERIC_CACHE.clear()
 
 
 def _generic_ranks(arch, p, seed, bank_size, truncation):

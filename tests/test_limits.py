@@ -20,7 +20,7 @@ import pytest
 
 from symattn import ResourceLimitError
 from symattn.cli import main
-from symattn.identify import _orders_memory, identification_orders
+from symattn.identify import identification_orders, orders_memory
 from symattn.limits import (
     MEMORY_ENVIRONMENT_VARIABLE,
     jet_jacobian_memory,
@@ -32,7 +32,7 @@ from symattn.limits import (
     spectrum_memory,
 )
 from symattn.model import Architecture
-from symattn.observe import _GENERIC_CACHE, _first_rank_memory, rank_check
+from symattn.observe import clear_rank_cache, first_rank_memory, rank_check
 from symattn.spectrum import decay_spectrum
 
 #: An estimate is within this factor of the measured peak, either way (measured: 0.8 to 1.1).
@@ -99,8 +99,8 @@ def test_spectrum_estimate_is_close_to_the_measured_peak(layers, width, tokens, 
 @pytest.mark.parametrize("layers, width, tokens", [(2, 4, 4), (3, 3, 3)])
 def test_observe_estimate_is_close_to_the_measured_peak(layers, width, tokens):
     arch = _arch(layers=layers, width=width, tokens=tokens)
-    _GENERIC_CACHE.clear()
-    estimate = _first_rank_memory(arch).bytes
+    clear_rank_cache()
+    estimate = first_rank_memory(arch).bytes
     measured = _peak(lambda: rank_check(arch, ["scores:1"]))
     _within_factor(estimate, measured)
 
@@ -108,7 +108,7 @@ def test_observe_estimate_is_close_to_the_measured_peak(layers, width, tokens):
 @pytest.mark.parametrize("layers, width, rank, tokens", [(2, 5, 2, 3), (1, 12, 1, 3)])
 def test_identify_estimate_is_close_to_the_measured_peak(layers, width, rank, tokens):
     arch = _arch(layers=layers, width=width, rank=rank, tokens=tokens)
-    estimate = _orders_memory(arch).bytes
+    estimate = orders_memory(arch).bytes
     measured = _peak(lambda: identification_orders(arch))
     _within_factor(estimate, measured)
 
