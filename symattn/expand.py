@@ -180,10 +180,34 @@ class Expansion(FormattedResult):
     def __len__(self) -> int:
         return len(self.coefficients)
 
+    def __iter__(self):
+        # explicit: iteration through __getitem__ would stop only at IndexError, and an index past
+        # the order raises TruncationError
+        return iter(self.coefficients)
+
+    def __repr__(self) -> str:
+        return (f"Expansion(F_0..F_{self.order} of {self.architecture.describe()} along {self._describe()}, "
+                f"{self.domain or 'exact'})")
+
+    def _latex(self, printer=None) -> str:
+        """What ``sympy.latex(F)`` prints: the coefficients as one aligned display."""
+        return self._latex_math()
+
     def coefficient(self, n: int) -> sp.ImmutableMatrix:
-        """``F_n``; raises TruncationError beyond the order computed."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise TruncationError(f"coefficient index must be a non-negative integer, got {n!r}")
+        """``F_n`` (``F_{-1}`` is the last one computed); raises TruncationError beyond the order computed.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=1)
+        >>> F.coefficient(-1) == F[1] == list(F)[-1]
+        True
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < -len(self.coefficients):
+            raise TruncationError(f"coefficient index must be an integer from -{len(self.coefficients)} "
+                                  f"to {self.order}, got {n!r}")
+        if n < 0:
+            n += len(self.coefficients)
         if n > self.order:
             raise TruncationError(f"F_{n} is beyond the order {self.order} of this expansion; "
                                   f"expand with order >= {n}")

@@ -317,3 +317,15 @@ def test_the_spelled_out_formulas_of_the_docs():
     assert leading_coefficient(arch, 3).evaluate(params, X, {"c_1": c}) == layer3
     assert leading_coefficient(arch, 2).evaluate(params, X, {"c_1": c}) == params.V[2] * (
         c**3 / t**4 * P2 * X * M * C[1] * J)
+
+
+def test_an_expansion_iterates_indexes_from_the_end_and_prints_like_sympy():
+    F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+    assert list(F) == list(F.coefficients) and len(list(F)) == 3  # stopped at F_2, not TruncationError
+    assert F[-1] == F[2] and F[-3] == F[0]
+    with pytest.raises(TruncationError, match="from -3 to 2, got -4"):
+        F[-4]
+    with pytest.raises(TruncationError, match="beyond the order 2"):
+        F[3]
+    assert sp.latex(F).startswith(r"\begin{aligned}F_{0} &=") and r"F_{2} &=" in sp.latex(F)
+    assert repr(F).startswith("Expansion(F_0..F_2 of 1 layer(s)") and "\n" not in repr(F)
