@@ -302,10 +302,24 @@ class Spectrum(FormattedResult):
 
     @property
     def matches_prediction(self) -> bool | None:
+        """Whether the spectrum and kernel are the predicted ones; None when no prediction is claimed,
+        or when they agree below the truncation and the unresolved directions could be the predicted
+        deeper exponents (undetermined at this truncation, not a disagreement)."""
         if self.predicted.exponents is None:
             return None
-        return self.exponents == self.predicted.exponents and self.kernel == self.predicted.kernel \
-            and self.unresolved == 0
+        if self.unresolved == 0:
+            return self.exponents == self.predicted.exponents and self.kernel == self.predicted.kernel
+        below = {e: m for e, m in self.predicted.exponents.items() if e < self.truncation}
+        deeper = sum(m for e, m in self.predicted.exponents.items() if e >= self.truncation)
+        if self.exponents == below and deeper == self.unresolved:
+            return None
+        return False
+
+    def _verdict_text(self) -> str:
+        if self.matches_prediction is None and self.predicted.exponents is not None:
+            return (f"undetermined at this truncation (agrees below eps^{self.truncation}; "
+                    f"{self.unresolved} directions unresolved; a larger order may resolve them)")
+        return str(self.matches_prediction)
 
     def multiplicity(self, exponent: int) -> int:
         """Multiplicity of ``exponent`` in the computed spectrum (0 when absent)."""
@@ -366,9 +380,12 @@ class Spectrum(FormattedResult):
         }
 
     def _rows(self):
+        # an exponent at or past the truncation is not resolved when directions remain unresolved:
+        # its computed multiplicity is unknown ("?"), not 0
         predicted = self.predicted.exponents or {}
         keys = sorted(set(self.exponents) | set(predicted))
-        return [(e, self.exponents.get(e, 0), predicted.get(e, 0) if self.predicted.exponents else None)
+        return [(e, "?" if self.unresolved and e >= self.truncation else self.exponents.get(e, 0),
+                 predicted.get(e, 0) if self.predicted.exponents else None)
                 for e in keys]
 
     def __str__(self) -> str:
@@ -409,7 +426,7 @@ class Spectrum(FormattedResult):
             f"- curve: {self.curve}",
             f"- rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel} "
             f"(predicted {self.predicted.kernel}), {self.params} parameters",
-            f"- matches the prediction: {self.matches_prediction}",
+            f"- matches the prediction: {self._verdict_text()}",
             f"- bank of {self.bank} inputs, separating: {self.separating} ({self.separation_note})",
             f"- truncation eps^{self.truncation}; primes {list(self.primes)}; confirmed: {self.confirmed}; "
             f"error probability <= {self.error_bound:.1e}",
