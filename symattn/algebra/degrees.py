@@ -28,7 +28,23 @@ NONE = -np.inf
 
 
 class DegreeBoundDomain(Domain):
-    """Elements are float arrays ``(rows, cols, N)`` of degree bounds (``-inf`` for zero)."""
+    """Elements are float arrays ``(rows, cols, N)`` of degree bounds (``-inf`` for zero).
+
+    Examples
+    --------
+    Scores ``c eps`` with ``c`` of degree 1: the coefficient of ``eps^n`` of
+    the attention weights has degree at most ``n`` (at most ``2n`` when the
+    normalizer's Taylor coefficients are generic symbols too).
+
+    >>> from symattn.normalizers import Normalizer
+    >>> scores = np.full((2, 2, 3), NONE)
+    >>> scores[:, :, 1] = 1
+    >>> DegreeBoundDomain(truncation=3).attention(scores, Normalizer("softmax"))[0, 0].tolist()
+    [0.0, 1.0, 2.0]
+    >>> generic = DegreeBoundDomain(truncation=3, generic_coefficients=True)
+    >>> generic.attention(scores, Normalizer("softmax"))[0, 0].tolist()
+    [0.0, 2.0, 4.0]
+    """
 
     name = "degree bounds"
 

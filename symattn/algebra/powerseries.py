@@ -75,7 +75,17 @@ def series_inv(a: Sequence, n: int) -> list:
 
 
 def series_exp(a: Sequence, n: int) -> list:
-    """``exp`` of a series with zero constant term (``b' = a' b``)."""
+    """``exp`` of a series with zero constant term (``b' = a' b``).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> c = sp.Symbol("c")
+    >>> series_exp([0, c], 4)
+    [1, c, c**2/2, c**3/6]
+    >>> series_exp([Fraction(0), Fraction(0), Fraction(-1)], 6)  # exp(-x**2)
+    [Fraction(1, 1), Fraction(0, 1), Fraction(-1, 1), Fraction(0, 1), Fraction(1, 2), Fraction(0, 1)]
+    """
     if a and a[0] != 0:
         raise ValueError("series_exp needs a zero constant term")
     one = Fraction(1) if not a else 0 * a[0] + 1
@@ -91,7 +101,16 @@ def series_exp(a: Sequence, n: int) -> list:
 
 
 def series_log(a: Sequence, n: int) -> list:
-    """``log`` of a series with constant term 1."""
+    """``log`` of a series with constant term 1.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> series_log([sp.Integer(1), sp.Integer(1)], 5)  # log(1 + x)
+    [0, 1, -1/2, 1/3, -1/4]
+    >>> series_log(series_exp([Fraction(0), Fraction(2)], 4), 4) == [0, 2, 0, 0]
+    True
+    """
     if not a or a[0] != 1:
         raise ValueError("series_log needs constant term 1")
     a = _pad(a, n, 0 * a[0])
@@ -102,7 +121,13 @@ def series_log(a: Sequence, n: int) -> list:
 
 
 def series_pow(a: Sequence, exponent, n: int) -> list:
-    """``a**exponent`` for a series with constant term 1 and any exponent."""
+    """``a**exponent`` for a series with constant term 1 and any exponent.
+
+    Examples
+    --------
+    >>> series_pow([Fraction(1), Fraction(1)], Fraction(1, 2), 4)  # sqrt(1 + x)
+    [Fraction(1, 1), Fraction(1, 2), Fraction(-1, 8), Fraction(1, 16)]
+    """
     if not a or a[0] != 1:
         raise ValueError("series_pow needs constant term 1")
     log_a = series_log(a, n)
@@ -110,7 +135,16 @@ def series_pow(a: Sequence, exponent, n: int) -> list:
 
 
 def series_compose(outer: Sequence, inner: Sequence, n: int) -> list:
-    """``outer(inner(x))`` for ``inner`` with zero constant term (Horner's rule)."""
+    """``outer(inner(x))`` for ``inner`` with zero constant term (Horner's rule).
+
+    Examples
+    --------
+    >>> exp_series = [Fraction(1), Fraction(1), Fraction(1, 2), Fraction(1, 6), Fraction(1, 24)]
+    >>> series_compose(exp_series, [Fraction(0), Fraction(0), Fraction(1)], 5)  # exp(x**2)
+    [Fraction(1, 1), Fraction(0, 1), Fraction(1, 1), Fraction(0, 1), Fraction(1, 2)]
+    >>> series_compose([1, 1, 1, 1], [0, 1, 1], 4)  # 1 + y + y**2 + y**3 at y = x + x**2
+    [1, 1, 2, 3]
+    """
     if inner and inner[0] != 0:
         raise ValueError("series_compose needs an inner series with zero constant term")
     zero = 0 * (inner[0] if inner else 0)

@@ -36,7 +36,18 @@ __all__ = ["SmithValuations", "smith_valuations"]
 
 @dataclass(frozen=True)
 class SmithValuations:
-    """Exponents found below the truncation and the size of what is left."""
+    """Exponents found below the truncation and the size of what is left.
+
+    Examples
+    --------
+    ``diag(1, 3 eps^2, 0)`` modulo ``eps^4``: rank 2 resolved, one direction undecided.
+
+    >>> M = np.zeros((3, 3, 4), dtype=np.int64)
+    >>> M[0, 0, 0] = 1; M[1, 1, 2] = 3
+    >>> result = smith_valuations(M, p=7)
+    >>> result.exponents, result.resolved_rank, result.undecided
+    ((0, 2), 2, 1)
+    """
 
     exponents: tuple[int, ...]
     remaining_rows: int
