@@ -72,6 +72,15 @@ class Counterexample:
         ``(row, col)`` of the first differing entry of a matrix.
     claimed, computed : str
         The two values there, exactly.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x")
+    >>> ce = check_expression(sp.Matrix([[x, x**2]]), sp.Matrix([[x, 2*x]])).counterexample
+    >>> ce.entry, ce.claimed, ce.computed
+    ((0, 1), '321782773081', '1134518')
+    >>> ce.values()
+    {'x': 567259}
     """
 
     point: tuple
@@ -541,6 +550,14 @@ class ClaimCheck:
     ``verdict`` is None when the engine could not settle the computed value
     (an unresolved direction, a bank not certified separating): then
     ``computed`` is what was found and ``method`` says what is missing.
+
+    Examples
+    --------
+    >>> check = check_claim(Architecture.uniform(layers=1, width=1, tokens=2), "kernel = 1")
+    >>> check.quantity, check.claimed, check.computed, check.verdict
+    ('kernel', 1, 1, True)
+    >>> print(check)
+    kernel = 1: true (computed 1)
     """
 
     claim: str
@@ -820,6 +837,16 @@ def check_claims(arch: Architecture, claims, *, seed: int = 0, progress: bool = 
     Returns
     -------
     ClaimsReport
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
+    >>> report = check_claims(arch, ["kernel = 1", "dimension = 2", "sign_group_order = 2"])
+    >>> print(report)
+    kernel = 1: true (computed 1)
+    dimension = 2: true (computed 2)
+    sign_group_order = 2: false (computed 1)
+    all true: False
     """
     arch = require_architecture(arch)
     seed = require_seed(seed)

@@ -44,6 +44,24 @@ class Curve:
         ``((block, layer, matrix), ...)`` where ``block`` is ``"Q"``, ``"K"`` or
         ``"V"`` and ``matrix`` is a sympy Matrix of polynomials in ``EPS``
         that replaces that block.
+
+    Examples
+    --------
+    Collapsing the queries of layer 1 alone: the keys stay generic, and the
+    native Jacobian keeps every exponent at 0.
+
+    >>> from symattn.model import Architecture
+    >>> from symattn.spectrum import decay_spectrum
+    >>> queries = Curve("query collapse at layer 1", query_layers=(1,))
+    >>> queries.block_power("Q", 1), queries.block_power("K", 1), queries.block_power("V", 1)
+    (1, 0, 0)
+    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
+    >>> decay_spectrum(arch, curve=queries, progress=False).exponents
+    {0: 2}
+    >>> Curve("deeper", query_layers=(2,)).validate(arch)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ShapeError: curve 'deeper' names layers [2]; the architecture has layers 1..1
     """
 
     name: str

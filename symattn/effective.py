@@ -218,7 +218,16 @@ class ClosedForm(FormattedResult):
 
 
 def closed_form_result(arch: Architecture) -> ClosedForm:
-    """The closed form ``F = P X M_l`` with the recursion for ``M_i``, as a :class:`ClosedForm`."""
+    """The closed form ``F = P X M_l`` with the recursion for ``M_i``, as a :class:`ClosedForm`.
+
+    Examples
+    --------
+    >>> form = closed_form_result(Architecture.uniform(layers=1, width=1, tokens=2))
+    >>> form.layers
+    1
+    >>> print(form.latex_lines[0])
+    F_\\theta(X) = P\\,X\\,M_{1}
+    """
     lines = [r"F_\theta(X) = P\,X\,M_{%d}" % arch.layers, r"M_0 = I"]
     for i in range(1, arch.layers + 1):
         lines.append(

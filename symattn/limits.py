@@ -294,6 +294,19 @@ class MemoryEstimate:
         Inputs pushed through one forward pass.
     largest : str
         The largest array and its shape.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> estimate = spectrum_memory(Architecture.uniform(layers=1, width=1, tokens=2), bank=2, truncation=3)
+    >>> estimate.bytes, estimate.jacobian
+    (4032, (4, 3))
+    >>> print(estimate)
+    the decay spectrum needs about 3.9 KiB (bank 2 inputs, series to eps^3, Jacobian 4 x 3; largest array (2, 2, 2, 3, 3) int64 for the attention of layer 1)
+    >>> check_memory(estimate, max_memory="1K")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ResourceLimitError: needs about 3.9 KiB for the decay spectrum ..., over the limit of 1.0 KiB; ...
     """
 
     computation: str

@@ -153,7 +153,17 @@ def _positive_ints(values, what: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Parameters:
-    """Native parameters ``Q_i, K_i, V_i`` for every layer (any matrix type)."""
+    """Native parameters ``Q_i, K_i, V_i`` for every layer (any matrix type).
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=1, width=2, tokens=2)
+    >>> params = arch.parameters_from_flat(range(1, 9))
+    >>> params
+    Parameters(Q=([[1, 2]],), K=([[3, 4]],), V=([[5, 6], [7, 8]],))
+    >>> params.layers, params.flat()
+    (1, [1, 2, 3, 4, 5, 6, 7, 8])
+    """
 
     Q: tuple
     K: tuple
@@ -378,6 +388,18 @@ def forward(arch: Architecture, params: Parameters, X, domain, convert: bool = T
     Returns
     -------
     The output matrix in the domain's representation.
+
+    Examples
+    --------
+    The same pass, exactly and in float64:
+
+    >>> from symattn.algebra.domains import FloatDomain, RationalDomain
+    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2, normalizer="1 + x**2")
+    >>> params = arch.parameters_from([[[1]]], [[[1]]], [[[1]]])
+    >>> forward(arch, params, [[0, 1]], RationalDomain())
+    array([[Fraction(1, 2), Fraction(2, 3)]], dtype=object)
+    >>> forward(arch, params, [[0, 1]], FloatDomain())
+    array([[0.5, 0.6666666666666666]], dtype=object)
     """
     if convert:
         _check_input(arch, X)
