@@ -48,7 +48,17 @@ def read_claims_file(path: str) -> list[str]:
 
 
 def configure_check(parser) -> None:
-    """``--claim CLAIM`` (repeatable), ``--claims FILE``, ``--seed``."""
+    """``--claim CLAIM`` (repeatable), ``--claims FILE``, ``--seed``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> configure_check(parser)
+    >>> args = parser.parse_args(["--claim", "kernel = 1", "--claim", "dimension = 2", "--seed", "3"])
+    >>> args.claim, args.claims, args.seed
+    (['kernel = 1', 'dimension = 2'], None, 3)
+    """
     parser.add_argument("--claim", action="append", default=[], metavar="CLAIM",
                         help="a claimed number, e.g. 'contact_order(3) = 17' (repeatable); accepted: "
                              + "; ".join(ACCEPTED_CLAIMS))
@@ -58,7 +68,21 @@ def configure_check(parser) -> None:
 
 
 def run_check(args, arch):
-    """:func:`symattn.check.check_claims` on the claims of ``--claim`` and ``--claims``."""
+    """:func:`symattn.check.check_claims` on the claims of ``--claim`` and ``--claims``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> configure_check(parser)
+    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet",
+    ...                           "--claim", "kernel = 1", "--claim", "dimension = 3"])
+    >>> report = run_check(args, architecture_from_args(args))
+    >>> [(check.claim, check.verdict, check.computed) for check in report.checks]
+    [('kernel = 1', True, 1), ('dimension = 3', False, 2)]
+    """
     claims = list(args.claim)
     if args.claims:
         claims += read_claims_file(args.claims)

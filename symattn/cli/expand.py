@@ -10,7 +10,17 @@ __all__ = ["COMMANDS", "configure_expand", "run_expand"]
 
 
 def configure_expand(parser) -> None:
-    """``--order``, ``--generic K``, ``--leading LAYER``."""
+    """``--order``, ``--generic K``, ``--leading LAYER``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> configure_expand(parser)
+    >>> args = parser.parse_args(["--order", "4", "--generic", "2"])
+    >>> args.order, args.generic, args.leading
+    (4, 2, None)
+    """
     parser.add_argument("--order", type=int, default=None,
                         help="highest power of eps kept (default: where layer 1's scores first appear)")
     parser.add_argument("--generic", metavar="K", type=int, default=None,
@@ -20,7 +30,22 @@ def configure_expand(parser) -> None:
 
 
 def run_expand(args, arch):
-    """:func:`symattn.expand.expand`, or with ``--leading`` :func:`~symattn.expand.leading_coefficient`."""
+    """:func:`symattn.expand.expand`, or with ``--leading`` :func:`~symattn.expand.leading_coefficient`.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> configure_expand(parser)
+    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--order", "2"])
+    >>> run_expand(args, architecture_from_args(args)).coefficients[1]
+    Matrix([[0, 0]])
+    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--leading", "1"])
+    >>> print(run_expand(args, architecture_from_args(args)).formula)
+    (1/2)*Vt1*X*(I - (1/2)*1)*X.T*Kt1.T*Qt1*X
+    """
     normalizer = Normalizer.generic(args.generic) if args.generic is not None else None
     if args.leading is not None:
         return leading_coefficient(arch, args.leading, normalizer)

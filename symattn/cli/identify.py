@@ -22,7 +22,16 @@ _ESTIMATE_HELP = ("also estimate the dimension numerically: float64 (fast) or mp
 
 
 def configure_identify(parser) -> None:
-    """``--seed``, ``--curve``, ``--estimate``, ``--exact-check``."""
+    """``--seed``, ``--curve``, ``--estimate``, ``--exact-check``.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> configure_identify(parser)
+    >>> args = parser.parse_args(["--curve", "input-scaling", "--estimate", "float64", "--exact-check", "no"])
+    >>> args.curve, args.estimate, args.exact_check, args.seed
+    ('input-scaling', 'float64', False, 0)
+    """
     parser.add_argument("--seed", type=int, default=0, help="seed of the random points and banks")
     parser.add_argument("--curve", choices=("collapse", "input-scaling"), default="collapse",
                         help="simultaneous query/key collapse (default) or input scaling X -> tau X")
@@ -34,14 +43,35 @@ def configure_identify(parser) -> None:
 
 
 def run_identify(args, arch):
-    """:func:`symattn.identify.identify` along the chosen curve."""
+    """:func:`symattn.identify.identify` along the chosen curve.
+
+    Examples
+    --------
+    >>> from symattn.cli.arguments import add_common_arguments
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> configure_identify(parser)
+    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
+    >>> report = run_identify(args, architecture_from_args(args))
+    >>> report.dimension.lower, report.dimension.certified, [(o.block, o.order) for o in report.orders]
+    (2, True, [('scores:1', 2)])
+    """
     curve = collapse() if args.curve == "collapse" else input_scaling()
     return identify(arch, curve=curve, seed=args.seed, progress=not args.quiet,
                     estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory)
 
 
 def configure_dimension(parser) -> None:
-    """``--width`` accepts a range or a list here; ``--seed``, ``--estimate``."""
+    """``--width`` accepts a range or a list here; ``--seed``, ``--estimate``.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> configure_dimension(parser)
+    >>> args = parser.parse_args(["--estimate", "mpmath"])
+    >>> args.accepts_width_range, args.estimate, args.seed
+    (True, 'mpmath', 0)
+    """
     parser.set_defaults(accepts_width_range=True)
     parser.add_argument("--seed", type=int, default=0, help="seed of the random points and banks")
     parser.add_argument("--estimate", type=estimate_flag, default=None, metavar="float64|mpmath",
@@ -49,7 +79,19 @@ def configure_dimension(parser) -> None:
 
 
 def run_dimension(args, arch):
-    """:func:`symattn.identify.dimension_table` over every width of ``--width`` (or the one ``--widths``)."""
+    """:func:`symattn.identify.dimension_table` over every width of ``--width`` (or the one ``--widths``).
+
+    Examples
+    --------
+    >>> from symattn.cli.arguments import add_common_arguments
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> configure_dimension(parser)
+    >>> args = parser.parse_args(["--layers", "1", "--width", "1..2", "--tokens", "2", "--quiet"])
+    >>> table = run_dimension(args, architecture_from_args(args))
+    >>> [(row.width, row.lower, row.certified) for row in table.rows]
+    [(1, 2, True), (2, 7, True)]
+    """
     if args.widths is not None:
         architectures = [arch]
     else:

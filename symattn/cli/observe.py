@@ -18,7 +18,17 @@ __all__ = ["COMMANDS", "configure_observe", "run_observe"]
 
 
 def configure_observe(parser) -> None:
-    """The events (``--collapse``, ``--bias``, ``--identical-tokens``), ``--exceptional``, ``--contact``, ..."""
+    """The events (``--collapse``, ``--bias``, ``--identical-tokens``), ``--exceptional``, ``--contact``, ...
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> configure_observe(parser)
+    >>> args = parser.parse_args(["--collapse", "scores:1", "--collapse", "values:2", "--bias"])
+    >>> args.collapse, args.bias, args.identical_tokens, args.exceptional, args.max_events
+    (['scores:1', 'values:2'], True, False, False, 2)
+    """
     group = parser.add_argument_group("events")
     group.add_argument("--collapse", metavar="SPEC", action="append", default=[],
                        help="scores:I (What_I = 0), values:I (V_I = 0) or value-rank:I:R (V_I of rank R); "
@@ -37,7 +47,21 @@ def configure_observe(parser) -> None:
 
 
 def run_observe(args, arch):
-    """:func:`symattn.observe.observe` on the events, or with ``--exceptional`` :func:`~symattn.observe.exceptional_fibers`."""
+    """:func:`symattn.observe.observe` on the events, or with ``--exceptional`` :func:`~symattn.observe.exceptional_fibers`.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> configure_observe(parser)
+    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet",
+    ...                           "--collapse", "values:1"])
+    >>> result = run_observe(args, architecture_from_args(args))
+    >>> result.collapsed, result.unobservable, result.agrees_with_rank
+    (['values'], ['scores:1'], True)
+    """
     if args.exceptional:
         if args.collapse or args.bias or args.identical_tokens or args.contact:
             raise SymattnError("--exceptional goes through all events itself: drop --collapse, --bias, "

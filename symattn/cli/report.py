@@ -9,7 +9,19 @@ __all__ = ["COMMANDS", "run_report"]
 
 
 def run_report(args, arch):
-    """The whole report (:func:`symattn.report.full_report`)."""
+    """The whole report (:func:`symattn.report.full_report`).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
+    >>> report = run_report(args, architecture_from_args(args))
+    >>> report.params, report.effective_dim, report.gauge_dim, report.sign_group_order
+    (3, 2, 1, 1)
+    """
     return full_report(arch, progress=not args.quiet)
 
 

@@ -9,14 +9,37 @@ __all__ = ["COMMANDS", "configure_sensitivity", "run_sensitivity"]
 
 
 def configure_sensitivity(parser) -> None:
-    """``--plot FILE.png``, ``--seed``."""
+    """``--plot FILE.png``, ``--seed``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> configure_sensitivity(parser)
+    >>> args = parser.parse_args(["--plot", "sigma.png", "--seed", "2"])
+    >>> args.plot, args.seed
+    ('sigma.png', 2)
+    """
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="draw log10 sigma_j against log10 eps for mpmath and float64")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
 
 
 def run_sensitivity(args, arch):
-    """:func:`symattn.numeric.sensitivity`; with ``--plot`` also its figure."""
+    """:func:`symattn.numeric.sensitivity`; with ``--plot`` also its figure.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> configure_sensitivity(parser)
+    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
+    >>> result = run_sensitivity(args, architecture_from_args(args))
+    >>> result.exponents, result.exact_rank, result.recovered
+    ((0, 1), 2, True)
+    """
     result = sensitivity(arch, seed=args.seed)
     if args.plot:
         result.plot(args.plot)

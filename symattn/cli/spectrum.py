@@ -10,7 +10,17 @@ __all__ = ["COMMANDS", "configure_spectrum", "run_spectrum"]
 
 
 def configure_spectrum(parser) -> None:
-    """``--bank``, ``--order``, ``--seed``."""
+    """``--bank``, ``--order``, ``--seed``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> configure_spectrum(parser)
+    >>> args = parser.parse_args(["--bank", "12", "--seed", "3"])
+    >>> args.bank, args.order, args.seed
+    (12, 'auto', 3)
+    """
     parser.add_argument("--bank", type=auto_or_int("--bank"), default="auto",
                         help="'auto' (grow until separating) or the number of random inputs")
     parser.add_argument("--order", type=auto_or_int("--order"), default="auto",
@@ -19,7 +29,20 @@ def configure_spectrum(parser) -> None:
 
 
 def run_spectrum(args, arch):
-    """:func:`symattn.spectrum.decay_spectrum` with the flags."""
+    """:func:`symattn.spectrum.decay_spectrum` with the flags.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> configure_spectrum(parser)
+    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
+    >>> spectrum = run_spectrum(args, architecture_from_args(args))
+    >>> spectrum.exponents, spectrum.rank, spectrum.kernel
+    ({0: 1, 1: 1}, 2, 1)
+    """
     return decay_spectrum(arch, bank=args.bank, order=args.order, seed=args.seed, progress=not args.quiet)
 
 
