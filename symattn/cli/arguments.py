@@ -21,7 +21,7 @@ from ..normalizers import as_normalizer
 __all__ = [
     "DEFAULT_LAYERS", "DEFAULT_WIDTH", "DEFAULT_RANK", "DEFAULT_TOKENS", "DEFAULT_NORMALIZER",
     "add_common_arguments", "architecture_from_args", "width_values", "width_spec", "auto_or_int", "one_of",
-    "memory_size",
+    "memory_size", "parse_command",
 ]
 
 DEFAULT_LAYERS = 3
@@ -254,3 +254,24 @@ def architecture_from_args(args: argparse.Namespace) -> Architecture:
         ranks = [DEFAULT_RANK if args.rank is None else args.rank] * layers
     normalizer = as_normalizer(args.normalizer, assume_positive=getattr(args, "assume_positive", False))
     return Architecture(widths, ranks, tokens=args.tokens, normalizer=normalizer)
+
+
+def parse_command(configure, argv) -> tuple[argparse.Namespace, Architecture]:
+    """The flags of one command line and the Architecture they describe, as ``main`` reads them.
+
+    For notebooks and examples: ``configure`` is a command's ``configure_NAME``
+    (or None for the common flags alone), ``argv`` the words after the
+    command's name.
+
+    Examples
+    --------
+    >>> args, arch = parse_command(None, ["--layers", "2", "--tokens", "4"])
+    >>> arch.widths, arch.tokens, args.quiet
+    ((2, 2, 2), 4, False)
+    """
+    parser = argparse.ArgumentParser()
+    add_common_arguments(parser)
+    if configure is not None:
+        configure(parser)
+    args = parser.parse_args(argv)
+    return args, architecture_from_args(args)

@@ -72,14 +72,10 @@ def run_check(args, arch):
 
     Examples
     --------
-    >>> import argparse
-    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
-    >>> parser = argparse.ArgumentParser()
-    >>> add_common_arguments(parser)
-    >>> configure_check(parser)
-    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet",
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(configure_check, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet",
     ...                           "--claim", "kernel = 1", "--claim", "dimension = 3"])
-    >>> report = run_check(args, architecture_from_args(args))
+    >>> report = run_check(args, arch)
     >>> [(check.claim, check.verdict, check.computed) for check in report.checks]
     [('kernel = 1', True, 1), ('dimension = 3', False, 2)]
     """

@@ -34,16 +34,12 @@ def run_expand(args, arch):
 
     Examples
     --------
-    >>> import argparse
-    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
-    >>> parser = argparse.ArgumentParser()
-    >>> add_common_arguments(parser)
-    >>> configure_expand(parser)
-    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--order", "2"])
-    >>> run_expand(args, architecture_from_args(args)).coefficients[1]
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(configure_expand, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--order", "2"])
+    >>> run_expand(args, arch).coefficients[1]
     Matrix([[0, 0]])
-    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--leading", "1"])
-    >>> print(run_expand(args, architecture_from_args(args)).formula)
+    >>> args, arch = parse_command(configure_expand, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--leading", "1"])
+    >>> print(run_expand(args, arch).formula)
     (1/2)*Vt1*X*(I - (1/2)*1)*X.T*Kt1.T*Qt1*X
     """
     normalizer = Normalizer.generic(args.generic) if args.generic is not None else None

@@ -47,12 +47,9 @@ def run_identify(args, arch):
 
     Examples
     --------
-    >>> from symattn.cli.arguments import add_common_arguments
-    >>> parser = argparse.ArgumentParser()
-    >>> add_common_arguments(parser)
-    >>> configure_identify(parser)
-    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
-    >>> report = run_identify(args, architecture_from_args(args))
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(configure_identify, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
+    >>> report = run_identify(args, arch)
     >>> report.dimension.lower, report.dimension.certified, [(o.block, o.order) for o in report.orders]
     (2, True, [('scores:1', 2)])
     """
@@ -83,12 +80,9 @@ def run_dimension(args, arch):
 
     Examples
     --------
-    >>> from symattn.cli.arguments import add_common_arguments
-    >>> parser = argparse.ArgumentParser()
-    >>> add_common_arguments(parser)
-    >>> configure_dimension(parser)
-    >>> args = parser.parse_args(["--layers", "1", "--width", "1..2", "--tokens", "2", "--quiet"])
-    >>> table = run_dimension(args, architecture_from_args(args))
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(configure_dimension, ["--layers", "1", "--width", "1..2", "--tokens", "2", "--quiet"])
+    >>> table = run_dimension(args, arch)
     >>> [(row.width, row.lower, row.certified) for row in table.rows]
     [(1, 2, True), (2, 7, True)]
     """

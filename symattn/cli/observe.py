@@ -51,14 +51,10 @@ def run_observe(args, arch):
 
     Examples
     --------
-    >>> import argparse
-    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
-    >>> parser = argparse.ArgumentParser()
-    >>> add_common_arguments(parser)
-    >>> configure_observe(parser)
-    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet",
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(configure_observe, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet",
     ...                           "--collapse", "values:1"])
-    >>> result = run_observe(args, architecture_from_args(args))
+    >>> result = run_observe(args, arch)
     >>> result.collapsed, result.unobservable, result.agrees_with_rank
     (['values'], ['scores:1'], True)
     """

@@ -13,12 +13,9 @@ def run_report(args, arch):
 
     Examples
     --------
-    >>> import argparse
-    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
-    >>> parser = argparse.ArgumentParser()
-    >>> add_common_arguments(parser)
-    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
-    >>> report = run_report(args, architecture_from_args(args))
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(None, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
+    >>> report = run_report(args, arch)
     >>> report.params, report.effective_dim, report.gauge_dim, report.sign_group_order
     (3, 2, 1, 1)
     """

@@ -30,13 +30,9 @@ def run_sensitivity(args, arch):
 
     Examples
     --------
-    >>> import argparse
-    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
-    >>> parser = argparse.ArgumentParser()
-    >>> add_common_arguments(parser)
-    >>> configure_sensitivity(parser)
-    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
-    >>> result = run_sensitivity(args, architecture_from_args(args))
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(configure_sensitivity, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
+    >>> result = run_sensitivity(args, arch)
     >>> result.exponents, result.exact_rank, result.recovered
     ((0, 1), 2, True)
     """

@@ -33,13 +33,9 @@ def run_spectrum(args, arch):
 
     Examples
     --------
-    >>> import argparse
-    >>> from symattn.cli.arguments import add_common_arguments, architecture_from_args
-    >>> parser = argparse.ArgumentParser()
-    >>> add_common_arguments(parser)
-    >>> configure_spectrum(parser)
-    >>> args = parser.parse_args(["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
-    >>> spectrum = run_spectrum(args, architecture_from_args(args))
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(configure_spectrum, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet"])
+    >>> spectrum = run_spectrum(args, arch)
     >>> spectrum.exponents, spectrum.rank, spectrum.kernel
     ({0: 1, 1: 1}, 2, 1)
     """
