@@ -1501,14 +1501,12 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     native = np.where(scaled[None, :, None], np.roll(Jc, -1, axis=-1), Jc)[:, :, :native_truncation]
     upper, _ = _upper_bound(arch)
     bank_size = orders.bank
-    for attempt in range(4):
-        native_rank = series_rank(_compress_rows(native, arch.param_count + 2, p, seed), p)
-        if native_rank.rank >= upper or attempt == 3:
-            break
-        # too small a bank pushes Smith exponents past the truncation: a bigger bank, same point
-        bank_size = math.ceil(bank_size * 1.5)
-        native = _jacobian(arch, curve, random_bank(arch, bank_size, p, seed), point, p, native_truncation,
-                           orders.coefficient_values, coordinates="native")
+
+    def native_at(size, truncation):
+        J = _jacobian(arch, curve, random_bank(arch, size, p, seed), point, p, truncation,
+                      orders.coefficient_values, coordinates="native")
+        return J, series_rank(_compress_rows(J, arch.param_count + 2, p, seed), p)
+
     def symmetry_at(truncation):
         gauge = gauge_tangent_series(arch, curve, point, p, truncation)
         scalings = scaling_tangent_series(arch, curve, point, p, truncation)
@@ -1517,15 +1515,20 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
         symmetry_rank = series_rank(symmetry, p).rank if len(symmetry) else 0
         return symmetry, len(scalings), gauge_rank, symmetry_rank
 
+    native_rank = series_rank(_compress_rows(native, arch.param_count + 2, p, seed), p)
+    for _ in range(3):
+        if native_rank.rank >= upper:
+            break
+        # too small a bank pushes Smith exponents past the truncation: a bigger bank, same point
+        bank_size = math.ceil(bank_size * 1.5)
+        native, native_rank = native_at(bank_size, native_truncation)
     symmetry, scaling_count, gauge_rank, symmetry_rank = symmetry_at(native_truncation)
     # rank J + rank(tangents) < #params may only mean that some Smith exponents lie past the
     # truncation (one lightning layer: every direction enters at eps^2): deepen before concluding
     deepest = max(4 * native_truncation, 16)
     while native_rank.rank + symmetry_rank < arch.param_count and 2 * native_truncation <= deepest:
         native_truncation *= 2
-        native = _jacobian(arch, curve, random_bank(arch, bank_size, p, seed), point, p, native_truncation,
-                           orders.coefficient_values, coordinates="native")
-        native_rank = series_rank(_compress_rows(native, arch.param_count + 2, p, seed), p)
+        native, native_rank = native_at(bank_size, native_truncation)
         symmetry, scaling_count, gauge_rank, symmetry_rank = symmetry_at(native_truncation)
     annihilated = True
     if len(symmetry):

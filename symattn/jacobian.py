@@ -718,7 +718,8 @@ def _polynomial_at(entry, eps, dps: int):
     """A curve polynomial at ``eps``: exact for rational ``eps``, else an mpf at ``dps`` digits."""
     exact = as_fraction(eps)
     if exact is not None:
-        return sp.sympify(entry).subs(EPS, sp.Rational(exact.numerator, exact.denominator))
+        # entries are sympy polynomials (curves are built through the safe parser); strict: never a string
+        return sp.sympify(entry, strict=True).subs(EPS, sp.Rational(exact.numerator, exact.denominator))
     with mpmath.workdps(dps):
         x = to_mpf(eps, dps)
         return sum((to_mpf(c, dps) * x ** k for (k,), c in sp.Poly(entry, EPS).terms()), mpmath.mpf(0))

@@ -52,10 +52,8 @@ def configure_check(parser) -> None:
 
     Examples
     --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser()
-    >>> configure_check(parser)
-    >>> args = parser.parse_args(["--claim", "kernel = 1", "--claim", "dimension = 2", "--seed", "3"])
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, _ = parse_command(configure_check, ["--claim", "kernel = 1", "--claim", "dimension = 2", "--seed", "3"])
     >>> args.claim, args.claims, args.seed
     (['kernel = 1', 'dimension = 2'], None, 3)
     """

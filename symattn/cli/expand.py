@@ -14,10 +14,8 @@ def configure_expand(parser) -> None:
 
     Examples
     --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser()
-    >>> configure_expand(parser)
-    >>> args = parser.parse_args(["--order", "4", "--generic", "2"])
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, _ = parse_command(configure_expand, ["--order", "4", "--generic", "2"])
     >>> args.order, args.generic, args.leading
     (4, 2, None)
     """

@@ -26,9 +26,8 @@ def configure_identify(parser) -> None:
 
     Examples
     --------
-    >>> parser = argparse.ArgumentParser()
-    >>> configure_identify(parser)
-    >>> args = parser.parse_args(["--curve", "input-scaling", "--estimate", "float64", "--exact-check", "no"])
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, _ = parse_command(configure_identify, ["--curve", "input-scaling", "--estimate", "float64", "--exact-check", "no"])
     >>> args.curve, args.estimate, args.exact_check, args.seed
     ('input-scaling', 'float64', False, 0)
     """
@@ -63,9 +62,8 @@ def configure_dimension(parser) -> None:
 
     Examples
     --------
-    >>> parser = argparse.ArgumentParser()
-    >>> configure_dimension(parser)
-    >>> args = parser.parse_args(["--estimate", "mpmath"])
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, _ = parse_command(configure_dimension, ["--estimate", "mpmath"])
     >>> args.accepts_width_range, args.estimate, args.seed
     (True, 'mpmath', 0)
     """

@@ -22,10 +22,8 @@ def configure_observe(parser) -> None:
 
     Examples
     --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser()
-    >>> configure_observe(parser)
-    >>> args = parser.parse_args(["--collapse", "scores:1", "--collapse", "values:2", "--bias"])
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, _ = parse_command(configure_observe, ["--collapse", "scores:1", "--collapse", "values:2", "--bias"])
     >>> args.collapse, args.bias, args.identical_tokens, args.exceptional, args.max_events
     (['scores:1', 'values:2'], True, False, False, 2)
     """

@@ -13,10 +13,8 @@ def configure_sensitivity(parser) -> None:
 
     Examples
     --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser()
-    >>> configure_sensitivity(parser)
-    >>> args = parser.parse_args(["--plot", "sigma.png", "--seed", "2"])
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, _ = parse_command(configure_sensitivity, ["--plot", "sigma.png", "--seed", "2"])
     >>> args.plot, args.seed
     ('sigma.png', 2)
     """

@@ -14,10 +14,8 @@ def configure_spectrum(parser) -> None:
 
     Examples
     --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser()
-    >>> configure_spectrum(parser)
-    >>> args = parser.parse_args(["--bank", "12", "--seed", "3"])
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, _ = parse_command(configure_spectrum, ["--bank", "12", "--seed", "3"])
     >>> args.bank, args.order, args.seed
     (12, 'auto', 3)
     """
