@@ -277,12 +277,8 @@ def _support(A: np.ndarray) -> np.ndarray:
     return np.flatnonzero(A.reshape(-1, A.shape[-1]).any(axis=0))
 
 
-def _span(A: np.ndarray) -> int:
-    """Number of coefficients from the first to the last nonzero one anywhere in ``A``."""
-    return _span_of(_support(A))
-
-
 def _span_of(support: np.ndarray) -> int:
+    """Number of coefficients from the first to the last index of ``support`` (0 when empty)."""
     return int(support[-1] - support[0] + 1) if len(support) else 0
 
 
