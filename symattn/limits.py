@@ -485,7 +485,7 @@ def rank_check_memory(arch, bank: int, truncation: int) -> MemoryEstimate:
 def jet_jacobian_memory(arch, bank: int, truncation: int, directions: int | None = None,
                         block_directions=None, computation: str = "identify",
                         jacobian_copies: int = 4) -> MemoryEstimate:
-    """Peak memory of identify's Jacobians (fast BLAS products) on ``bank`` inputs.
+    """Peak memory of identify's Jacobians on ``bank`` inputs (the products the domains will use).
 
     Parameters
     ----------
@@ -503,7 +503,7 @@ def jet_jacobian_memory(arch, bank: int, truncation: int, directions: int | None
     13
     """
     P = arch.param_count if directions is None else directions
-    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, "blas", block_directions)
+    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, _products(), block_directions)
     rows = arch.widths[-1] * arch.tokens * bank
     jacobian = rows * P * truncation * _INT64
     output = arch.widths[-1] * arch.tokens * bank * (1 + P) * truncation * _INT64
