@@ -230,7 +230,7 @@ class Architecture:
         if not _is_count(tokens) or tokens < 1:
             raise ShapeError(f"tokens must be a positive integer, got {_short_repr(tokens)}")
         self.tokens = int(tokens)
-        normalizers = list(normalizers_per_layer(normalizer, layers))
+        normalizers = normalizers_per_layer(normalizer, layers)
         if len(normalizers) != layers:
             raise ShapeError(f"{layers} layers need {layers} normalizers, got {len(normalizers)}")
         self.normalizers = tuple(normalizers)
