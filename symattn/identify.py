@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
+from .adaptive import DEEPEN, GROW_BANK, NEW_POINT, Growth, Step, adapt, schwartz_zippel_bound
 from .algebra.domains import RationalDomain
 from .algebra.exactseries import PolynomialSeriesDomain
 from .algebra.linalg import EchelonBasis, series_matmul
@@ -62,6 +63,7 @@ from .effective import (
 )
 from ._format import FormattedResult, latex_array, latex_escape, latex_tabular, markdown_table
 from .errors import DomainError, SymattnError
+from .limits import MAX_BANK
 from .jacobian import (
     DEFAULT_PRIMES,
     all_directions,
@@ -664,37 +666,45 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         scaled = _scales_parameters(route_curve, arch.layers)
         truncation = _guess_deepest_order(arch, route_curve) + (0 if scaled else 1)
         route = "series along " + route_curve.describe(arch.layers)
-    bank_size = _bank_size(arch, upper, on_curve=not polynomial)
-    best, best_run = -1, None
     slice_directions = gauge_slice(arch)
-    attempts = 0
-    for attempt in range(max_attempts):
-        attempts += 1
-        use_slice = attempt < max_attempts - 1 or best_run is None or best >= upper
-        directions = slice_directions if use_slice else all_directions(arch)
-        point, coefficient_values = random_point(arch, prime, seed + attempt)
-        bank = random_bank(arch, bank_size, prime, seed + attempt)
+
+    ranks: list = []  # the rank of each run so far
+
+    def run(step):
+        # the last attempt differentiates every native parameter, in case the slice is unlucky
+        unlucky_slice = step.attempt == max_attempts - 1 and ranks and max(ranks) < upper
+        directions = all_directions(arch) if unlucky_slice else slice_directions
+        point, coefficient_values = random_point(arch, prime, seed + step.attempt)
+        bank = random_bank(arch, step.bank, prime, seed + step.attempt)
         try:
-            if polynomial:  # values with jets at a point: series of length 1
-                J = _jacobian(arch, _POINT, bank, point, prime, 1, directions=directions)
-            else:
-                J = _jacobian(arch, route_curve, bank, point, prime, truncation, coefficient_values,
-                              directions=directions)
+            J = _jacobian(arch, route_curve, bank, point, prime, step.truncation,
+                          None if polynomial else coefficient_values, directions=directions)
         except ZeroDivisionError:  # a column of s(A) summed to 0 mod p at this point: draw another
-            continue
-        J = _compress_rows(J, directions[1] + 2, prime, seed + attempt)
-        result = series_rank(J, prime)
-        if result.rank > best:
-            best, best_run = result.rank, (result, bank_size, truncation, seed + attempt, directions[1])
-        if best >= upper:
-            break
-        bank_size = math.ceil(bank_size * 1.5)
-        if not polynomial:
-            truncation += max(2, truncation // 2)
-    if best_run is None:
+            return None
+        result = series_rank(_compress_rows(J, directions[1] + 2, prime, seed + step.attempt), prime)
+        ranks.append(result.rank)
+        return result, directions[1]
+
+    def decide(outcome, step, history):
+        if outcome is None:
+            return [NEW_POINT]
+        if max(ranks) >= upper:
+            return []
+        return [(NEW_POINT, GROW_BANK, DEEPEN)]
+
+    growth = Growth(max_bank=MAX_BANK, max_truncation=None if polynomial else MAX_TRUNCATION,
+                    max_runs=max_attempts,
+                    deepen=lambda truncation: truncation + max(2, truncation // 2))
+    adapted = adapt(run, Step(_bank_size(arch, upper, on_curve=not polynomial), truncation), decide, growth)
+    runs = [(step, outcome) for step, outcome in zip(adapted.steps, adapted.outcomes) if outcome is not None]
+    if not runs:
         raise DomainError(f"every point tried had a column of s(A) summing to 0 mod {prime}; try another seed")
-    result, used_bank, used_truncation, used_seed, used_directions = best_run
-    lower = best
+    # the first run reaching the best rank
+    used_step, (result, used_directions) = max(runs, key=lambda item: (item[1][0].rank, -item[0].attempt))
+    best_rank = result.rank
+    attempts = adapted.runs
+    used_bank, used_truncation, used_seed = used_step.bank, used_step.truncation, seed + used_step.attempt
+    lower = best_rank
     if lower > upper:  # cannot happen unless the upper bound is wrong: say so loudly
         upper_reason += f" -- CONTRADICTED: an exact rank of {lower} exceeds it"
     columns = (f"gauge slice of {used_directions} directions" if used_directions == slice_directions[1]
@@ -709,6 +719,7 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
                   f"{dict(result.exponents)}), {columns}, {used_bank} random inputs, rows compressed by a random "
                   "GF(p) combination: a nonzero minor mod (p, eps^N) is a nonzero analytic minor, so the rank "
                   "of a real Jacobian at points of the curve, a lower bound for the dimension")
+    method += f"; adaptive steps: {adapted.describe()}"
     if any(n.is_generic for n in arch.normalizers):
         method += ("; the generic Taylor coefficients c_j are specialized at random residues, so the bound "
                    "holds for generic Taylor data")
@@ -1101,16 +1112,13 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
     if isinstance(bank_size, bool) or not isinstance(bank_size, (int, np.integer)) or bank_size < 1:
         raise SymattnError(f"bank must be a positive integer, got {bank!r}")
     names = [f"scores:{i}" for i in range(1, arch.layers + 1)] + ["values"]
-    grown = 0
-    while True:
-        J, point, coefficient_values = _curve_jacobian(arch, curve, p, seed, truncation, bank_size)
-        orders = {name: _block_order(J, columns[name], truncation) for name in names}
-        missing = [name for name in names if orders[name] is None and columns[name]]
-        if arch.degenerate and not _lightning_layers(arch):  # one token: S(A) = 1, scores never appear
-            missing = [name for name in missing if name == "values"]
-        if missing and truncation * 2 <= max_order:
-            truncation *= 2
-            continue
+
+    def run(step):
+        J, point, coefficient_values = _curve_jacobian(arch, curve, p, seed, step.truncation, step.bank)
+        orders = {name: _block_order(J, columns[name], step.truncation) for name in names}
+        return J, point, coefficient_values, orders
+
+    def ranks_of(J, orders, truncation):
         # jet ranks, all blocks, and per block up to its order
         basis = EchelonBasis(arch.param_count, p)
         jet_ranks = tuple(basis.add(J[:, :, n]) for n in range(truncation))
@@ -1123,12 +1131,26 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
             for n in range(orders[name] + 1):
                 block_basis.add(J[:, columns[name], n])
             block_ranks[name] = block_basis.rank
+        return jet_ranks, block_ranks
+
+    def decide(outcome, step, history):
+        J, _, _, orders = outcome
+        missing = [name for name in names if orders[name] is None and columns[name]]
+        if arch.degenerate and not _lightning_layers(arch):  # one token: S(A) = 1, scores never appear
+            missing = [name for name in missing if name == "values"]
+        requests = [DEEPEN] if missing else []
+        jet_ranks, block_ranks = ranks[step] = ranks_of(J, orders, step.truncation)
         short = [name for name in names if orders[name] is not None and block_ranks[name] < dims[name]]
-        if (short or jet_ranks[-1] < upper) and bank is None and grown < 2:
-            bank_size = math.ceil(bank_size * 1.5)  # a rank fell short: a bigger bank, once or twice
-            grown += 1
-            continue
-        break
+        if short or jet_ranks[-1] < upper:
+            requests.append(GROW_BANK)  # a rank fell short: a bigger bank, once or twice
+        return requests
+
+    ranks: dict = {}  # step -> (jet ranks, block ranks), computed once in decide
+    growth = Growth(max_bank=MAX_BANK if bank is None else None, max_truncation=max_order, max_bank_growths=2)
+    adapted = adapt(run, Step(bank_size, truncation), decide, growth)
+    J, point, coefficient_values, orders = adapted.outcome
+    bank_size, truncation = adapted.step.bank, adapted.step.truncation
+    jet_ranks, block_ranks = ranks[adapted.step]
     # confirmation of the orders at a second prime, point and bank
     confirmed_orders = None
     if len(primes) > 1:
@@ -1137,9 +1159,7 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
     exact = _exact_independence(arch, curve, orders, exact_check)
     degree = degree_bound(arch, curve, truncation)
     checks = sum(min(o, truncation) if o is not None else truncation for o in orders.values())
-    bound = min(1.0, checks * max(degree, 1) / p)
-    if confirmed_orders is not None:
-        bound *= min(1.0, checks * max(degree, 1) / int(primes[1]))
+    bound = schwartz_zippel_bound(checks * max(degree, 1), primes[: 2 if confirmed_orders is not None else 1])
     results = {}
     for name in names:
         order = orders[name]
@@ -1179,6 +1199,7 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
               "block's columns; ranks of stacked [C_0; ...; C_n] exact over GF(p) (certified lower bounds, "
               "equal to the effective block dimensions when sharp)"
               + (f"; orders confirmed at GF({primes[1]}), another point and bank" if confirmed_orders else "")
+              + f"; adaptive steps: {adapted.describe()}"
               + ("; vanishing below the orders also checked exactly over Q[parameters, X, c_j] with a generic "
                  "normalizer for " + ", ".join(sorted(k for k, v in exact.items() if v is not None))
                  if any(v is not None for v in exact.values()) else ""))
@@ -1371,14 +1392,16 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
                            "point": _point_json(point)}
             method = f"exact over Q at a rational point on {len(bank)} inputs"
         else:
-            N = truncation
-            while True:
-                base = series(point, (), N)
-                other = series(flipped, subset, N)
-                difference = (base != other)
-                if difference.any() or expected or N * 2 > max_order:
-                    break
-                N *= 2
+            def compare(step, subset=subset, flipped=flipped):
+                base, other = series(point, (), step.truncation), series(flipped, subset, step.truncation)
+                return base, other, base != other
+
+            # a flip expected to change F may change it only past the first truncation
+            adapted = adapt(compare, Step(len(bank), truncation),
+                            lambda outcome, step, history, expected=expected:
+                            [] if outcome[2].any() or expected else [DEEPEN],
+                            Growth(max_truncation=max_order))
+            (base, other, difference), N = adapted.outcome, adapted.step.truncation
             preserved = not difference.any()
             witness = None
             if not preserved:
@@ -1500,7 +1523,6 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     native_truncation = N - 1 if scaled.any() else N
     native = np.where(scaled[None, :, None], np.roll(Jc, -1, axis=-1), Jc)[:, :, :native_truncation]
     upper, _ = _upper_bound(arch)
-    bank_size = orders.bank
 
     def native_at(size, truncation):
         J = _jacobian(arch, curve, random_bank(arch, size, p, seed), point, p, truncation,
@@ -1515,21 +1537,33 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
         symmetry_rank = series_rank(symmetry, p).rank if len(symmetry) else 0
         return symmetry, len(scalings), gauge_rank, symmetry_rank
 
-    native_rank = series_rank(_compress_rows(native, arch.param_count + 2, p, seed), p)
-    for _ in range(3):
-        if native_rank.rank >= upper:
-            break
+    first = Step(orders.bank, native_truncation)
+    symmetries: dict = {}  # truncation -> symmetry_at(truncation), computed when first needed
+
+    def run(step):
+        if step == first:  # the Jacobian of the orders, in native coordinates
+            return native, series_rank(_compress_rows(native, arch.param_count + 2, p, seed), p)
+        return native_at(step.bank, step.truncation)
+
+    def decide(outcome, step, history):
+        rank = outcome[1].rank
         # too small a bank pushes Smith exponents past the truncation: a bigger bank, same point
-        bank_size = math.ceil(bank_size * 1.5)
-        native, native_rank = native_at(bank_size, native_truncation)
-    symmetry, scaling_count, gauge_rank, symmetry_rank = symmetry_at(native_truncation)
-    # rank J + rank(tangents) < #params may only mean that some Smith exponents lie past the
-    # truncation (one lightning layer: every direction enters at eps^2): deepen before concluding
-    deepest = max(4 * native_truncation, 16)
-    while native_rank.rank + symmetry_rank < arch.param_count and 2 * native_truncation <= deepest:
-        native_truncation *= 2
-        native, native_rank = native_at(bank_size, native_truncation)
-        symmetry, scaling_count, gauge_rank, symmetry_rank = symmetry_at(native_truncation)
+        requests = [GROW_BANK] if rank < upper else []
+        if step.truncation not in symmetries:
+            symmetries[step.truncation] = symmetry_at(step.truncation)
+        # rank J + rank(tangents) < #params may only mean that some Smith exponents lie past the
+        # truncation (one lightning layer: every direction enters at eps^2): deepen before concluding
+        if rank + symmetries[step.truncation][3] < arch.param_count:
+            requests.append(DEEPEN)
+        return requests
+
+    growth = Growth(max_bank=MAX_BANK, max_bank_growths=3, max_truncation=max(4 * native_truncation, 16),
+                    deepen_after_bank=True)
+    adapted = adapt(run, first, decide, growth)
+    (native, native_rank), bank_size, native_truncation = adapted.outcome, adapted.step.bank, adapted.step.truncation
+    if native_truncation not in symmetries:
+        symmetries[native_truncation] = symmetry_at(native_truncation)
+    symmetry, scaling_count, gauge_rank, symmetry_rank = symmetries[native_truncation]
     annihilated = True
     if len(symmetry):
         product = series_matmul(native, symmetry.transpose(1, 0, 2), p, native_truncation)

@@ -49,6 +49,7 @@ from typing import Iterable
 import networkx as nx
 import numpy as np
 
+from .adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, doubled, grown_bank
 from .algebra.linalg import matmul_mod
 from .effective import (
     effective_block_dimensions,
@@ -1100,7 +1101,7 @@ def first_rank_memory(arch: Architecture, bank="auto", truncation="auto", confir
 
     size = _default_bank(arch) if bank == "auto" else int(bank)
     N = 2 * _generic_input_scaling_order(arch) + 2 if truncation == "auto" else int(truncation)
-    return rank_check_memory(arch, size + max(1, size // 2) if confirm else size, N)
+    return rank_check_memory(arch, grown_bank(size) if confirm else size, N)
 
 
 def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, max_order: int | None = None):
@@ -1338,7 +1339,7 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     with memory_limit_set(max_memory), progress_bar(progress, total=3 if confirm else 2, desc="exact ranks",
                                                     unit="rank") as bar:
         # the first ranks, before any growth, must fit (the later ones are checked as they come)
-        _require_rank_memory(arch, size + max(1, size // 2) if confirm else size, N,
+        _require_rank_memory(arch, grown_bank(size) if confirm else size, N,
                              max_order if auto_order else None)
         return _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order,
                            size, auto_bank, bar)
@@ -1353,16 +1354,17 @@ def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N
         raise DomainError(f"exact ranks need the Taylor coefficients of s/s(0) in GF(p): {err} "
                           "(propagate() still gives the graph's verdict)") from None
     bar.set_postfix_str("generic")
-    while True:
-        generic = _generic_ranks(arch, p, seed, size, N)
-        if generic["total"] == eff:
-            break
-        if auto_bank and size * 2 <= max_bank:
-            size *= 2
-            continue
-        if auto_order and N * 2 <= max_order:
-            N *= 2
-            continue
+    def before_step(step, previous):
+        if previous is not None:  # the first ranks were checked before the progress bar started
+            _require_rank_memory(arch, grown_bank(step.bank) if confirm else step.bank, step.truncation)
+
+    adapted = adapt(lambda step: _generic_ranks(arch, p, seed, step.bank, step.truncation), Step(size, N),
+                    lambda generic, step, history: [GROW_BANK, DEEPEN] if generic["total"] < eff else [],
+                    Growth(max_bank=max_bank if auto_bank else None, max_truncation=max_order if auto_order else None,
+                           grow_bank=doubled),
+                    before_step=before_step)
+    generic, size, N = adapted.outcome, adapted.step.bank, adapted.step.truncation
+    if not adapted.concluded:
         raise SymattnError(
             f"the generic rank {generic['total']} stays below the effective dimension {eff} "
             f"(bank {size}, truncation eps^{N}): raise the bank or the truncation")
@@ -1374,13 +1376,13 @@ def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N
     bar.set_postfix_str("confirmation")
     confirmed = False
     if confirm and len(primes) > 1:
-        larger = size + max(1, size // 2)
+        larger = grown_bank(size)
         check = _set_ranks(arch, events, primes[1], seed + 1, larger, N)
         confirmed = _same_ranks(check, main)
         if not confirmed and auto_bank and larger <= max_bank:
             # the bank may have been too small on the set: use the larger one
             main, size = _set_ranks(arch, events, p, seed, larger, N), larger
-            check = _set_ranks(arch, events, primes[1], seed + 1, larger + max(1, larger // 2), N)
+            check = _set_ranks(arch, events, primes[1], seed + 1, grown_bank(larger), N)
             confirmed = _same_ranks(check, main)
         bar.update()
     reference = dict(generic["blocks"])
@@ -1388,7 +1390,8 @@ def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N
     method = (f"Smith-form ranks of J(eps) mod eps^{N} over GF({p}) at a random point of the set, along "
               f"X -> eps X (rank over GF(p)((eps)) = generic rank on the set); the generic rank "
               f"{generic['total']} = effective dimension resolves by eps^{resolved_at}; bank {size}"
-              + (f"; confirmed at GF({primes[1]}), another point and a larger bank" if confirmed else ""))
+              + (f"; confirmed at GF({primes[1]}), another point and a larger bank" if confirmed else "")
+              + f"; generic rank, adaptive steps: {adapted.describe()}")
     return RankCheck(
         architecture=arch.to_json(), events=events, generic=reference, on_set=dict(main["blocks"]),
         normal=dict(main["normal"]), generic_total=generic["total"], set_total=main["total"],
@@ -1512,12 +1515,16 @@ def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes
     if m0 < 1:
         raise SymattnError(f"m_start must be a positive integer, got {m_start!r}")
     N = 2 * _generic_input_scaling_order(arch) + 8 * (m0 + 2)
-    while True:
-        runs = [_near_set_exponents(arch, event, m, p, seed, size, N) for m in (m0, m0 + 1, m0 + 2)]
-        complete = all(len(run[b]) == generic[b] for run in runs for b in generic)
-        if complete or 2 * N > max_order:
-            break
-        N *= 2
+
+    def every_direction_found(runs):
+        return all(len(run[b]) == generic[b] for run in runs for b in generic)
+
+    adapted = adapt(lambda step: [_near_set_exponents(arch, event, m, p, seed, step.bank, step.truncation)
+                                  for m in (m0, m0 + 1, m0 + 2)],
+                    Step(size, N), lambda runs, step, history: [] if every_direction_found(runs) else [DEEPEN],
+                    Growth(max_truncation=max_order))
+    runs, N = adapted.outcome, adapted.step.truncation
+    complete = adapted.concluded
     orders, stable = {}, complete
     for block in generic:
         a, b, c = (sorted(run[block]) for run in runs)

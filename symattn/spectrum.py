@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._format import FormattedResult
+from .adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, grown_bank, schwartz_zippel_bound
 from .algebra.linalg import series_matmul
 from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
@@ -601,33 +602,37 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 
     bar = _progress_bar(progress, arch)
 
-    first_step = (bank_size, truncation)
+    first_step = Step(bank_size, truncation)
 
-    def run_pair(size, N):
-        larger = size + max(1, size // 2)
-        _require_step_memory(arch, curve, size, larger, N, first_step, bank, order, max_memory)
-        bar.set_postfix_str(f"bank {size}+{larger}, eps^{N}")
-        main, check = spectrum_at(arch, curve, bank_for(primes[0], size, seed), primes[0], seed, N,
-                                  progress=(bar.update if bar is not None else None),
+    def run(step):
+        larger = grown_bank(step.bank)
+        main, check = spectrum_at(arch, curve, bank_for(primes[0], step.bank, seed), primes[0], seed,
+                                  step.truncation, progress=(bar.update if bar is not None else None),
                                   extra_banks=[bank_for(primes[0], larger, seed + 1_000_003)])
         return main, check, larger
 
-    previous_rank = None
+    def decide(outcome, step, history):
+        main, check, _ = outcome
+        # the bank was too small: grow it before deepening
+        requests = [GROW_BANK] if not check.same_result(main) else []
+        shallower = [run_ for s, run_ in history if s.truncation < step.truncation]
+        previous = shallower[-1][0].resolved_rank if shallower else None
+        # deepen while deepening still resolves directions; otherwise the rest may be
+        # kernel beyond the gauge orbit, which no truncation resolves
+        if main.unresolved and (previous is None or main.resolved_rank > previous):
+            requests.append(DEEPEN)
+        return requests
+
+    def before_step(step, _previous):
+        _require_step_memory(arch, curve, step.bank, grown_bank(step.bank), step.truncation,
+                             (first_step.bank, first_step.truncation), bank, order, max_memory)
+
+    growth = Growth(max_bank=max_bank if auto_bank else None, max_truncation=max_order if auto_order else None)
     try:
-        while True:
-            main, check, larger_size = run_pair(bank_size, truncation)
-            if not check.same_result(main) and auto_bank and larger_size <= max_bank:
-                bank_size = larger_size  # the bank was too small: grow it before deepening
-                continue
-            if auto_order and main.unresolved and truncation * 2 <= max_order and \
-                    (previous_rank is None or main.resolved_rank > previous_rank):
-                # deepen while deepening still resolves directions; otherwise the rest may be
-                # kernel beyond the gauge orbit, which no truncation resolves
-                previous_rank = main.resolved_rank
-                truncation *= 2
-                continue
-            separating = check.same_result(main) and main.resolved_rank == eff
-            break
+        adapted = adapt(run, first_step, decide, growth, before_step=before_step, progress=bar)
+        (main, check, larger_size), bank_size, truncation = adapted.outcome, adapted.step.bank, \
+            adapted.step.truncation
+        separating = check.same_result(main) and main.resolved_rank == eff
         if not check.same_result(main):
             note = (f"a larger independent bank ({larger_size} inputs) gives {check.exponents}, "
                     f"rank {check.resolved_rank}: this bank is too small")
@@ -654,13 +659,13 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     # Schwartz-Zippel over the determinantal divisors (degree r * degree bound each) and the gauge minors
     # (plus the random row compression: r / p for each r <= rank)
     polynomial_degree = r * (r + 1) // 2 * (max(degree, 1) + 1) + main.gauge_rank ** 2
-    bound = min(1.0, polynomial_degree / primes[0])
-    if confirmed:  # an independent point and prime must fail in the same way
-        bound *= min(1.0, polynomial_degree / primes[1])
+    # an independent point and prime must fail in the same way
+    bound = schwartz_zippel_bound(polynomial_degree, primes[: 2 if confirmed else 1])
     method = (f"Smith-form valuations of J(eps) mod eps^{truncation} over GF(p) at a random point, "
               f"one forward pass over jets of truncated series; rank lower bound from resolved pivots, "
               f"kernel lower bound from the gauge-orbit tangent space"
-              + ("; confirmed at a second prime and point" if confirmed else ""))
+              + ("; confirmed at a second prime and point" if confirmed else "")
+              + f"; adaptive steps: {adapted.describe()}")
     return Spectrum(
         architecture=arch.to_json(), curve=curve.describe(arch.layers), params=P,
         exponents=main.exponents, blocks=main.blocks, rank=main.resolved_rank, kernel=kernel,
@@ -699,7 +704,7 @@ def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: in
         elif bank is None:
             bank = fixed_bank
         N = truncation if order != "auto" else _initial_truncation(resized, curve) * growth
-        return spectrum_memory(resized, bank + bank + max(1, bank // 2), N)
+        return spectrum_memory(resized, bank + grown_bank(bank), N)
 
     step = ""
     if size != first_step[0]:
