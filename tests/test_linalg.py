@@ -300,3 +300,33 @@ def test_attention_and_reciprocal_are_the_same_with_either_product(name, directi
         fast = ModSeriesDomain(p, 9, directions=directions)
         slow = ModSeriesDomain(p, 9, directions=directions, schoolbook=True)
         assert (fast.attention(scores, normalizer) == slow.attention(scores, normalizer)).all()
+
+
+def _series_on(rng, shape, p, offset, stride):
+    """Random residues on the coefficients ``offset, offset + stride, ...`` (``offset`` alone for stride 0)."""
+    out = np.zeros(shape, dtype=np.int64)
+    n = shape[-1]
+    indices = np.arange(offset, n, stride) if stride else np.arange(offset, min(offset + 1, n))
+    out[..., indices] = rng.integers(0, p, size=(*shape[:-1], len(indices)))
+    return out
+
+
+@pytest.mark.parametrize("p", [BIG_PRIMES[0], 101])
+def test_products_of_series_in_a_power_of_eps_equal_the_schoolbook_product(p):
+    # eps^a times a series in eps^g (every value along the collapse curve is a series in eps^2): the
+    # products split into g shorter ones; every pair of strides, a common one and a monomial
+    rng = np.random.default_rng(23)
+    kinds = [(0, 1), (1, 2), (2, 2), (0, 3), (3, 0), (1, 4), (2, 6)]
+    for truncation in (1, 2, 7, 30):
+        for offset_a, stride_a in kinds:
+            for offset_b, stride_b in kinds:
+                A = _series_on(rng, (2, 3, 2, truncation), p, min(offset_a, truncation - 1), stride_a)
+                B = _series_on(rng, (2, 2, 4, truncation), p, min(offset_b, truncation - 1), stride_b)
+                assert (series_matmul(A, B, p) == series_matmul(A, B, p, schoolbook=True)).all()
+                values = _series_on(rng, (3, 2, 1, truncation), p, min(offset_a, truncation - 1), stride_a)
+                for width in (1, 5):
+                    many = _series_on(rng, (3, 1, width, truncation), p, min(offset_b, truncation - 1), stride_b)
+                    assert (series_scale(values, many, p) == series_mul_mod(values, many, p)).all()
+    A = _series_on(rng, (3, 2, 9), p, 1, 2)  # factors of other lengths, a longer truncation
+    B = _series_on(rng, (2, 4, 20), p, 0, 1)
+    assert series_matmul(A, B, p, 25).tolist() == _reference_series_matmul(A, B, p, 25)

@@ -42,6 +42,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 
 import numpy as np
@@ -282,6 +283,69 @@ def _span_of(support: np.ndarray) -> int:
     return int(support[-1] - support[0] + 1) if len(support) else 0
 
 
+def _stride(support: np.ndarray) -> int:
+    """Greatest common divisor of the gaps between the indices of ``support`` (0 for fewer than two).
+
+    A factor of stride ``g >= 2`` is ``eps^a`` times a series in ``eps^g``: along the collapse
+    curve every value series is a series in ``eps^2``, and its products split into ``g``
+    products ``g`` times shorter (``g`` times fewer flops: :func:`_strided_product`).
+    """
+    return int(np.gcd.reduce(np.diff(support))) if len(support) > 1 else 0
+
+
+def _compress(A: np.ndarray, offset: int, g: int, length: int) -> np.ndarray:
+    """``C[..., j] = A[..., offset + g j]`` for ``j < length`` (zero past the end of ``A``)."""
+    taken = A[..., offset::g][..., :length]
+    if taken.shape[-1] == length:
+        return taken
+    out = np.zeros((*A.shape[:-1], length), dtype=A.dtype)
+    out[..., :taken.shape[-1]] = taken
+    return out
+
+
+def _classes(A: np.ndarray, g: int, length: int) -> np.ndarray:
+    """``C[..., r, j] = A[..., r + g j]`` for ``r < g``, ``j < length`` (zero past the end of ``A``)."""
+    used = min(A.shape[-1], g * length)
+    padded = np.zeros((*A.shape[:-1], g * length), dtype=A.dtype)
+    padded[..., :used] = A[..., :used]
+    return np.swapaxes(padded.reshape(*A.shape[:-1], length, g), -1, -2)
+
+
+def _strided_product(A, B, supports, truncation: int, product):
+    """``A B mod eps^N`` through shorter products when ``A`` is ``eps^a`` times a series in ``eps^g``.
+
+    ``product(A', B', N')`` is the plain product (``series_matmul`` or ``series_scale``), with
+    the rows of ``B`` and of the result on the axis ``-2``.  With a stride ``g`` common to both
+    factors, one product ``g`` times shorter.  With ``A`` of stride ``g`` and ``B`` dense, the
+    coefficients ``r, r + g, ...`` of ``B`` meet those of ``A`` only in the coefficients
+    ``a + r + g j`` of the product: the ``g`` classes of ``B`` go side by side as rows of one
+    product ``g`` times shorter.  None when neither applies (a monomial ``A`` with a dense
+    ``B`` is cheap for the plain product already).
+    """
+    (support_a, support_b), N = supports, truncation
+    ga, gb = _stride(support_a), _stride(support_b)
+    g = math.gcd(ga, gb)
+    a0 = int(support_a[0])
+    if g >= 2:
+        b0 = int(support_b[0])
+        length = -(-(N - a0 - b0) // g)
+        if length <= 0:
+            return None  # a zero product: the plain one sees it at once
+        short = product(_compress(A, a0, g, length), _compress(B, b0, g, length), length)
+        out = np.zeros((*short.shape[:-1], N), dtype=np.int64)
+        out[..., a0 + b0::g] = short
+        return out
+    if ga < 2:
+        return None
+    length = -(-(N - a0) // ga)
+    classes = _classes(B, ga, length)  # (..., rows, g, length)
+    short = product(_compress(A, a0, ga, length), classes.reshape(*B.shape[:-2], -1, length), length)
+    short = np.swapaxes(short.reshape(*short.shape[:-2], -1, ga, length), -1, -2)  # (..., rows, length, g)
+    out = np.zeros((*short.shape[:-2], N), dtype=np.int64)
+    out[..., a0:] = short.reshape(*short.shape[:-2], ga * length)[..., :N - a0]
+    return out
+
+
 def _residues(A: np.ndarray, p: int) -> np.ndarray:
     """``A mod p``, without the int64 remainder (2.5 ns an entry) when ``A`` already holds residues."""
     if A.size and (A.min() < 0 or A.max() >= p):
@@ -424,6 +488,17 @@ def series_matmul(A, B, p: int, truncation: int | None = None, schoolbook=None) 
     # ((A B)^T = B^T A^T, as the entries commute).  Dense x dense: the side with fewer rows.
     with _one_blas_thread():
         support_a, support_b = _support(A[..., :N]), _support(B[..., :N])
+        if len(support_a) and len(support_b):
+            def product(a, b, length):
+                return series_matmul(a, b, p, length, schoolbook=False)
+
+            strided = _strided_product(A, B, (support_a, support_b), N, product)
+            if strided is None and _stride(support_b) >= 2:  # (A B)^T = B^T A^T, the entries commute
+                strided = _strided_product(np.swapaxes(B, -3, -2), np.swapaxes(A, -3, -2), (support_b, support_a),
+                                           N, product)
+                strided = None if strided is None else np.swapaxes(strided, -3, -2)
+            if strided is not None:
+                return strided
         span_a, span_b = _span_of(support_a), _span_of(support_b)
         # the flops are (rows of the product) x m k n x (span of the non-Toeplitz side): a factor of
         # much smaller span goes on that side (a parameter eps Qt has span 1: its product with a
@@ -547,6 +622,15 @@ def series_scale(values, many, p: int, schoolbook=None) -> np.ndarray:
     low_value, low_many = int(value_support[0]), int(many_support[0])
     if low_value + low_many >= n:
         return out
+
+    def product(a, b, length):
+        return series_scale(a, b, p, schoolbook=False)
+
+    strided = _strided_product(values, many, (value_support, many_support), n, product)
+    if strided is None and width == 1 and _stride(many_support) >= 2:  # one series each: either order
+        strided = _strided_product(many, values, (many_support, value_support), n, product)
+    if strided is not None:
+        return strided
     v = np.broadcast_to(values, (*lead, 1, n)).reshape(entries, n)
     rows = np.broadcast_to(many, (*lead, width, n)).reshape(entries, width, n)
     flat_out = out.reshape(entries, width, n)
