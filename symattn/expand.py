@@ -272,6 +272,103 @@ class _SympyWriter:
         return args[0] if len(args) == 1 else sp.Add._from_args(args, True)
 
 
+# -- symbols by name ---------------------------------------------------------------------------
+def package_symbols(arch: Architecture, order: int = 2, normalizer=None) -> dict:
+    """Every scalar symbol an expansion of ``arch`` uses, by name.
+
+    ``Qt1_11, Kt1_11, Vt1_11, ...`` (the base point of the curve), ``x_11, ...``
+    (the input) and, for a generic normalizer, its Taylor coefficients
+    ``c_k, ..., c_{order+1}``.  The symbols carry assumptions (``real=True``,
+    and ``nonzero=True`` for the leading ``c_k``), so ``sympy.Symbol("c_1")``
+    is a *different* symbol: look them up here (or with
+    :meth:`Expansion.symbol`), or give names, which every substitution of
+    this module matches (``F.subs("c_1", 1)``, ``expand(..., point={"c_1": 1})``).
+
+    Examples
+    --------
+    >>> from symattn.normalizers import Normalizer
+    >>> names = package_symbols(Architecture.uniform(layers=1, width=1, tokens=2), 2, Normalizer.generic(1))
+    >>> sorted(names)
+    ['Kt1_11', 'Qt1_11', 'Vt1_11', 'c_1', 'c_2', 'c_3', 'x_11', 'x_12']
+    >>> names["c_1"] == sp.Symbol("c_1"), names["c_1"].name == "c_1"
+    (False, True)
+    """
+    _check_arch(arch)
+    used = _with_normalizer(arch, normalizer)
+    base = curve_symbols(used)
+    out = {s.name: s for m in (*base.Q, *base.K, *base.V, used.input_symbols()) for s in m}
+    out.update(_normalizer_symbols(used, order))
+    return out
+
+
+def _identifier(text: str) -> bool:
+    return text.isidentifier() and text.isascii()
+
+
+def _unknown(name: str, names: dict, what: str) -> SymattnError:
+    known = sorted(names)
+    shown = ", ".join(known[:12]) + (f", ... ({len(known)} names)" if len(known) > 12 else "")
+    return SymattnError(f"unknown symbol name {name!r} for {what}; its symbols are {shown}")
+
+
+def _rename_by_name(expr, names: dict, what: str, strict: bool):
+    """``expr`` with each free symbol replaced by the package's symbol of the same name.
+
+    ``strict``: a name the package does not use is an error (for the keys of a
+    substitution); otherwise it stays as given (a value may bring new symbols).
+    """
+    mapping = {}
+    for s in getattr(expr, "free_symbols", ()):
+        if isinstance(s, sp.Symbol):
+            if s.name in names:
+                if names[s.name] != s:
+                    mapping[s] = names[s.name]
+            elif strict:
+                raise _unknown(s.name, names, what)
+    return expr.xreplace(mapping) if mapping else expr
+
+
+def _substitution_key(key, names: dict, what: str):
+    """The package's symbol (or expression) meant by a key: a name, a Symbol matched by name, an expression."""
+    if isinstance(key, str):
+        text = key.strip()
+        if _identifier(text):
+            if text not in names:
+                raise _unknown(text, names, what)
+            return names[text]
+        return parse_expression(text, names, what=f"substitution key for {what}", error=SymattnError)
+    if isinstance(key, sp.Symbol):
+        if key.name not in names:
+            raise _unknown(key.name, names, what)
+        return names[key.name]
+    if isinstance(key, sp.Basic):
+        return _rename_by_name(key, names, what, strict=True)
+    raise SymattnError(f"a substitution key must be a symbol name, a sympy Symbol or expression, "
+                       f"got {type(key).__name__}")
+
+
+def _substitution_value(value, names: dict, what: str):
+    if isinstance(value, sp.MatrixBase):
+        return value
+    value = to_sympy(value, names, what=f"substituted value for {what}", error=SymattnError)
+    return _rename_by_name(value, names, what, strict=False)
+
+
+def _substitution_pairs(args, names: dict, what: str) -> list:
+    """``[(old, new), ...]`` from ``subs``'s arguments: ``(old, new)``, a dict, or pairs."""
+    if len(args) == 2:
+        pairs = [tuple(args)]
+    elif len(args) == 1 and isinstance(args[0], dict):
+        pairs = list(args[0].items())
+    elif len(args) == 1 and isinstance(args[0], (list, tuple, set)):
+        pairs = list(args[0])
+        if not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs):
+            raise SymattnError("subs takes (old, new), a dict {old: new} or a list of (old, new) pairs")
+    else:
+        raise SymattnError("subs takes (old, new), a dict {old: new} or a list of (old, new) pairs")
+    return [(_substitution_key(old, names, what), _substitution_value(new, names, what)) for old, new in pairs]
+
+
 def _with_normalizer(arch: Architecture, normalizer) -> Architecture:
     if normalizer is None:
         return arch
@@ -329,7 +426,13 @@ class Expansion(FormattedResult):
     seconds: float = 0.0
     method: str = ""
 
-    def __getitem__(self, n: int) -> sp.ImmutableMatrix:
+    #: ``sympy.sympify(F)`` returns ``F`` itself, so that ``sympy.simplify(F)``, ``sympy.expand(F)`` and
+    #: ``sympy.N(F)`` reach the methods below (sympy's protocol for objects that are not Basic).
+    __sympy__ = False
+
+    def __getitem__(self, n):
+        if isinstance(n, slice):
+            return self.coefficients[n]
         return self.coefficient(n)
 
     def __len__(self) -> int:
@@ -347,6 +450,35 @@ class Expansion(FormattedResult):
     def _latex(self, printer=None) -> str:
         """What ``sympy.latex(F)`` prints: the coefficients as one aligned display."""
         return self._latex_math()
+
+    def _sympystr(self, printer) -> str:
+        """What ``sympy.sstr(F)`` prints: one line per coefficient."""
+        return "\n".join([f"expansion along {self._describe()} up to eps^{self.order}"]
+                         + [f"F_{n} = {printer._print(c)}" for n, c in enumerate(self.coefficients)])
+
+    def _pretty(self, printer):
+        """What ``sympy.pretty(F)`` / ``sympy.pprint(F)`` print: each ``F_n = `` beside its pretty matrix.
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=1)
+        >>> print(sp.pretty(F, use_unicode=False))
+        expansion up to eps^1
+              [Vt1_11*x_11   Vt1_11*x_12  Vt1_11*x_11   Vt1_11*x_12]
+        F_0 = [----------- + -----------  ----------- + -----------]
+              [     2             2            2             2     ]
+        F_1 = [0  0]
+        """
+        from sympy.printing.pretty.stringpict import prettyForm
+
+        lines = [prettyForm(f"expansion up to eps^{self.order}")]
+        lines += [prettyForm(*printer._print(c).left(f"F_{n} = ")) for n, c in enumerate(self.coefficients)]
+        width = max(line.width() for line in lines)
+        out = None
+        for line in lines:  # left-aligned (stringPict.below centres)
+            line = prettyForm(*line.right(" " * (width - line.width()))) if line.width() < width else line
+            out = line if out is None else prettyForm(*out.below(line))
+        return out
 
     def coefficient(self, n: int) -> sp.ImmutableMatrix:
         """``F_n`` (``F_{-1}`` is the last one computed); raises TruncationError beyond the order computed.
@@ -374,6 +506,159 @@ class Expansion(FormattedResult):
         for c in self.coefficients:
             out |= c.free_symbols
         return out
+
+    # -- sympy operations over every coefficient ----------------------------------------------------
+    def symbol_names(self) -> dict:
+        """``{name: Symbol}`` for every symbol this expansion uses or may use (see :func:`package_symbols`).
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=1)
+        >>> sorted(F.symbol_names())
+        ['Kt1_11', 'Qt1_11', 'Vt1_11', 'x_11', 'x_12']
+        """
+        names = package_symbols(self.architecture, self.order)
+        names.update({s.name: s for s in self.free_symbols if isinstance(s, sp.Symbol)})
+        return names
+
+    def symbol(self, name: str) -> sp.Symbol:
+        """The symbol named ``name`` (``"c_1"``, ``"x_12"``, ``"Qt1_11"``), with the package's assumptions.
+
+        Raises SymattnError for a name the expansion does not use.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, normalizer=Normalizer.generic(1))
+        >>> c1 = F.symbol("c_1")
+        >>> c1 in F[2].free_symbols, sp.Symbol("c_1") in F[2].free_symbols
+        (True, False)
+        """
+        names = self.symbol_names()
+        if not isinstance(name, str) or name not in names:
+            raise _unknown(name if isinstance(name, str) else repr(name), names, "this expansion")
+        return names[name]
+
+    def _map(self, function, point=()) -> "Expansion":
+        coefficients = tuple(CoefficientMatrix(function(c)) for c in self.coefficients)
+        merged = dict(self.point)
+        merged.update(point)
+        return dataclasses.replace(self, coefficients=coefficients, point=tuple(sorted(merged.items())))
+
+    @staticmethod
+    def _numeric_point(pairs) -> dict:
+        return {old.name: new for old, new in pairs
+                if isinstance(old, sp.Symbol) and isinstance(new, sp.Basic) and new.is_number}
+
+    def subs(self, *args, **kwargs) -> "Expansion":
+        """Substitute in every coefficient; symbols are matched by name.
+
+        Takes what ``sympy``'s ``subs`` takes (``(old, new)``, a dict, a list
+        of pairs).  ``old`` may be a name (``"c_1"``), a Symbol, matched by its
+        name whatever its assumptions (``sp.Symbol("c_1")`` is the package's
+        ``c_1``), or an expression; a name the expansion does not use is an
+        error, never a silent no-op.  A string value is read by the package's
+        safe parser (:func:`symattn.parsing.parse_expression`), never
+        ``sympify``; numbers join :attr:`point`.
+
+        Returns
+        -------
+        Expansion
+            A new expansion (this one is unchanged).
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, normalizer=Normalizer.generic(1))
+        >>> G = F.subs("c_1", 0)
+        >>> G[2], G.point
+        (Matrix([[0, 0]]), (('c_1', 0),))
+        >>> F.subs(sp.Symbol("c_1"), 0)[2] == G[2] == F.subs({"c_1": "0"})[2]
+        True
+        >>> F.subs("c_9", 1)
+        Traceback (most recent call last):
+        ...
+        symattn.errors.SymattnError: unknown symbol name 'c_9' for this expansion; its symbols are Kt1_11, Qt1_11, Vt1_11, c_1, c_2, c_3, x_11, x_12
+        """
+        pairs = _substitution_pairs(args, self.symbol_names(), "this expansion")
+        return self._map(lambda c: c.subs(pairs, **kwargs), self._numeric_point(pairs))
+
+    def xreplace(self, rule: dict) -> "Expansion":
+        """``xreplace`` in every coefficient, keys matched by name as in :meth:`subs`.
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F.xreplace({"x_11": 1, "x_12": 0, "Vt1_11": 2})[0]
+        Matrix([[1, 1]])
+        """
+        if not isinstance(rule, dict):
+            raise SymattnError(f"xreplace takes a dict {{old: new}}, got {type(rule).__name__}")
+        pairs = _substitution_pairs((rule,), self.symbol_names(), "this expansion")
+        return self._map(lambda c: c.xreplace(dict(pairs)), self._numeric_point(pairs))
+
+    def applyfunc(self, function) -> "Expansion":
+        """``function`` applied to every entry of every coefficient.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, normalizer=Normalizer.generic(1))
+        >>> F.applyfunc(sp.factor)[2][0, 0]
+        Kt1_11*Qt1_11*Vt1_11*c_1*x_11*(x_11 - x_12)**2/4
+        """
+        return self._map(lambda c: c.applyfunc(function))
+
+    def evalf(self, n: int = 15, **options) -> "Expansion":
+        """Every entry as a float with ``n`` digits (symbols stay); ``sympy.N(F)`` calls it.
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F.subs({"x_11": 1, "x_12": 2, "Vt1_11": 1, "Qt1_11": 1, "Kt1_11": 1}).evalf(3)[2]
+        Matrix([[0.25, 0.5]])
+        >>> sp.N(F.subs("x_11", sp.pi), 4)[0]
+        Matrix([[0.5*Vt1_11*x_12 + 1.571*Vt1_11, 0.5*Vt1_11*x_12 + 1.571*Vt1_11]])
+        """
+        return self._map(lambda c: c.evalf(n, **options))
+
+    n = evalf
+
+    def simplify(self, **kwargs) -> "Expansion":
+        """``sympy.simplify`` of every entry; ``sympy.simplify(F)`` calls it.
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> sp.simplify(F)[2][0, 0]
+        Kt1_11*Qt1_11*Vt1_11*x_11*(x_11**2 - 2*x_11*x_12 + x_12**2)/4
+        """
+        return self._map(lambda c: c.applyfunc(lambda e: sp.simplify(e, **kwargs)))
+
+    def _eval_simplify(self, **kwargs) -> "Expansion":
+        return self.simplify(**kwargs)
+
+    def expand(self, **hints) -> "Expansion":
+        """``sympy.expand`` of every entry; ``sympy.expand(F)`` calls it.
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> sp.expand(F.applyfunc(sp.factor))[2] == F[2]
+        True
+        """
+        return self._map(lambda c: c.applyfunc(lambda e: sp.expand(e, **hints)))
+
+    def factor(self, **hints) -> "Expansion":
+        """``sympy.factor`` of every entry.
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F.factor()[2][0, 1]
+        Kt1_11*Qt1_11*Vt1_11*x_12*(x_11 - x_12)**2/4
+        """
+        return self._map(lambda c: c.applyfunc(lambda e: sp.factor(e, **hints)))
 
     def leading_order(self) -> int | None:
         """The least ``n >= 1`` with ``F_n != 0`` (None if all vanish up to the order)."""
@@ -830,9 +1115,15 @@ class LeadingCoefficient(FormattedResult):
             return evaluator.matrix(self.effective_formula, {**self._effective_environment(env), **scalars})
         return evaluator.matrix(self.formula, {**env, **scalars})
 
-    def explicit(self) -> sp.Matrix:
-        """The formula entry by entry in the symbols of :func:`curve_symbols` and ``x_rc``."""
-        return self.evaluate()
+    def explicit(self) -> "CoefficientMatrix":
+        """The formula entry by entry in the symbols of :func:`curve_symbols` and ``x_rc``.
+
+        Examples
+        --------
+        >>> leading_coefficient(Architecture.uniform(layers=1, width=1, tokens=2), 1).explicit()[0, 1]
+        Kt1_11*Qt1_11*Vt1_11*x_11**2*x_12/4 - Kt1_11*Qt1_11*Vt1_11*x_11*x_12**2/2 + Kt1_11*Qt1_11*Vt1_11*x_12**3/4
+        """
+        return CoefficientMatrix(self.evaluate())
 
     def to_json(self) -> dict:
         return {

@@ -1,0 +1,151 @@
+"""Expansions behave like sympy objects: slices, subs by name, xreplace, evalf, simplify, printing hooks."""
+
+import random
+
+import pytest
+import sympy as sp
+
+from symattn.algebra.exactseries import PolynomialSeriesDomain
+from symattn.errors import SymattnError
+from symattn.expand import (
+    CoefficientMatrix,
+    Expansion,
+    _SympyWriter,
+    curve_symbols,
+    expand,
+    latex,
+    leading_coefficient,
+    package_symbols,
+)
+from symattn.model import Architecture
+from symattn.normalizers import Normalizer
+
+
+@pytest.fixture(scope="module")
+def F():
+    return expand(Architecture.uniform(layers=1, width=1, rank=1, tokens=2), order=4,
+                  normalizer=Normalizer.generic(1))
+
+
+# -- the fast conversion from flint is sympy's own canonical form ----------------------------------------
+def test_the_writer_builds_exactly_the_expression_sympy_builds():
+    symbols = sp.symbols("Kt1_11 Qt1_11 Vt1_11 x_11 x_12 a b", real=True) + (
+        sp.Symbol("c_1", real=True, nonzero=True), sp.Symbol("c_2", real=True))
+    domain = PolynomialSeriesDomain(1, symbols)
+    rng = random.Random(5)
+    writer = _SympyWriter(domain.symbols)
+    for trial in range(400):
+        if trial % 50 == 0:  # a fresh writer meets new factors in the middle of a polynomial
+            writer = _SympyWriter(domain.symbols)
+        expr = sp.expand(sum(
+            sp.Rational(rng.randint(-9, 9), rng.choice([1, 1, 2, 3, 7]))
+            * sp.Mul(*[rng.choice(symbols) ** rng.randint(0, 4) for _ in range(rng.randint(0, 5))])
+            for _ in range(rng.randint(1, 12))))
+        poly = domain._convert(expr)
+        built = writer(poly)
+        assert built == expr == domain.to_sympy(poly)
+        assert sp.srepr(built) == sp.srepr(domain.to_sympy(poly)) and hash(built) == hash(expr)
+    assert writer(domain._convert(sp.Integer(0))) == 0 and writer(domain._convert(sp.Rational(3, 2))) == sp.Rational(3, 2)
+
+
+def test_two_layer_expansion_is_unchanged_by_the_fast_conversion():
+    arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2)
+    F = expand(arch, order=6, normalizer=Normalizer.generic(1))
+    for n in (2, 6):
+        for entry in F[n]:
+            assert sp.srepr(entry) == sp.srepr(sp.Poly(entry, *sorted(entry.free_symbols, key=str)).as_expr())
+
+
+# -- the sequence protocol ------------------------------------------------------------------------------
+def test_slices_negative_indices_and_iteration(F):
+    assert F[1:3] == (F[1], F[2]) and F[::2] == (F[0], F[2], F[4]) and F[-2:] == (F[3], F[4])
+    assert [n for n, _ in enumerate(F)] == [0, 1, 2, 3, 4]
+    assert isinstance(F[2], CoefficientMatrix) and isinstance(F[2], sp.ImmutableMatrix)
+
+
+# -- substitution by name -------------------------------------------------------------------------------
+def test_subs_matches_the_package_symbols_by_name(F):
+    c1 = Normalizer.generic(1).coefficient_symbol(1)
+    assert sp.Symbol("c_1") != c1  # the trap: the package's c_1 carries assumptions
+    assert F[2].subs(sp.Symbol("c_1"), 0) == F[2]  # plain sympy: a silent no-op
+    by_name = F.subs("c_1", 0)
+    assert by_name[2] == sp.zeros(1, 2) and by_name[2] == F[2].subs(c1, 0)
+    assert F.subs(sp.Symbol("c_1"), 0)[2] == by_name[2]
+    assert F.subs({"c_1": 0})[2] == F.subs([("c_1", 0)])[2] == by_name[2]
+    assert by_name.point == (("c_1", 0),) and F.point == ()
+    # the same rule as expand(..., point=...)
+    arch = F.architecture
+    at_point = expand(arch, order=4, point={"c_1": 1, "c_2": 0})
+    assert at_point[4] == F.subs({"c_1": 1, "c_2": 0})[4]
+
+
+def test_subs_values_are_read_by_the_safe_parser_and_keys_may_be_expressions(F):
+    c1, c2 = F.symbol("c_1"), F.symbol("c_2")
+    half = F.subs("c_1", "1/2")
+    assert half[2] == F[2].subs(c1, sp.Rational(1, 2))
+    assert F.subs("c_1", "c_2 + 1")[2] == F[2].subs(c1, c2 + 1)  # names in the value are the package's
+    x11, x12 = F.symbol("x_11"), F.symbol("x_12")
+    assert F.subs("x_11 - x_12", 0)[2] == F[2].subs(x11 - x12, 0)
+    with pytest.raises(SymattnError, match="'__import__' is not accepted"):
+        F.subs("c_1", "__import__('os')")
+
+
+def test_an_unknown_name_is_an_error_never_a_silent_no_op(F):
+    for key in ("c_9", sp.Symbol("c_9"), "Q1_11"):
+        with pytest.raises(SymattnError, match="unknown symbol name"):
+            F.subs(key, 1)
+    with pytest.raises(SymattnError, match="unknown symbol name 'y'"):
+        F.subs(sp.Symbol("y") + F.symbol("c_1"), 1)
+    with pytest.raises(SymattnError, match="unknown symbol name"):
+        F.symbol("What1")
+    with pytest.raises(SymattnError, match="subs takes"):
+        F.subs("c_1", 1, 2)
+
+
+def test_xreplace_evalf_applyfunc_simplify(F):
+    point = {"x_11": 1, "x_12": -1, "Qt1_11": 2, "Kt1_11": 3, "Vt1_11": 5}
+    G = F.xreplace(point)
+    exact = {F.symbol(name): value for name, value in point.items()}
+    assert all(G[n] == F[n].xreplace(exact) for n in range(5))
+    assert G[2] == sp.Matrix([[30 * F.symbol("c_1"), -30 * F.symbol("c_1")]])
+    N = G.subs("c_1", sp.Rational(1, 3)).evalf(5)
+    assert N[2][0, 0] == sp.Float(10, 5) and isinstance(N, Expansion)
+    assert sp.N(G.subs("c_1", sp.Rational(1, 3)), 5)[2] == N[2]
+    factored = F.applyfunc(sp.factor)
+    assert factored[2][0, 0] == sp.factor(F[2][0, 0])
+    assert sp.expand(factored)[2] == F[2]
+    assert sp.simplify(F)[2].applyfunc(sp.expand) == F[2]
+    assert isinstance(sp.simplify(F), Expansion)
+
+
+def test_package_symbols_lists_every_name():
+    arch = Architecture.uniform(layers=2, width=1, tokens=2)
+    names = package_symbols(arch, 2, Normalizer.generic(2))
+    assert {"Qt2_11", "Vt1_11", "x_12", "c_2", "c_3"} <= set(names)
+    assert names["x_12"] == arch.input_symbols()[0, 1]
+    assert names["Qt2_11"] == curve_symbols(arch).Q[1][0, 0]
+
+
+# -- printing ---------------------------------------------------------------------------------------------
+def test_latex_of_a_coefficient_uses_the_package_names(F):
+    text = sp.latex(F[2])
+    assert r"\tilde{K}^{(1)}_{11}" in text and "Kt_{1 11}" not in text and "x_{11}" in text
+    assert text in F.to_latex()  # the same names as the export
+    assert r"\tilde{K}^{(1)}_{11}" in sp.latex(F[2].subs(F.symbol("c_1"), 2))  # kept by sympy operations
+    assert latex(F[2][0, 0]).count(r"\tilde{Q}^{(1)}_{11}") >= 1
+    assert latex(F[2][0, 0], symbol_names={F.symbol("c_1"): "c"}).count("c ") >= 1
+    assert F[2]._repr_latex_().count(r"\tilde{V}^{(1)}_{11}") >= 1
+
+
+def test_pretty_and_sstr_hooks(F):
+    pretty = sp.pretty(F, use_unicode=False, wrap_line=False)
+    assert pretty.splitlines()[0].rstrip() == "expansion up to eps^4" and "F_1 = [0  0]" in pretty
+    text = sp.sstr(F)
+    assert text.splitlines()[2] == "F_1 = Matrix([[0, 0]])"
+    assert "F_4 = " in str(F) and "\n" not in repr(F)
+
+
+def test_explicit_leading_coefficient_is_a_coefficient_matrix():
+    lc = leading_coefficient(Architecture.uniform(layers=1, width=1, tokens=2), 1)
+    assert isinstance(lc.explicit(), CoefficientMatrix)
+    assert r"\tilde{Q}^{(1)}_{11}" in sp.latex(lc.explicit())
