@@ -31,8 +31,8 @@ import sympy as sp
 
 from ..errors import DomainError, TruncationError
 from .domains import Domain, is_prime
-from .linalg import (MAX_PRIME, matmul_mod, modular_inverse, schoolbook_default, series_matmul, series_mul_mod,
-                     series_scale)
+from .linalg import (MAX_PRIME, coefficient_support, matmul_mod, modular_inverse, schoolbook_default, series_matmul,
+                     series_mul_mod, series_scale)
 
 __all__ = ["ModSeriesDomain", "ExactSeriesDomain", "series_mul_mod", "modular_inverse", "MAX_PRIME"]
 
@@ -44,9 +44,8 @@ _BLAS_MIN_JETS = 2
 
 def valuation(a: np.ndarray) -> int:
     """Least index of a nonzero coefficient anywhere in ``a`` (``N`` if none)."""
-    n = a.shape[-1]
-    nonzero = np.flatnonzero(a.reshape(-1, n).any(axis=0))
-    return int(nonzero[0]) if len(nonzero) else n
+    nonzero = coefficient_support(a)
+    return int(nonzero[0]) if len(nonzero) else a.shape[-1]
 
 
 class ModSeriesDomain(Domain):

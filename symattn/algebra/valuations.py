@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .linalg import pivots, series_matmul, series_matrix_inverse
+from .linalg import coefficient_support, pivots, series_matmul, series_matrix_inverse
 
 __all__ = ["SmithValuations", "smith_valuations"]
 
@@ -94,10 +94,10 @@ def smith_valuations(matrix: np.ndarray, p: int, progress=None) -> SmithValuatio
     exponents: list[int] = []
     v = 0
     while v < truncation and work.shape[0] and work.shape[1]:
-        nonzero_at = work.reshape(-1, truncation)[:, v:].any(axis=0)
-        if not nonzero_at.any():
+        nonzero_at = coefficient_support(work[..., v:])
+        if not len(nonzero_at):
             break
-        v += int(np.argmax(nonzero_at))  # the least valuation left
+        v += int(nonzero_at[0])  # the least valuation left
         level = work[:, :, v]
         if level.shape[0] <= level.shape[1]:
             rows, cols = pivots(level, p)
