@@ -57,7 +57,7 @@ from .errors import DomainError, NormalizerError, ShapeError, SymattnError, Trun
 from .jacobian import degree_bound, series_output
 from .model import Architecture, Parameters, require_architecture, require_seed
 from .normalizers import Normalizer, as_normalizer
-from .parsing import parse_expression, to_sympy
+from .parsing import parse_expression, to_sympy, to_sympy_matrix
 
 __all__ = [
     "Expansion",
@@ -1030,6 +1030,8 @@ class LeadingCoefficient(FormattedResult):
     coefficients: tuple
     latex: str
     method: str = ""
+    matrix_form: object = None
+    definitions: tuple = ()
 
     def environment(self, parameters: Parameters | None = None, X=None) -> dict:
         """MatrixSymbol -> explicit matrix: the given values, else the symbols of :func:`curve_symbols`."""
@@ -1046,7 +1048,7 @@ class LeadingCoefficient(FormattedResult):
         return env
 
     def evaluate(self, parameters: Parameters | None = None, X=None, coefficient_values: dict | None = None,
-                 effective: bool = False) -> sp.Matrix:
+                 effective: bool = False, form: str | None = None) -> sp.Matrix:
         """The formula as an explicit matrix, at given parameters / input (default: symbols).
 
         Parameters
@@ -1059,6 +1061,10 @@ class LeadingCoefficient(FormattedResult):
             Values of generic normalizer coefficients (``{"c_1": 2}``).
         effective : bool
             Evaluate ``effective_formula`` (through ``P`` and ``What_i``) instead.
+        form : {"tokens", "effective", "matrix"}, optional
+            Which of the three equal forms to evaluate: ``formula`` (default),
+            ``effective_formula`` (as ``effective=True``) or ``matrix_form``
+            (``H``, ``J``, ``C_i`` evaluated from their definitions).
 
         Examples
         --------
@@ -1066,7 +1072,14 @@ class LeadingCoefficient(FormattedResult):
         >>> lc = leading_coefficient(arch, 1)
         >>> lc.evaluate(arch.parameters_from([[[1]]], [[[1]]], [[[1]]]), [[1, 0]])
         Matrix([[1/4, 0]])
+        >>> lc.evaluate(arch.parameters_from([[[1]]], [[[1]]], [[[1]]]), [[1, 0]], form="matrix")
+        Matrix([[1/4, 0]])
         """
+        if form is None:
+            form = "effective" if effective else "tokens"
+        if form not in ("tokens", "effective", "matrix"):
+            raise SymattnError(f"form must be 'tokens', 'effective' or 'matrix', got {form!r}")
+        effective = {"tokens": False, "effective": True, "matrix": "matrix"}[form]
         env = self.environment(parameters, X)
         scalars = {}
         for key, value in (coefficient_values or {}).items():
@@ -1086,10 +1099,50 @@ class LeadingCoefficient(FormattedResult):
                                            {c: convert(v) for c, v in scalars.items()}, effective)
             return sp.Matrix(array.shape[0], array.shape[1], lambda r, c: back(array[r, c]))
         except (DomainError, SymattnError):  # not polynomial over Q: sympy arithmetic
-            formula, env = (self.effective_formula, self._effective_environment(env, sympy=True)) \
-                if effective else (self.formula, env)
-            value = evaluate_matrix_expression(formula, env).xreplace(scalars)
+            if effective == "matrix":
+                formula, env = self.matrix_form, self._matrix_environment(env, sympy=True)
+            elif effective:
+                formula, env = self.effective_formula, self._effective_environment(env, sympy=True)
+            else:
+                formula = self.formula
+            value = evaluate_matrix_expression(formula, env)
+            value = value.xreplace(scalars) if isinstance(value, sp.MatrixBase) else sp.Matrix(value).xreplace(scalars)
             return value.applyfunc(sp.expand)
+
+    def _matrix_environment(self, env: dict, sympy: bool = False, convert=None) -> dict:
+        """The named matrices of :attr:`matrix_form` (``P, X, What_i, H, J, C_i``, scalars ``alpha_i``)."""
+        by_name = {s.name: v for s, v in env.items()}
+        dot = (lambda a, b: a * b) if sympy else np.dot
+        arch = self.architecture
+        t = arch.tokens
+        out, prefix = {}, None
+        for i in range(1, arch.layers + 1):
+            if f"Qt{i}" in by_name:
+                W = dot(by_name[f"Kt{i}"].T, by_name[f"Qt{i}"])
+                out[f"What{i}"] = W if prefix is None else dot(dot(prefix.T, W), prefix)
+            prefix = by_name[f"Vt{i}"] if prefix is None else dot(by_name[f"Vt{i}"], prefix)
+        X = by_name["X"]
+        out["P"], out["X"] = prefix, X
+        if sympy:
+            out["J"] = sp.ones(t, t)
+            out["H"] = sp.eye(t) - out["J"] / t
+        else:
+            one, zero, inverse = convert(sp.Integer(1)), convert(sp.Integer(0)), convert(sp.Rational(1, t))
+            out["J"], out["H"] = np.empty((t, t), dtype=object), np.empty((t, t), dtype=object)
+            for r in range(t):  # element by element: numpy would read a polynomial as a sequence
+                for c in range(t):
+                    out["J"][r, c] = one
+                    out["H"][r, c] = (one if r == c else zero) - inverse
+        for i in range(1, self.layer + 1):
+            out[f"C_{i}"] = dot(dot(X.T, out[f"What{i}"]), X)
+            entries = [out[f"C_{i}"][r, c] for r in range(t) for c in range(t)]
+            total = entries[0]
+            for value in entries[1:]:
+                total = total + value
+            out[f"alpha_{i}"] = total / t**2 if sympy else total * convert(sp.Rational(1, t**2))
+        symbols = {s.name: s for s in self.matrix_form.atoms(sp.MatrixSymbol)}
+        symbols.update({s.name: s for s in self.matrix_form.atoms(sp.Symbol) if s.name.startswith("alpha_")})
+        return {symbols[name]: value for name, value in out.items() if name in symbols}
 
     def _effective_environment(self, env: dict, sympy: bool = False) -> dict:
         """``P``, ``What_i`` and ``X`` from explicit ``Qt_i, Kt_i, Vt_i`` (object arrays or sympy)."""
@@ -1111,19 +1164,59 @@ class LeadingCoefficient(FormattedResult):
 
     def _evaluate_in_ring(self, convert, env: dict, scalars: dict, effective: bool) -> np.ndarray:
         evaluator = RingEvaluator(convert)
+        if effective == "matrix":
+            return evaluator.matrix(self.matrix_form,
+                                    {**self._matrix_environment(env, convert=convert), **scalars})
         if effective:
             return evaluator.matrix(self.effective_formula, {**self._effective_environment(env), **scalars})
         return evaluator.matrix(self.formula, {**env, **scalars})
 
-    def explicit(self) -> "CoefficientMatrix":
+    def explicit(self, values: dict | None = None) -> "CoefficientMatrix":
         """The formula entry by entry in the symbols of :func:`curve_symbols` and ``x_rc``.
+
+        Parameters
+        ----------
+        values : dict, optional
+            Matrices for some of ``X, Qt1, Kt1, Vt1, ...`` and numbers for
+            ``c_k``, by name (``{"X": [[1, 0, 2]], "c_1": 1}``); the others
+            stay symbols.  Entries given as strings are read by the safe parser.
 
         Examples
         --------
-        >>> leading_coefficient(Architecture.uniform(layers=1, width=1, tokens=2), 1).explicit()[0, 1]
+        >>> lc = leading_coefficient(Architecture.uniform(layers=1, width=1, tokens=2), 1)
+        >>> lc.explicit()[0, 1]
         Kt1_11*Qt1_11*Vt1_11*x_11**2*x_12/4 - Kt1_11*Qt1_11*Vt1_11*x_11*x_12**2/2 + Kt1_11*Qt1_11*Vt1_11*x_12**3/4
+        >>> lc.explicit({"X": [[1, 0]], "Qt1": [[2]]})
+        Matrix([[Kt1_11*Vt1_11/2, 0]])
         """
-        return CoefficientMatrix(self.evaluate())
+        if not values:
+            return CoefficientMatrix(self.evaluate())
+        if not isinstance(values, dict):
+            raise SymattnError(f"values must be a dict of names to matrices or numbers, got {type(values).__name__}")
+        arch = self.architecture
+        base = curve_symbols(arch)
+        blocks = {"Q": list(base.Q), "K": list(base.K), "V": list(base.V)}
+        X = arch.input_symbols()
+        scalars = {}
+        matrices = {m.name: m for m in self.matrix_symbols}
+        coefficient_names = {c.name for c in self.coefficients if isinstance(c, sp.Symbol)}
+        for key, value in values.items():
+            name = key if isinstance(key, str) else getattr(key, "name", repr(key))
+            if name in coefficient_names:
+                scalars[name] = to_sympy(value, what=f"value of {name}", error=SymattnError)
+                continue
+            if name not in matrices:
+                raise _unknown(name, {**matrices, **{n: n for n in coefficient_names}}, "this leading coefficient")
+            matrix = to_sympy_matrix(value, what=f"value of {name}", error=ShapeError)
+            if matrix.shape != matrices[name].shape:
+                raise ShapeError(f"{name} is {matrices[name].shape[0]} x {matrices[name].shape[1]}, "
+                                 f"got {matrix.shape[0]} x {matrix.shape[1]}")
+            if name == "X":
+                X = matrix
+            else:
+                blocks[name[0]][int(name[2:]) - 1] = matrix
+        parameters = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+        return CoefficientMatrix(self.evaluate(parameters, X, scalars))
 
     def to_json(self) -> dict:
         return {
@@ -1140,25 +1233,232 @@ class LeadingCoefficient(FormattedResult):
             "method": self.method,
         }
 
+    # -- symbols and substitution ------------------------------------------------------------------
+    def _expressions(self):
+        yield self.formula
+        yield self.effective_formula
+        if self.matrix_form is not None:
+            yield self.matrix_form
+        for _, e in (*self.steps, *self.effective_steps, *self.definitions):
+            yield e
+
+    def symbol_names(self) -> dict:
+        """``{name: symbol}``: the matrix symbols (``X``, ``Qt1``, ``P``, ``What1``, ``H``, ``J``, ``C_1``...)
+        and scalars (``alpha_i``, and every ``c_j`` of a generic normalizer) of the forms.
+
+        Examples
+        --------
+        >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
+        >>> sorted(lc.symbol_names())
+        ['C_1', 'C_2', 'H', 'J', 'Kt1', 'Kt2', 'P', 'Qt1', 'Qt2', 'Vt1', 'Vt2', 'What1', 'What2', 'X']
+        """
+        names = dict(_normalizer_symbols(self.architecture, self.order))  # known even once substituted
+        for e in self._expressions():
+            if isinstance(e, sp.Basic):
+                names.update({m.name: m for m in e.atoms(sp.MatrixSymbol)})
+                names.update({m.name: m for m in e.free_symbols if isinstance(m, sp.Symbol)})
+        names.update({c.name: c for c in self.coefficients if isinstance(c, sp.Symbol)})
+        return names
+
+    def symbol(self, name: str):
+        """The matrix symbol or scalar named ``name`` (an error for a name the forms do not use).
+
+        Examples
+        --------
+        >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
+        >>> lc.symbol("C_2").shape, lc.symbol("What2").shape
+        ((3, 3), (2, 2))
+        """
+        names = self.symbol_names()
+        if not isinstance(name, str) or name not in names:
+            raise _unknown(name if isinstance(name, str) else repr(name), names, "this leading coefficient")
+        return names[name]
+
+    def subs(self, *args) -> "LeadingCoefficient":
+        """Substitute scalars (``c_k``, ``alpha_i``) in every form, matched by name as in :meth:`Expansion.subs`.
+
+        Matrices are given to :meth:`explicit` (``values={"X": ..., "Qt1": ...}``)
+        or :meth:`evaluate`, which write the formula out at them.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2, Normalizer.generic(1))
+        >>> lc.matrix_form
+        (c_1**3/81)*P*X*H*C_1*H*C_1.T*H*C_2*J
+        >>> lc.subs("c_1", 3).matrix_form
+        (1/3)*P*X*H*C_1*H*C_1.T*H*C_2*J
+        >>> lc.subs("X", 1)
+        Traceback (most recent call last):
+        ...
+        symattn.errors.SymattnError: X is a matrix: give matrices to explicit(values={...}) or evaluate(...); subs takes the scalars c_1, ...
+        """
+        names = self.symbol_names()
+        scalars = {n: v for n, v in names.items() if isinstance(v, sp.Symbol)}
+        for key in (args[0] if len(args) == 1 and isinstance(args[0], dict) else
+                    [p[0] for p in args[0]] if len(args) == 1 else args[:1]):
+            name = key if isinstance(key, str) else getattr(key, "name", None)
+            if name in names and name not in scalars:
+                raise SymattnError(f"{name} is a matrix: give matrices to explicit(values={{...}}) or "
+                                   f"evaluate(...); subs takes the scalars {', '.join(sorted(scalars))}")
+        pairs = _substitution_pairs(args, scalars, "this leading coefficient")
+        return self._map(lambda e: e.subs(pairs) if isinstance(e, sp.Basic) else e)
+
+    def xreplace(self, rule: dict) -> "LeadingCoefficient":
+        """``xreplace`` of scalars in every form, keys matched by name.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> lc = leading_coefficient(Architecture.uniform(layers=1, width=1, tokens=2), 1, Normalizer.generic(1))
+        >>> lc.xreplace({"c_1": 2}).matrix_form
+        P*X*H*C_1
+        """
+        if not isinstance(rule, dict):
+            raise SymattnError(f"xreplace takes a dict {{old: new}}, got {type(rule).__name__}")
+        scalars = {n: v for n, v in self.symbol_names().items() if isinstance(v, sp.Symbol)}
+        pairs = dict(_substitution_pairs((rule,), scalars, "this leading coefficient"))
+        return self._map(lambda e: e.xreplace(pairs) if isinstance(e, sp.Basic) else e)
+
+    def evalf(self, n: int = 15, **options) -> "LeadingCoefficient":
+        """The fractions of every form as floats with ``n`` digits (sympy's ``evalf`` recurses on matrix products).
+
+        Examples
+        --------
+        >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
+        >>> lc.evalf(3).matrix_form
+        0.0123*P*X*H*C_1*H*C_1.T*H*C_2*J
+        """
+        def numbers(e):
+            if not isinstance(e, sp.Basic):
+                return e
+            if not isinstance(e, sp.MatrixExpr) and not e.atoms(sp.MatrixSymbol):
+                return e.evalf(n, **options)
+            return e.xreplace({r: sp.Float(r, n) for r in e.atoms(sp.Rational) if not r.is_Integer})
+
+        return self._map(numbers)
+
+    n = evalf
+
+    def _map(self, function) -> "LeadingCoefficient":
+        def tidy(e):  # a scalar factor that became 1 after substitution: no '1*P*...'
+            if isinstance(e, sp.MatAdd):
+                return sp.MatAdd(*[tidy(a) for a in e.args])
+            if isinstance(e, sp.MatMul):
+                scalar, factors = e.as_coeff_matrices()
+                product = factors[0] if len(factors) == 1 else sp.MatMul(*factors)
+                return product if scalar == 1 else scalar * product
+            return e
+
+        inner = function
+
+        def function(e):
+            return tidy(inner(e))
+
+        return dataclasses.replace(
+            self, formula=function(self.formula), effective_formula=function(self.effective_formula),
+            matrix_form=None if self.matrix_form is None else function(self.matrix_form),
+            steps=tuple((name, function(e)) for name, e in self.steps),
+            effective_steps=tuple((name, function(e)) for name, e in self.effective_steps),
+            coefficients=tuple(function(sp.sympify(c)) for c in self.coefficients))
+
+    # -- the formula of this network -------------------------------------------------------------
+    def _left_side(self) -> str:
+        return f"F_{{{self.order}}} - F_{{{self.order}}}\\big|_{{\\hat W_{{{self.layer}}} = 0}}"
+
+    def matrix_latex(self) -> str:
+        r"""The matrix form of this network (its ``k`` and ``t``) and its definitions, as LaTeX ``aligned`` lines.
+
+        :meth:`to_latex` shows these lines and then the general formula (:attr:`latex`).
+
+        Examples
+        --------
+        >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
+        >>> print(lc.matrix_latex())
+        &F_{6} - F_{6}\big|_{\hat W_{2} = 0} = \frac{1}{81}\, P X H C_{1} H C_{1}^{T} H C_{2} J \\
+        &H = I_{3} - \tfrac{1}{3} J,\quad J = \mathbf{1}\mathbf{1}^{\top} \ (3 \times 3),\quad P = \tilde{V}_{2} \tilde{V}_{1},\quad \hat{W}_{1} = \tilde{K}_{1}^{T} \tilde{Q}_{1},\quad C_{1} = X^{T} \hat{W}_{1} X,\quad \hat{W}_{2} = \tilde{V}_{1}^{T} \tilde{K}_{2}^{T} \tilde{Q}_{2} \tilde{V}_{1},\quad C_{2} = X^{T} \hat{W}_{2} X
+        """
+        t = self.architecture.tokens
+        parts = []
+        for name, definition in self.definitions:
+            if name == "H":
+                parts.append(rf"H = I_{{{t}}} - \tfrac{{1}}{{{t}}} J")
+            elif name == "J":
+                parts.append(rf"J = \mathbf{{1}}\mathbf{{1}}^{{\top}} \ ({t} \times {t})")
+            elif name.startswith("alpha_"):
+                parts.append(rf"\alpha_{{{name[6:]}}} = \tfrac{{1}}{{{t * t}}}\, \mathbf{{1}}^{{\top}} C_{{{name[6:]}}} "
+                             r"\mathbf{1}")
+            else:
+                parts.append(f"{_matrix_latex(sp.MatrixSymbol(name, 1, 1))} = {_matrix_latex(definition)}")
+        return (f"&{self._left_side()} = {_matrix_latex(self.matrix_form)} \\\\\n&"
+                + r",\quad ".join(parts))
+
     def _latex_body(self) -> str:
-        return "\\begin{equation*}\n\\begin{aligned}\n" + self.latex + "\n\\end{aligned}\n\\end{equation*}"
+        return ("\\begin{equation*}\n\\begin{aligned}\n" + self.matrix_latex()
+                + "\n\\end{aligned}\n\\end{equation*}\nFor every width and token count:\n"
+                + "\\begin{equation*}\n\\begin{aligned}\n" + self.latex + "\n\\end{aligned}\n\\end{equation*}")
 
     def _latex_math(self) -> str:
-        return "\\begin{aligned}" + self.latex.replace("\n", " ") + "\\end{aligned}"
+        return ("\\begin{aligned}" + self.matrix_latex().replace("\n", " ") + r" \\ &\text{for every width and "
+                r"token count:} \\ " + self.latex.replace("\n", " ") + "\\end{aligned}")
 
     def to_markdown(self) -> str:
         lines = [f"# Leading coefficient of layer {self.layer}: order eps^{self.order}", "",
                  f"- architecture: {self.architecture.describe()}",
                  f"- k = {list(self.ks)}, c_k = {[str(c) for c in self.coefficients]}",
-                 f"- {self.method}", "", "$$", "\\begin{aligned}", self.latex, "\\end{aligned}", "$$"]
+                 f"- {self.method}", "", "For this network:", "", "$$", "\\begin{aligned}", self.matrix_latex(),
+                 "\\end{aligned}", "$$", "", "For every width and token count:", "",
+                 "$$", "\\begin{aligned}", self.latex, "\\end{aligned}", "$$"]
         return "\n".join(lines) + "\n"
 
+    def __repr__(self) -> str:
+        return (f"LeadingCoefficient(layer {self.layer} at eps^{self.order} of {self.architecture.describe()}: "
+                f"{self.matrix_form})")
+
     def __str__(self) -> str:
-        lines = [f"leading coefficient of layer {self.layer} at eps^{self.order}:"]
+        lines = [f"leading coefficient of layer {self.layer} at eps^{self.order}:",
+                 f"  F_{self.order} - F_{self.order}|What_{self.layer}=0 = {self.matrix_form}"]
+        t = self.architecture.tokens
+        for name, definition in self.definitions:
+            text = {"H": f"I - J/{t}", "J": f"ones({t}, {t})"}.get(name, str(definition))
+            lines.append(f"  {name} = {text}")
+        lines.append("written out through P and What_i:")
         lines += [f"  {name} = {expr}" for name, expr in self.effective_steps]
         lines.append("equivalently, through the tokens of each layer:")
         lines += [f"  {name} = {expr}" for name, expr in self.steps]
         return "\n".join(lines)
+
+
+def _matrix_latex(expr) -> str:
+    """LaTeX of a matrix expression of this module: ``Qt1`` as ``\\tilde{Q}_{1}``, ``What1`` as ``\\hat{W}_{1}``,
+    a scalar factor as a fraction before the product (not sympy's parenthesized one)."""
+    rename = {}
+    for m in expr.atoms(sp.MatrixSymbol):
+        name = m.name
+        if len(name) > 2 and name[0] in "QKV" and name[1] == "t" and name[2:].isdigit():
+            rename[m] = sp.MatrixSymbol(rf"\tilde{{{name[0]}}}_{{{name[2:]}}}", *m.shape)
+        elif name.startswith("What") and name[4:].isdigit():
+            rename[m] = sp.MatrixSymbol(rf"\hat{{W}}_{{{name[4:]}}}", *m.shape)
+    expr = expr.xreplace(rename) if rename else expr
+
+    def term(e):
+        if isinstance(e, sp.MatMul):
+            scalar, factors = e.as_coeff_matrices()
+            body = sp.latex(sp.MatMul(*factors)) if len(factors) > 1 else sp.latex(factors[0])
+            if scalar == 1:
+                return body
+            if scalar == -1:
+                return "-" + body
+            return sp.latex(scalar) + r"\, " + body
+        return sp.latex(e)
+
+    if isinstance(expr, sp.MatAdd):
+        text = ""
+        for i, e in enumerate(expr.args):
+            piece = term(e)
+            text += piece if i == 0 else (" " + piece if piece.startswith("-") else " + " + piece)
+        return text
+    return term(expr)
 
 
 def _general_latex(layer: int, layers: int, ks: list[int]) -> str:
@@ -1346,8 +1646,98 @@ def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> Lead
     method = ("derived by hand from S(eps^2 A) = J/t + (c_k eps^2k/t) H A^(k) + ... and the expansion "
               "S_i = J/t + (s'/s)(b) H A_i / t + ... of each later layer around its column-constant scores b; "
               "verified against the entrywise expansion (verify_leading_coefficient)")
+    form, definitions = _matrix_form(used, layer, ks, cs, n)
     return LeadingCoefficient(used, layer, n, formula, effective, tuple(steps), tuple(effective_steps),
-                              tuple(symbols), tuple(ks), tuple(cs), _general_latex(layer, layers, ks), method)
+                              tuple(symbols), tuple(ks), tuple(cs), _general_latex(layer, layers, ks), method,
+                              form, definitions)
+
+
+def _reduce(expr, H, J, t: int):
+    """A matrix expression with ``H^2 = H``, ``H J = J H = 0``, ``J^2 = t J`` and ``H^T = H``, ``J^T = J`` applied."""
+    if isinstance(expr, sp.MatAdd):
+        parts = [_reduce(a, H, J, t) for a in expr.args]
+        parts = [a for a in parts if not isinstance(a, sp.ZeroMatrix)]
+        return sp.ZeroMatrix(*expr.shape) if not parts else parts[0] if len(parts) == 1 else sp.MatAdd(*parts)
+    if not isinstance(expr, (sp.MatMul, sp.MatPow, sp.Transpose, sp.MatrixSymbol)):
+        return expr
+    scalar, factors = expr.as_coeff_matrices() if isinstance(expr, sp.MatMul) else (sp.Integer(1), [expr])
+    out = []
+    for m in factors:
+        power = 1
+        if isinstance(m, sp.MatPow) and m.base in (H, J) and m.exp.is_Integer:
+            m, power = m.base, int(m.exp)
+        if isinstance(m, sp.Transpose) and m.arg in (H, J):
+            m = m.arg
+        if m == J and power > 1:
+            scalar *= sp.Integer(t) ** (power - 1)
+        if out and {out[-1], m} == {H, J}:
+            return sp.ZeroMatrix(*expr.shape)
+        if out and out[-1] == m == H:
+            continue
+        if out and out[-1] == m == J:
+            scalar *= t
+            continue
+        out.append(m)
+    product = out[0] if len(out) == 1 else sp.MatMul(*out)
+    return product if scalar == 1 else scalar * product
+
+
+def _matrix_form(used: Architecture, layer: int, ks, cs, n: int):
+    """``(form, definitions)``: the leading coefficient in the named matrices ``P, X, H, J, C_i`` (reduced).
+
+    ``definitions`` is ``((name, definition), ...)`` for the symbols of the form: ``H``, ``J``,
+    ``P``, ``What_i``, ``C_i`` and, when some ``k_i > 1``, the scalars ``alpha_i``.
+    """
+    t = used.tokens
+    d0 = used.widths[0]
+    X = sp.MatrixSymbol("X", d0, t)
+    P = sp.MatrixSymbol("P", used.widths[-1], d0)
+    H, J = sp.MatrixSymbol("H", t, t), sp.MatrixSymbol("J", t, t)
+    What = {i: sp.MatrixSymbol(f"What{i}", d0, d0) for i in range(1, layer + 1)}
+    C = {i: sp.MatrixSymbol(f"C_{i}", t, t) for i in What}
+    ones = sp.OneMatrix(t, 1)
+    definitions = [("H", sp.Identity(t) - sp.OneMatrix(t, t) / t), ("J", sp.OneMatrix(t, t)),
+                   ("P", sp.MatMul(*[sp.MatrixSymbol(f"Vt{i}", *used.block_shapes(i)["V"])
+                                     for i in range(used.layers, 0, -1)]) if used.layers > 1
+                    else sp.MatrixSymbol("Vt1", *used.block_shapes(1)["V"]))]
+    for i in What:
+        definitions.append((f"What{i}", _what_definition(used, i)))
+        definitions.append((f"C_{i}", X.T * What[i] * X))
+
+    def reduce(expr):
+        return _reduce(sp.expand(expr), H, J, t)
+
+    k1, c1 = ks[0], cs[0]
+    if layer == 1:
+        form = (c1 / t) * P * X * H * entrywise_power(C[1], k1)
+        if used.layers > 1:
+            form = form * J / t
+        return reduce(form), tuple(definitions)
+    Z = reduce((c1 / t) * H * entrywise_power(C[1], k1) * H)
+    form = None
+    for i in range(2, layer + 1):
+        k, c = ks[i - 1], cs[i - 1]
+        alpha = sp.Symbol(f"alpha_{i}")
+        if k > 1:
+            definitions.append((f"alpha_{i}", sp.Trace(ones.T * C[i] * ones) / t**2))
+        if i == layer:
+            form = reduce((k * c * alpha ** (k - 1) / t**2) * P * X * Z * Z.T * C[i] * J)
+        else:
+            sigma = (k * c / t) * alpha ** (k - 1) * Z.T * C[i] * Z
+            if k > 1:
+                sigma = sigma + ((k - 1) * k * c / t**3) * alpha ** (k - 2) * Z.T * C[i] * J * C[i] * Z
+            Z = reduce(Z * sigma)
+    return form, tuple(definitions)
+
+
+def _what_definition(used: Architecture, i: int):
+    """``What_i = Pt_{i-1}^T Kt_i^T Qt_i Pt_{i-1}`` with ``Pt_{i-1} = Vt_{i-1} ... Vt_1``."""
+    shapes = used.block_shapes(i)
+    W = sp.MatrixSymbol(f"Kt{i}", *shapes["K"]).T * sp.MatrixSymbol(f"Qt{i}", *shapes["Q"])
+    if i == 1:
+        return W
+    prefix = sp.MatMul(*[sp.MatrixSymbol(f"Vt{j}", *used.block_shapes(j)["V"]) for j in range(i - 1, 0, -1)])
+    return prefix.T * W * prefix
 
 
 # -- verification ----------------------------------------------------------------------------------
@@ -1366,7 +1756,7 @@ def _formula_degree(lc: "LeadingCoefficient", generic: bool) -> int:
             array[index] = DegreeBound(1)
         env[s] = array
     degrees = []
-    for effective in (False, True):
+    for effective in (False, True) if lc.matrix_form is None else (False, True, "matrix"):
         array = lc._evaluate_in_ring(convert, env, {}, effective)
         degrees.append(max(v.d if isinstance(v, DegreeBound) else 0 for v in array.flat))
     return int(max(0, *degrees))
@@ -1404,6 +1794,8 @@ def _verify_symbolic(lc: LeadingCoefficient, max_terms: int):
     zero = np.zeros(claimed.shape, dtype=object)
     checks = [(m, zero, "0") for m in range(n)] + [(n, claimed, "the formula"),
                                                   (n, claimed_effective, "the effective formula")]
+    if lc.matrix_form is not None:
+        checks.append((n, lc._evaluate_in_ring(convert, env, {}, effective="matrix"), "the matrix form"))
     for m, want, what in checks:
         got = full[:, :, m] - collapsed[:, :, m]
         for (r, c), value in np.ndenumerate(got):
@@ -1425,8 +1817,8 @@ def _verify_symbolic(lc: LeadingCoefficient, max_terms: int):
     method = (f"symbolic proof: F_0..F_{n} with every parameter, input entry and generic c_j a symbol, "
               f"computed with and without Kt_{layer} by one forward pass over truncated series with "
               f"coefficients in Q[{len(ring)} symbols] (python-flint), and the matrix formula evaluated in the "
-              f"same ring: F_m - F_m|Kt_{layer}=0 = 0 for m < {n} and = the formula (through the tokens, and "
-              f"through P and What_i) for m = {n}, exactly")
+              f"same ring: F_m - F_m|Kt_{layer}=0 = 0 for m < {n} and = the formula (through the tokens, "
+              f"through P and What_i, and in H, J, C_i) for m = {n}, exactly")
     return CheckResult(True, method, 0.0, None, "leading coefficient formula", f"F_{n} - F_{n}|Kt_{layer}=0",
                        0, None, None)
 
@@ -1497,6 +1889,8 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
         values = {s.name: point[s.name] for s in generic}
         pairs.append((n, lc.evaluate(params, X, values), full[n] - collapsed[n]))
         pairs.append((n, lc.evaluate(params, X, values, effective=True), full[n] - collapsed[n]))
+        if lc.matrix_form is not None:
+            pairs.append((n, lc.evaluate(params, X, values, form="matrix"), full[n] - collapsed[n]))
         for m, want, got in pairs:
             if want != got:
                 entry = next((r, c) for r in range(want.rows) for c in range(want.cols)

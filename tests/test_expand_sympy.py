@@ -149,3 +149,126 @@ def test_explicit_leading_coefficient_is_a_coefficient_matrix():
     lc = leading_coefficient(Architecture.uniform(layers=1, width=1, tokens=2), 1)
     assert isinstance(lc.explicit(), CoefficientMatrix)
     assert r"\tilde{Q}^{(1)}_{11}" in sp.latex(lc.explicit())
+
+
+# -- matrix forms of the network at hand --------------------------------------------------------------------
+def _random_point(arch, rng):
+    base = curve_symbols(arch)
+
+    def value(m):
+        return sp.Matrix(m.rows, m.cols, lambda r, c: sp.Rational(rng.randint(-9, 9), rng.randint(1, 4)))
+
+    return type(base)(*(tuple(value(m) for m in blocks) for blocks in (base.Q, base.K, base.V))), \
+        value(arch.input_symbols())
+
+
+def test_the_matrix_form_names_H_J_and_C_and_reduces_the_powers_of_H():
+    arch = Architecture.uniform(layers=2, width=2, tokens=3)
+    lc = leading_coefficient(arch, 2)
+    assert str(lc.matrix_form) == "(1/81)*P*X*H*C_1*H*C_1.T*H*C_2*J"  # c^3/t^4 P X H C_1 H C_1^T H C_2 J
+    generic = leading_coefficient(arch, 2, Normalizer.generic(1))
+    assert str(generic.matrix_form) == "(c_1**3/81)*P*X*H*C_1*H*C_1.T*H*C_2*J"
+    assert str(leading_coefficient(arch, 1).matrix_form) == "(1/9)*P*X*H*C_1*J"
+    assert str(leading_coefficient(Architecture.uniform(layers=1, width=2, tokens=3), 1).matrix_form) == \
+        "(1/3)*P*X*H*C_1"
+    k2 = leading_coefficient(arch, 2, Normalizer.generic(2))
+    assert str(k2.matrix_form) == \
+        "(2*alpha_2*c_2**3/81)*P*X*H*HadamardPower(C_1, 2)*H*HadamardPower(C_1.T, 2)*H*C_2*J"
+    assert dict(k2.definitions)["alpha_2"] == sp.Trace(sp.OneMatrix(3, 1).T * k2.symbol("C_2")
+                                                       * sp.OneMatrix(3, 1)) / 9
+    names = [name for name, _ in lc.definitions]
+    assert names == ["H", "J", "P", "What1", "C_1", "What2", "C_2"]
+    for e in (lc.matrix_form, generic.matrix_form):
+        assert not e.atoms(sp.MatPow) and "I -" not in str(e)
+
+
+@pytest.mark.parametrize("widths, ranks, tokens, k, layer", [
+    ([2, 2, 2], [1, 1], 3, 1, 2), ([2, 2, 2], [1, 1], 3, 2, 2), ([2, 3, 2, 2], [1, 2, 1], 3, 1, 3),
+    ([1, 1, 1, 1], [1, 1, 1], 2, 2, 3), ([2, 2, 2], [1, 1], 3, 1, 1), ([2, 2], [1], 3, 2, 1),
+    ([2, 2, 2], [1, 1], 4, 3, 2),
+])
+def test_the_matrix_form_equals_the_other_two_forms(widths, ranks, tokens, k, layer):
+    rng = random.Random(len(widths) * 10 + k)
+    arch = Architecture(widths, ranks, tokens, Normalizer.generic(k))
+    lc = leading_coefficient(arch, layer)
+    params, X = _random_point(arch, rng)
+    values = {f"c_{k}": sp.Rational(3, 5)}
+    by_tokens = lc.evaluate(params, X, values)
+    assert lc.evaluate(params, X, values, form="matrix") == by_tokens == lc.evaluate(params, X, values,
+                                                                                       form="effective")
+    assert by_tokens != sp.zeros(*by_tokens.shape)
+    # and with H, J, C_i written out by hand from their definitions
+    t = tokens
+    J = sp.ones(t, t)
+    names = lc.symbol_names()
+    env = {names["H"]: sp.eye(t) - J / t, names.get("J", "J"): J, names["X"]: X}
+    prefix = sp.eye(widths[0])
+    for i in range(1, arch.layers + 1):
+        if i <= layer:
+            W = prefix.T * params.K[i - 1].T * params.Q[i - 1] * prefix
+            C = X.T * W * X
+            env[lc.symbol(f"C_{i}")] = C
+            if f"alpha_{i}" in lc.symbol_names():
+                env[lc.symbol(f"alpha_{i}")] = sum(C) / t**2
+        prefix = params.V[i - 1] * prefix
+    env[lc.symbol("P")] = prefix
+    from symattn.algebra.matrix_expressions import evaluate_matrix_expression
+    by_hand = evaluate_matrix_expression(lc.matrix_form, env).xreplace({lc.coefficients[0]: sp.Rational(3, 5)})
+    assert by_hand.applyfunc(sp.expand) == by_tokens
+
+
+def test_verification_checks_the_matrix_form_and_catches_a_wrong_one():
+    import dataclasses
+
+    from symattn.expand import verify_leading_coefficient
+
+    arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2, normalizer=Normalizer.generic(1))
+    right = leading_coefficient(arch, 2)
+    proof = verify_leading_coefficient(arch, 2, symbolic=True)
+    assert proof.proved and "in H, J, C_i" in proof.method
+    wrong = dataclasses.replace(right, matrix_form=2 * right.matrix_form)
+    assert verify_leading_coefficient(arch, 2, candidate=wrong, symbolic=True).verdict is False
+    assert verify_leading_coefficient(arch, 2, candidate=wrong, points=1).verdict is False
+
+
+def test_the_latex_shows_this_network_then_the_general_formula():
+    lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
+    first = lc.matrix_latex().splitlines()[0]
+    assert first == (r"&F_{6} - F_{6}\big|_{\hat W_{2} = 0} = \frac{1}{81}\, P X H C_{1} H C_{1}^{T} H C_{2} J"
+                     r" \\")
+    latex_text = lc.to_latex()
+    assert latex_text.index(first) < latex_text.index(lc.latex.splitlines()[0])
+    assert r"H = I_{3} - \tfrac{1}{3} J" in latex_text and r"C_{2} = X^{T} \hat{W}_{2} X" in latex_text
+    assert lc._repr_latex_().count(r"\frac{1}{81}") == 1
+    markdown = lc.to_markdown()
+    assert "For this network:" in markdown and "For every width and token count:" in markdown
+    assert "F_6 - F_6|What_2=0 = (1/81)*P*X*H*C_1*H*C_1.T*H*C_2*J" in str(lc)
+    assert repr(lc).endswith(": (1/81)*P*X*H*C_1*H*C_1.T*H*C_2*J)") and "\n" not in repr(lc)
+    assert lc.to_latex(standalone=True).startswith("\\documentclass")
+
+
+def test_leading_coefficient_subs_and_explicit_at_given_matrices():
+    arch = Architecture.uniform(layers=2, width=2, tokens=3)
+    lc = leading_coefficient(arch, 2, Normalizer.generic(1))
+    one = lc.subs("c_1", 1)
+    assert one.matrix_form == leading_coefficient(arch, 2).matrix_form
+    assert one.subs(sp.Symbol("c_1"), 5).matrix_form == one.matrix_form  # no c_1 left: unchanged, no error
+    assert lc.subs(sp.Symbol("c_1"), 1).formula == one.formula and one.coefficients == (1, 1)
+    assert lc.xreplace({"c_1": 1}).effective_formula == one.effective_formula
+    with pytest.raises(SymattnError, match="unknown symbol name 'c_9'"):
+        lc.subs("c_9", 1)  # c_1 .. c_7 are the normalizer's (to order 6 + 1)
+    with pytest.raises(SymattnError, match="What1 is a matrix"):
+        lc.subs({"What1": 1})
+    rng = random.Random(4)
+    params, X = _random_point(arch, rng)
+    values = {"X": X, "c_1": 2}
+    for i in range(2):
+        values.update({f"Qt{i + 1}": params.Q[i], f"Kt{i + 1}": params.K[i], f"Vt{i + 1}": params.V[i]})
+    assert lc.explicit(values) == lc.evaluate(params, X, {"c_1": 2})
+    partial = lc.explicit({"X": X, "c_1": 2})
+    assert partial.free_symbols and not any(s.name.startswith("x_") for s in partial.free_symbols)
+    with pytest.raises(SymattnError, match="X is 2 x 3, got 1 x 2"):
+        lc.explicit({"X": [[1, 2]]})
+    with pytest.raises(SymattnError, match="unknown symbol name 'Y'"):
+        lc.explicit({"Y": [[1]]})
+    assert lc.evalf(3).matrix_form.atoms(sp.Float)
