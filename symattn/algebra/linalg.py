@@ -542,42 +542,46 @@ def series_matmul(A, B, p: int, truncation: int | None = None, schoolbook=None) 
         b[..., :min(N, B.shape[-1])] = B[..., :N] % p
         return series_mul_mod(a[..., :, :, None, :], b[..., None, :, :, :], p).sum(axis=-3) % p
     _check_prime_size(p)
-    A, B = _residues(A, p), _residues(B, p)
+    with _one_blas_thread():
+        return _series_product(_residues(A, p), _residues(B, p), p, N)
+
+
+def _series_product(A, B, p: int, N: int) -> np.ndarray:
+    """:func:`series_matmul` of residues on the BLAS path (inside :func:`_one_blas_thread`)."""
+    support_a, support_b = coefficient_support(A[..., :N]), coefficient_support(B[..., :N])
+    if len(support_a) == 1:  # A = eps^a A_0: one product of coefficient matrices
+        return _monomial_product(A, B, p, N, int(support_a[0]))
+    if len(support_b) == 1:  # (A B)^T = B^T A^T, the entries commute
+        return np.swapaxes(_monomial_product(np.swapaxes(B, -3, -2), np.swapaxes(A, -3, -2), p, N,
+                                             int(support_b[0])), -3, -2)
+    if len(support_a) and len(support_b):
+        def product(a, b, length):
+            return _series_product(a, b, p, length)
+
+        strided = _strided_product(A, B, (support_a, support_b), N, product)
+        if strided is None and _stride(support_b) >= 2:  # (A B)^T = B^T A^T, the entries commute
+            strided = _strided_product(np.swapaxes(B, -3, -2), np.swapaxes(A, -3, -2), (support_b, support_a),
+                                       N, product)
+            strided = None if strided is None else np.swapaxes(strided, -3, -2)
+        if strided is not None:
+            return strided
     # The Toeplitz side has (its rows) x (the span of the other factor's nonzero coefficients):
     # flops and memory both scale with that, so take the smaller of the two orientations
     # ((A B)^T = B^T A^T, as the entries commute).  Dense x dense: the side with fewer rows.
-    with _one_blas_thread():
-        support_a, support_b = coefficient_support(A[..., :N]), coefficient_support(B[..., :N])
-        if len(support_a) == 1:  # A = eps^a A_0: one product of coefficient matrices
-            return _monomial_product(A, B, p, N, int(support_a[0]))
-        if len(support_b) == 1:  # (A B)^T = B^T A^T, the entries commute
-            return np.swapaxes(_monomial_product(np.swapaxes(B, -3, -2), np.swapaxes(A, -3, -2), p, N,
-                                                 int(support_b[0])), -3, -2)
-        if len(support_a) and len(support_b):
-            def product(a, b, length):
-                return series_matmul(a, b, p, length, schoolbook=False)
-
-            strided = _strided_product(A, B, (support_a, support_b), N, product)
-            if strided is None and _stride(support_b) >= 2:  # (A B)^T = B^T A^T, the entries commute
-                strided = _strided_product(np.swapaxes(B, -3, -2), np.swapaxes(A, -3, -2), (support_b, support_a),
-                                           N, product)
-                strided = None if strided is None else np.swapaxes(strided, -3, -2)
-            if strided is not None:
-                return strided
-        span_a, span_b = _span_of(support_a), _span_of(support_b)
-        # the flops are (rows of the product) x m k n x (span of the non-Toeplitz side): a factor of
-        # much smaller span goes on that side (a parameter eps Qt has span 1: its product with a
-        # hidden state then costs N times less; measured 77 against 14 ms at N = 163); otherwise the
-        # smaller Toeplitz matrix, whose product has the more columns (BLAS is slow on thin ones)
-        if 4 * span_a <= span_b or 4 * span_b <= span_a:
-            swap = span_a < span_b
-        else:
-            swap = A.shape[-3] * span_b > B.shape[-2] * span_a
-        if swap:
-            swapped = _series_matmul_blas(np.swapaxes(B, -3, -2), np.swapaxes(A, -3, -2), p, N,
-                                          supports=(support_b, support_a))
-            return np.swapaxes(swapped, -3, -2)
-        return _series_matmul_blas(A, B, p, N, supports=(support_a, support_b))
+    span_a, span_b = _span_of(support_a), _span_of(support_b)
+    # the flops are (rows of the product) x m k n x (span of the non-Toeplitz side): a factor of
+    # much smaller span goes on that side (a parameter eps Qt has span 1: its product with a
+    # hidden state then costs N times less; measured 77 against 14 ms at N = 163); otherwise the
+    # smaller Toeplitz matrix, whose product has the more columns (BLAS is slow on thin ones)
+    if 4 * span_a <= span_b or 4 * span_b <= span_a:
+        swap = span_a < span_b
+    else:
+        swap = A.shape[-3] * span_b > B.shape[-2] * span_a
+    if swap:
+        swapped = _series_matmul_blas(np.swapaxes(B, -3, -2), np.swapaxes(A, -3, -2), p, N,
+                                      supports=(support_b, support_a))
+        return np.swapaxes(swapped, -3, -2)
+    return _series_matmul_blas(A, B, p, N, supports=(support_a, support_b))
 
 
 # -- a series times many series, entrywise -----------------------------------------------------
@@ -676,7 +680,15 @@ def series_scale(values, many, p: int, schoolbook=None) -> np.ndarray:
     if _use_schoolbook(schoolbook) or n > _SCALE_MAX_INNER:
         return series_mul_mod(values, many, p)
     _check_prime_size(p)
-    values, many = _residues(values, p), _residues(many, p)
+    with _one_blas_thread():
+        return _scale_product(_residues(values, p), _residues(many, p), p)
+
+
+def _scale_product(values, many, p: int) -> np.ndarray:
+    """:func:`series_scale` of residues on the BLAS path (inside :func:`_one_blas_thread`)."""
+    n = many.shape[-1]
+    lead = np.broadcast_shapes(values.shape[:-2], many.shape[:-2])
+    width = many.shape[-2]
     out = np.zeros((*lead, width, n), dtype=np.int64)
     entries = int(np.prod(lead)) if lead else 1
     if not (entries and width):
@@ -689,7 +701,7 @@ def series_scale(values, many, p: int, schoolbook=None) -> np.ndarray:
         return out
 
     def product(a, b, length):
-        return series_scale(a, b, p, schoolbook=False)
+        return _scale_product(a, b, p)
 
     strided = _strided_product(values, many, (value_support, many_support), n, product)
     if strided is None and width == 1 and _stride(many_support) >= 2:  # one series each: either order
@@ -704,26 +716,25 @@ def series_scale(values, many, p: int, schoolbook=None) -> np.ndarray:
     # entries per piece: the float copy of their rows and the limbs of their widest Toeplitz band
     per_entry = 8 * (width * inner + 2 * inner * band + 3 * width * band)
     step = max(1, _PIECE_BYTES // per_entry)
-    with _one_blas_thread():
-        for start in range(0, entries, step):
-            stop = min(entries, start + step)
-            piece = v[start:stop]
-            limbs = np.zeros((stop - start, 2, inner + n), dtype=np.float64)
-            limbs[:, 0, inner:] = piece >> 14
-            limbs[:, 1, inner:] = piece & ((1 << 14) - 1)
-            left = rows[start:stop, :, low_many:n - low_value].astype(np.float64)
-            for top in range(low_value + low_many, n, band):
-                bottom = min(n, top + band)
-                q_stop = bottom - low_value  # q in [low_many, q_stop) meets v[n - q] with n - q >= low_value
-                toeplitz = _toeplitz_band(limbs, inner, low_many, q_stop, top, bottom)  # (E, 2, K, W)
-                right = np.empty((stop - start, q_stop - low_many, 2, bottom - top), dtype=np.float64)
-                np.copyto(right, toeplitz.transpose(0, 2, 1, 3))
-                product = np.matmul(left[:, :, :q_stop - low_many],
-                                    right.reshape(stop - start, q_stop - low_many, 2 * (bottom - top)))
-                del right
-                product = product.reshape(stop - start, width, 2, bottom - top)
-                _combine_limbs(product[:, :, 0], product[:, :, 1], p, flat_out[start:stop, :, top:bottom])
-                del product
+    for start in range(0, entries, step):
+        stop = min(entries, start + step)
+        piece = v[start:stop]
+        limbs = np.zeros((stop - start, 2, inner + n), dtype=np.float64)
+        limbs[:, 0, inner:] = piece >> 14
+        limbs[:, 1, inner:] = piece & ((1 << 14) - 1)
+        left = rows[start:stop, :, low_many:n - low_value].astype(np.float64)
+        for top in range(low_value + low_many, n, band):
+            bottom = min(n, top + band)
+            q_stop = bottom - low_value  # q in [low_many, q_stop) meets v[n - q] with n - q >= low_value
+            toeplitz = _toeplitz_band(limbs, inner, low_many, q_stop, top, bottom)  # (E, 2, K, W)
+            right = np.empty((stop - start, q_stop - low_many, 2, bottom - top), dtype=np.float64)
+            np.copyto(right, toeplitz.transpose(0, 2, 1, 3))
+            product = np.matmul(left[:, :, :q_stop - low_many],
+                                right.reshape(stop - start, q_stop - low_many, 2 * (bottom - top)))
+            del right
+            product = product.reshape(stop - start, width, 2, bottom - top)
+            _combine_limbs(product[:, :, 0], product[:, :, 1], p, flat_out[start:stop, :, top:bottom])
+            del product
     return out
 
 
