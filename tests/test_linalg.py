@@ -330,3 +330,22 @@ def test_products_of_series_in_a_power_of_eps_equal_the_schoolbook_product(p):
     A = _series_on(rng, (3, 2, 9), p, 1, 2)  # factors of other lengths, a longer truncation
     B = _series_on(rng, (2, 4, 20), p, 0, 1)
     assert series_matmul(A, B, p, 25).tolist() == _reference_series_matmul(A, B, p, 25)
+
+
+@pytest.mark.parametrize("name", ["softmax", "cosh", "1 + x**3 + x**4"])
+def test_normalizer_of_scores_in_a_power_of_eps_is_the_same_with_either_product(name):
+    # along the collapse curve the scores are series in eps^2: the fast path composes in y = eps^2
+    from symattn.normalizers import Normalizer
+
+    normalizer = Normalizer.preset(name) if name in ("softmax", "cosh") else Normalizer(name)
+    p = BIG_PRIMES[2]
+    rng = np.random.default_rng(24)
+    for truncation, offset, stride in [(41, 2, 2), (40, 3, 3), (9, 2, 2), (30, 4, 2)]:
+        fast = ModSeriesDomain(p, truncation, directions=3)
+        slow = ModSeriesDomain(p, truncation, directions=3, schoolbook=True)
+        scores = rng.integers(0, p, size=(3, 3, 2, 4, truncation))
+        on_stride = np.zeros(truncation, dtype=bool)
+        on_stride[offset::stride] = True
+        scores[..., 0, ~on_stride] = 0
+        assert (fast.apply_normalizer(scores, normalizer) == slow.apply_normalizer(scores, normalizer)).all()
+        assert (fast.attention(scores, normalizer) == slow.attention(scores, normalizer)).all()

@@ -358,9 +358,15 @@ class ModSeriesDomain(Domain):
         matrix product, then Horner runs in ``value^b`` over the pieces.
         """
         p = self.p
+        n = value.shape[-1]
+        support = coefficient_support(value)
+        stride = int(np.gcd.reduce(support)) if len(support) else 0
+        if stride >= 2:  # a series in y = eps^g (every score along the collapse curve): compose in y
+            out = np.zeros((coefficients.shape[0], *value.shape), dtype=np.int64)
+            out[..., ::stride] = self._compose(coefficients, value[..., ::stride])
+            return out
         terms = coefficients.shape[1]
         step = max(1, math.isqrt(terms - 1) + 1) if terms > 1 else 1
-        n = value.shape[-1]
         entries = value.reshape(-1, 1, n)  # (E, 1, N)
         # value^1 .. value^step by doubling: value^k times (value^1 .. value^j) is one series_scale
         powers = entries.copy()
