@@ -391,13 +391,13 @@ def _residues(A: np.ndarray, p: int) -> np.ndarray:
 
 def _toeplitz_columns(A: np.ndarray, lowest: int, rows: int, first: int, count: int,
                       truncation: int) -> np.ndarray:
-    """Float64 block Toeplitz matrix of series ``A (..., m, k, L)``, restricted.
+    """Float64 block Toeplitz matrices of series ``A (..., m, k, L)``, restricted and transposed.
 
-    ``T[..., i R + a, b k + l] = A[..., i, l, (lowest + a) - (first + b)]``
-    (zero for a negative index) with ``R = rows`` rows, coefficients of the
-    product from ``lowest`` on, and columns ordered by the coefficient ``first + b``
-    of the other factor (``b < count``, where it can be nonzero), then by ``l``:
-    a band that needs fewer of them takes a prefix of the other factor's rows.
+    ``T[..., i, b k + l, a] = A[..., i, l, (lowest + a) - (first + b)]`` (zero for a negative
+    index): one matrix per row ``i`` of ``A``, with a column per coefficient ``lowest + a``
+    (``a < rows``) of the product, and a row per coefficient ``first + b`` (``b < count``) of
+    the other factor, then ``l``: a band that needs fewer of them takes a prefix.  Transposed, so
+    that the products ``B^T T`` come out in the layout of the result (coefficients last).
     """
     *lead, m, k, length = A.shape
     padded = np.zeros((*lead, m, k, 2 * truncation - 1), dtype=np.float64)
@@ -406,19 +406,21 @@ def _toeplitz_columns(A: np.ndarray, lowest: int, rows: int, first: int, count: 
     # windows[..., x, y] = padded[..., x + y]; A[n - q] = padded[N - 1 + n - q] = windows[base + a, C - 1 - b]
     base = truncation - count + lowest - first
     windows = np.lib.stride_tricks.sliding_window_view(padded, count, axis=-1)[..., base:base + rows, ::-1]
-    out = np.empty((*lead, m, rows, count, k), dtype=np.float64)  # C order: one BLAS operand per stack
-    np.copyto(out, np.moveaxis(windows, -3, -1))
-    return out.reshape(*lead, m * rows, count * k)
+    out = np.empty((*lead, m, count, k, rows), dtype=np.float64)  # C order: one BLAS operand per stack
+    np.copyto(out, np.moveaxis(windows, -1, -3))
+    return out.reshape(*lead, m, count * k, rows)
 
 
 def _series_matmul_blas(A, B, p, truncation, supports):
-    """``A B`` as exact products: Toeplitz of ``A`` on the support of ``B`` times the nonzero rows of ``B``.
+    """``A B`` as exact products: the nonzero coefficients of ``B`` times the Toeplitz matrices of ``A``.
 
-    ``A`` is split into limbs (its Toeplitz matrix has the limbs as further rows), so that ``B``
-    is converted to float64 once, whatever the number of bands and pieces.  Output coefficients
-    go in bands, rows of ``A`` in pieces of about ``_PIECE_BYTES`` of working set, and the
-    inner dimension in chunks whose float64 sums stay exact.  ``supports``: the coefficients
-    where ``A`` and ``B`` can be nonzero (any superset serves).
+    Computed as ``B^T T`` per row of ``A`` (see :func:`_toeplitz_columns`), so that each BLAS
+    product writes the coefficients of the result in place.  Two limbs go on the side with
+    fewer rows of the product; ``B`` is converted to float64 once, whatever the number of
+    bands and pieces.  Output coefficients go in bands, rows of ``A`` in pieces of about
+    ``_PIECE_BYTES`` of working set, and the inner dimension in chunks whose float64 sums stay
+    exact.  ``supports``: the coefficients where ``A`` and ``B`` can be nonzero (any superset
+    serves).
     """
     *lead_a, m, k, _ = A.shape
     lead = np.broadcast_shapes(tuple(lead_a), B.shape[:-3])
@@ -448,15 +450,15 @@ def _series_matmul_blas(A, B, p, truncation, supports):
         chunk = min(chunk, _SCALE_MAX_INNER)  # both limb sums below 2**52: _combine_limbs
     parts = np.stack([A >> limb_bits, A & ((1 << limb_bits) - 1)], axis=-4) if left_limbs == 2 \
         else A[..., None, :, :, :]  # (..., limbs, m, k, L)
-    # B's coefficients as rows, ordered (coefficient, l): a band's prefix of them is a view
-    source = np.moveaxis(B[..., first:first + count], -1, -3)  # (..., count, k, n)
-    right = np.empty((*B.shape[:-3], count, k, right_limbs, n), dtype=np.float64)
+    # B^T with the coefficients of B as columns, ordered (coefficient, l): a band's prefix of them
+    source = np.moveaxis(B[..., first:first + count], -3, -1)  # (..., n, count, k)
+    right = np.empty((*B.shape[:-3], right_limbs, n, count, k), dtype=np.float64)
     if right_limbs == 2:
-        np.right_shift(source, limb_bits, out=right[..., 0, :], casting="unsafe")
-        np.bitwise_and(source, (1 << limb_bits) - 1, out=right[..., 1, :], casting="unsafe")
+        np.right_shift(source, limb_bits, out=right[..., 0, :, :, :], casting="unsafe")
+        np.bitwise_and(source, (1 << limb_bits) - 1, out=right[..., 1, :, :, :], casting="unsafe")
     else:
-        np.copyto(right[..., 0, :], source)
-    right = right.reshape(*B.shape[:-3], count * k, right_limbs * n)
+        np.copyto(right[..., 0, :, :, :], source)
+    right = right.reshape(*B.shape[:-3], 1, right_limbs * n, count * k)  # the 1 meets the rows of A
     batch = int(np.prod(lead)) if lead else 1
     per_row = limbs * band * (count * k + 2 * n) * 8 * batch  # a row of A: its Toeplitz band and products
     step = max(1, _PIECE_BYTES // per_row)
@@ -469,31 +471,31 @@ def _series_matmul_blas(A, B, p, truncation, supports):
                 continue
             left = _toeplitz_columns(parts[..., start:stop, :, :].reshape(*parts.shape[:-4], -1, k, parts.shape[-1]),
                                      top, bottom - top, first, used, truncation)
-            target = np.swapaxes(out[..., start:stop, :, top:bottom], -1, -2)  # (..., rows of A, band, n)
-            _limb_products(left, right[..., :used * k, :], p, (left_limbs, right_limbs), limb_bits, chunk, target)
+            _limb_products(right[..., :used * k], left, p, (left_limbs, right_limbs), limb_bits, chunk,
+                           out[..., start:stop, :, top:bottom])
             del left
     return out
 
 
-def _limb_products(left, right, p: int, limbs: tuple[int, int], limb_bits: int, chunk: int, target) -> None:
-    """``target = left @ right mod p`` with the limbs recombined.
+def _limb_products(right, left, p: int, limbs: tuple[int, int], limb_bits: int, chunk: int, target) -> None:
+    """``target = right @ left mod p`` with the limbs recombined: ``(..., 1, n, K) @ (..., m, K, band)``.
 
-    ``limbs = (row blocks of left, column blocks of right)``: one of them is the number of
-    limbs, the other 1; ``target`` has the shape of one block ``(..., m, band, n)``.  The inner
+    ``limbs = (blocks of left's leading axis, row blocks of right)``: one of them is the number
+    of limbs, the other 1; ``target`` has the shape of one block ``(..., m, n, band)``.  The inner
     dimension is cut into chunks of ``chunk``, whose float64 sums are exact.
     """
-    inner = left.shape[-1]
+    inner = left.shape[-2]
     shape = target.shape
-    row_limbs, column_limbs = limbs
+    left_limbs, right_limbs = limbs
     total = None
     for start in range(0, inner, chunk):
         stop = min(inner, start + chunk)
-        exact = np.matmul(left[..., start:stop], right[..., start:stop, :])
-        exact = exact.reshape(*exact.shape[:-2], row_limbs, *shape[-3:-1], column_limbs, shape[-1])
+        exact = np.matmul(right[..., start:stop], left[..., start:stop, :])
+        exact = exact.reshape(*exact.shape[:-3], left_limbs, shape[-3], right_limbs, *shape[-2:])
         part = target if total is None and stop == inner else np.empty(shape, dtype=np.int64)
-        high = exact[..., 0, :, :, 0, :]
-        if row_limbs * column_limbs == 2:
-            _combine_limbs(high, exact[..., row_limbs - 1, :, :, column_limbs - 1, :], p, part, limb_bits)
+        high = exact[..., 0, :, 0, :, :]
+        if left_limbs * right_limbs == 2:
+            _combine_limbs(high, exact[..., left_limbs - 1, :, right_limbs - 1, :, :], p, part, limb_bits)
         else:
             np.remainder(high.astype(np.int64), p, out=part)
         del exact, high
@@ -607,19 +609,18 @@ _SCALE_BANDS = 8
 
 
 # _combine_limbs works through blocks of this many entries, so that its temporaries stay in cache
-# (measured on 670 000 entries: 3.2 ms in blocks of 65536 against 5.1 ms in one pass).
-_COMBINE_BLOCK = 65536
+# (measured on 670 000 entries: 3.2 ms in blocks of 65536 against 5.1 ms in one pass; on 32 768
+# entries 148 us in blocks of 16384 against 153 us, on a million 5.1 against 5.2 ms).
+_COMBINE_BLOCK = 16384
 
 
 def _combine_limbs(high: np.ndarray, low: np.ndarray, p: int, out: np.ndarray, limb_bits: int = 14) -> None:
     """``out = (high * 2**limb_bits + low) mod p`` for exact float64 limb sums ``high, low < 2**52``.
 
     ``high`` is reduced in float64 first (a quotient off by one leaves it in ``(-p, 2p)``), so that
-    ``x = high * 2**limb_bits + low`` stays an exact float64 integer below ``2**53``
-    (``limb_bits <= 14``); ``x`` is reduced the same way, to ``[-p, 2p)``, and two sign-mask
-    corrections in int64 bring it into ``[0, p)``: about half the time of an int64 remainder
-    (3.8 against 7.0 ms for a million entries).  Blocks along the leading axes keep the
-    temporaries in cache.
+    ``high * 2**limb_bits + low`` stays an exact float64 integer (``limb_bits <= 14``); one int64
+    remainder finishes (as fast as a second float64 reduction with sign-mask corrections, in
+    blocks of ``_COMBINE_BLOCK``).  Blocks along the leading axes keep the temporaries in cache.
     """
     if out.ndim >= 2 and out.size > _COMBINE_BLOCK:
         per = out.size // out.shape[0]
@@ -632,21 +633,13 @@ def _combine_limbs(high: np.ndarray, low: np.ndarray, p: int, out: np.ndarray, l
             _combine_limbs(high[start:start + step], low[start:start + step], p, out[start:start + step],
                            limb_bits)
         return
-    inverse = 1.0 / p
-    reduced = high * inverse
+    reduced = high * (1.0 / p)
     np.floor(reduced, out=reduced)
     reduced *= p
     np.subtract(high, reduced, out=reduced)
     reduced *= float(1 << limb_bits)
     reduced += low
-    quotient = reduced * inverse
-    np.floor(quotient, out=quotient)
-    quotient *= p
-    reduced -= quotient
-    np.copyto(out, reduced, casting="unsafe")  # exact integers in [-p, 2p)
-    out += (out >> 63) & p
-    out -= p
-    out += (out >> 63) & p
+    np.remainder(reduced.astype(np.int64), p, out=out)
 
 
 def _toeplitz_band(padded: np.ndarray, pad: int, first: int, stop: int, top: int, bottom: int) -> np.ndarray:
