@@ -349,3 +349,18 @@ def test_normalizer_of_scores_in_a_power_of_eps_is_the_same_with_either_product(
         scores[..., 0, ~on_stride] = 0
         assert (fast.apply_normalizer(scores, normalizer) == slow.apply_normalizer(scores, normalizer)).all()
         assert (fast.attention(scores, normalizer) == slow.attention(scores, normalizer)).all()
+
+
+def test_a_parameter_with_unit_jets_times_a_hidden_state_is_the_same_with_either_product():
+    # a parameter block's jets are unit vectors: its product with a hidden state goes entry by entry
+    p = BIG_PRIMES[0]
+    rng = np.random.default_rng(25)
+    for truncation, directions in [(7, 30), (30, 40)]:
+        fast = ModSeriesDomain(p, truncation, directions=directions)
+        slow = ModSeriesDomain(p, truncation, directions=directions, schoolbook=True)
+        coefficients = rng.integers(0, p, size=(3, 2, 1, truncation))
+        coefficients[..., 0] = 0  # eps Qt, as along the collapse curve
+        parameter = fast.from_coefficients(coefficients, tangent_index=np.arange(6).reshape(3, 2) + 20)
+        parameter[1, 0, 0, 5, 2] = 7  # a jet at a higher power, with another coefficient
+        hidden = rng.integers(0, p, size=(2, 4, 5, 1 + directions, truncation))
+        assert (fast.matmul(parameter, hidden) == slow.matmul(parameter, hidden)).all()

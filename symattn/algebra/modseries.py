@@ -44,6 +44,9 @@ _BLAS_MIN_JETS = 2
 # this size: one group for the spectrum up to five layers and the dimension command, several for
 # six layers, where the transients of one product would otherwise be a few copies of the result.
 _GROUP_BYTES = 32 * 2**20
+# Jets of a factor with at most this many nonzero entries (and a quarter of its rows of jets) are
+# multiplied entry by entry (ModSeriesDomain._sparse_tangents): the jets of a parameter block.
+_SPARSE_MAX_TERMS = 512
 
 
 def valuation(a: np.ndarray) -> int:
@@ -272,6 +275,8 @@ class ModSeriesDomain(Domain):
             del product  # before the tangent product allocates its own
             if width_a > 1:
                 tangents = a[rows, :, :, 1:, :]  # (rows, k, batch_a, width_a - 1, N)
+                if self._sparse_tangents(tangents, out[rows], b_value):
+                    continue
                 if batch_b == 1:
                     left = tangents.transpose(2, 0, 3, 1, 4).reshape(-1, k, n)  # rows (batch_a, row, jet)
                     product = series_matmul(left, b_value[0], p)
@@ -284,6 +289,28 @@ class ModSeriesDomain(Domain):
                 target %= p
                 del product, left
         return out
+
+    def _sparse_tangents(self, tangents, out, b_value) -> bool:
+        """Add ``tangents @ value(b)`` into ``out[..., 1:, :]`` entry by entry when ``tangents`` is sparse.
+
+        A parameter's jets are unit vectors (one nonzero per entry), so its product with a hidden
+        state is a few scaled copies of that state's value: far cheaper than a dense product whose
+        result is mostly zeros (``V h`` at width 10: 100 nonzeros against 1720 rows of jets).
+        Returns False, doing nothing, when ``tangents`` is not that sparse.
+        """
+        rows, k, batch_a, jets, n = tangents.shape
+        if batch_a != 1:
+            return False
+        nonzero = np.flatnonzero(tangents)
+        if len(nonzero) > min(_SPARSE_MAX_TERMS, rows * jets // 4):
+            return False
+        p = self.p
+        values = b_value.transpose(1, 2, 0, 3)  # (k, c, batch_b, N)
+        for row, inner, _, jet, power in zip(*np.unravel_index(nonzero, tangents.shape)):
+            slot = out[row, :, :, 1 + jet, power:]
+            slot += int(tangents[row, inner, 0, jet, power]) * values[inner, :, :, :n - power]
+            slot %= p
+        return True
 
     def transpose(self, a):
         return a.swapaxes(0, 1)
