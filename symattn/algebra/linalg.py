@@ -783,10 +783,10 @@ def pivots(M, p: int) -> tuple[list[int], list[int]]:
         if i != r:
             W[[r, i]] = W[[i, r]]
             order[[r, i]] = order[[i, r]]
-        W[r] = W[r] * pow(int(W[r, j]), -1, p) % p
+        W[r, j:] = W[r, j:] * pow(int(W[r, j]), -1, p) % p
         below = W[r + 1:, j]
-        if below.any():
-            W[r + 1:] = (W[r + 1:] - below[:, None] * W[r][None, :]) % p
+        if below.any():  # columns before j are zero in these rows and column j is not read again
+            W[r + 1:, j + 1:] = (W[r + 1:, j + 1:] - below[:, None] * W[r, j + 1:][None, :]) % p
         rows.append(int(order[r]))
         cols.append(j)
         r += 1
@@ -826,10 +826,13 @@ def inverse_mod_p(M, p: int) -> np.ndarray:
         i = j + int(nonzero[0])
         if i != j:
             W[[j, i]] = W[[i, j]]
-        W[j] = W[j] * pow(int(W[j, j]), -1, p) % p
+        W[j, j:] = W[j, j:] * pow(int(W[j, j]), -1, p) % p
         column = W[:, j].copy()
         column[j] = 0
-        W = (W - column[:, None] * W[j][None, :]) % p
+        # columns before j are unit vectors, zero in row j; column j becomes the unit vector e_j
+        W[:, j + 1:] = (W[:, j + 1:] - column[:, None] * W[j, j + 1:][None, :]) % p
+        W[:, j] = 0
+        W[j, j] = 1
     return W[:, n:]
 
 
