@@ -320,11 +320,13 @@ def _compress(A: np.ndarray, offset: int, g: int, length: int) -> np.ndarray:
 
 
 def _classes(A: np.ndarray, g: int, length: int) -> np.ndarray:
-    """``C[..., r, j] = A[..., r + g j]`` for ``r < g``, ``j < length`` (zero past the end of ``A``)."""
-    used = min(A.shape[-1], g * length)
-    padded = np.zeros((*A.shape[:-1], g * length), dtype=A.dtype)
-    padded[..., :used] = A[..., :used]
-    return np.swapaxes(padded.reshape(*A.shape[:-1], length, g), -1, -2)
+    """``C[..., r, j] = A[..., r + g j]`` for ``r < g``, ``j < length`` (zero past the end of ``A``), contiguous."""
+    out = np.empty((*A.shape[:-1], g, length), dtype=A.dtype)
+    for r in range(g):
+        taken = A[..., r::g][..., :length]
+        out[..., r, :taken.shape[-1]] = taken
+        out[..., r, taken.shape[-1]:] = 0
+    return out
 
 
 # A dense factor is split into classes (_strided_product) only from this length of series on: on
@@ -360,12 +362,14 @@ def _strided_product(A, B, supports, truncation: int, product, classes: bool = T
     if ga < 2 or not classes:
         return None
     length = -(-(N - a0) // ga)
-    classes = _classes(B, ga, length)  # (..., rows, g, length)
-    short = product(_compress(A, a0, ga, length), classes.reshape(*B.shape[:-2], -1, length), length)
-    short = np.swapaxes(short.reshape(*short.shape[:-2], -1, ga, length), -1, -2)  # (..., rows, length, g)
-    out = np.zeros((*short.shape[:-2], N), dtype=np.int64)
-    out[..., a0:] = short.reshape(*short.shape[:-2], ga * length)[..., :N - a0]
-    return out
+    classes = _classes(B, ga, length).reshape(*B.shape[:-2], -1, length)  # rows (row, class)
+    short = product(_compress(A, a0, ga, length), classes, length)
+    del classes
+    short = short.reshape(*short.shape[:-2], -1, ga, length)  # (..., rows, g, length)
+    # out[..., a0 + r + g j] = short[..., r, j], written through a view of the padded result
+    out = np.zeros((*short.shape[:-2], a0 + ga * length), dtype=np.int64)
+    out[..., a0:].reshape(*short.shape[:-2], length, ga)[...] = np.swapaxes(short, -1, -2)
+    return out[..., :N]
 
 
 def _monomial_product(A, B, p: int, truncation: int, shift: int) -> np.ndarray:

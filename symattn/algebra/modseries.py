@@ -41,9 +41,9 @@ __all__ = ["ModSeriesDomain", "ExactSeriesDomain", "series_mul_mod", "modular_in
 # schoolbook loop, 3 jets of length 55 1.6 ms against 2.6 ms; one series of length 163 8 ms against 7 ms.
 _BLAS_MIN_JETS = 2
 # A matrix product runs over groups of rows of the left factor whose share of the result is about
-# this size: one group for the spectrum up to five layers and the dimension command, several for
-# six layers, where the transients of one product would otherwise be a few copies of the result.
-_GROUP_BYTES = 32 * 2**20
+# this size: the dimension command multiplies many short rows together, the spectrum from five
+# layers on one row at a time, as the transients of one product are a few copies of its result.
+_GROUP_BYTES = 8 * 2**20
 # Jets of a factor with at most this many nonzero entries (and a quarter of its rows of jets) are
 # multiplied entry by entry (ModSeriesDomain._sparse_tangents): the jets of a parameter block.
 _SPARSE_MAX_TERMS = 512
