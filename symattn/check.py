@@ -78,9 +78,9 @@ class Counterexample:
     >>> x = sp.Symbol("x")
     >>> ce = check_expression(sp.Matrix([[x, x**2]]), sp.Matrix([[x, 2*x]])).counterexample
     >>> ce.entry, ce.claimed, ce.computed
-    ((0, 1), '321782773081', '1134518')
+    ((0, 1), '1', '-2')
     >>> ce.values()
-    {'x': 567259}
+    {'x': -1}
     """
 
     point: tuple
@@ -203,7 +203,18 @@ class CheckResult(FormattedResult):
 
 
 # -- expressions -------------------------------------------------------------------------------
+def _terms(value) -> int:
+    entries = list(value) if isinstance(value, sp.MatrixBase) else [value]
+    return sum(len(e.args) if isinstance(e, sp.Basic) and e.is_Add else 1 for e in entries)
+
+
 def _short(value, limit: int = 400) -> str:
+    """The text of a value, cut at ``limit`` characters; a large one is described, not printed (sympy's
+    printer takes minutes on the 50 000 terms of an expansion's entries)."""
+    terms = _terms(value)
+    if terms > 4 * limit:
+        shape = f"{value.rows} x {value.cols} matrix" if isinstance(value, sp.MatrixBase) else "expression"
+        return f"({shape} with {terms} terms)"
     text = str(value)
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
@@ -298,13 +309,190 @@ def _expands_to_zero(expr) -> bool | None:
     return True if sp.expand(expr) == 0 else None
 
 
+# -- the exact engine: both sides as python-flint polynomials over Q --------------------------------------
+class _NotPolynomial(Exception):
+    pass
+
+
+class _Ring:
+    """``Q[variables]`` with python-flint polynomials; symbols are matched by name."""
+
+    def __init__(self, variables):
+        import flint
+
+        self.flint = flint
+        self.variables = list(variables)
+        self.index = {s.name: i for i, s in enumerate(self.variables)}
+        if len(self.index) != len(self.variables):
+            raise _NotPolynomial("two variables share a name")
+        self.ctx = flint.fmpq_mpoly_ctx.get(tuple(self.index) or ("_",), "degrevlex")
+
+    def polynomial(self, expr):
+        """``expr`` as a polynomial over Q in the variables (fast for expanded sums; else ``sympy.Poly``)."""
+        flint = self.flint
+        expr = sp.sympify(expr)
+        if expr.is_Rational:
+            return self.ctx.constant(flint.fmpq(int(expr.p), int(expr.q)))
+        n = len(self.variables)
+        terms: dict = {}
+        try:
+            for term in expr.args if expr.is_Add else (expr,):
+                coefficient, rest = term.as_coeff_Mul()
+                if not coefficient.is_Rational:
+                    raise _NotPolynomial(term)
+                exponents = [0] * n
+                for factor in (() if rest is sp.S.One else rest.args if rest.is_Mul else (rest,)):
+                    if factor.is_Symbol:
+                        base, e = factor, 1
+                    elif factor.is_Pow and factor.base.is_Symbol and factor.exp.is_Integer and int(factor.exp) > 0:
+                        base, e = factor.base, int(factor.exp)
+                    else:
+                        raise _NotPolynomial(factor)
+                    if base.name not in self.index:
+                        raise _NotPolynomial(base)
+                    exponents[self.index[base.name]] += e
+                key = tuple(exponents)
+                terms[key] = terms.get(key, 0) + flint.fmpq(int(coefficient.p), int(coefficient.q))
+        except _NotPolynomial:  # not an expanded sum (products of sums, ...): sympy's Poly
+            if expr.free_symbols and not {s.name for s in expr.free_symbols
+                                          if isinstance(s, sp.Symbol)} <= set(self.index):
+                raise
+            gens = [sp.Symbol(s.name) for s in self.variables]
+            plain = expr.xreplace({s: sp.Symbol(s.name) for s in expr.free_symbols if isinstance(s, sp.Symbol)})
+            try:
+                poly = sp.Poly(plain, *gens) if gens else None
+            except (sp.PolynomialError, sp.GeneratorsNeeded):
+                raise _NotPolynomial(expr) from None
+            if poly is None or not (poly.domain.is_QQ or poly.domain.is_ZZ):
+                raise _NotPolynomial(expr) from None
+            terms = {m: flint.fmpq(int(sp.Rational(c).p), int(sp.Rational(c).q)) for m, c in poly.terms()}
+        return self.ctx.from_dict({m: c for m, c in terms.items() if c != 0}) if terms else self.ctx.constant(0)
+
+    def matrix(self, matrix) -> np.ndarray:
+        out = np.empty(matrix.shape, dtype=object)
+        for index in np.ndindex(*matrix.shape):
+            out[index] = self.polynomial(matrix[index])
+        return out
+
+    def at(self, polynomial, values):
+        return polynomial(*values) if self.variables else polynomial(self.flint.fmpq(0))
+
+    def number(self, value) -> sp.Rational:
+        value = self.flint.fmpq(value)
+        return sp.Rational(int(value.p), int(value.q))
+
+
+def _small_points(rng: random.Random, count: int, radius: int):
+    """Random integer points, the smallest coordinates first: radius 1, 2, 3, 5, 10, 100, ..., ``radius``."""
+    r = 1
+    while True:
+        r = min(r, radius)
+        for _ in range(8):
+            yield [rng.randint(-r, r) for _ in range(count)]
+        if r == radius:
+            return
+        r = {1: 2, 2: 3, 3: 5, 5: 10}.get(r, r * 10)
+
+
+def _first_difference(ring: _Ring, claimed: np.ndarray, computed: np.ndarray, rng: random.Random, radius: int):
+    """A small integer point where two different polynomial matrices differ: ``(point, entry)``."""
+    differing = [(index, claimed[index] - computed[index]) for index in np.ndindex(*claimed.shape)
+                 if claimed[index] != computed[index]]
+    flint = ring.flint
+    for point in _small_points(rng, len(ring.variables), radius):
+        values = [flint.fmpq(v) for v in point]
+        for index, difference in differing:
+            if ring.at(difference, values) != 0:
+                return point, index
+    return None, differing[0][0]
+
+
+def _compare_polynomials(claimed_m, computed_m, variables, rng, radius: int, computed_text: str):
+    """The verdict when both sides are polynomials over Q in the variables (python-flint); else None."""
+    try:
+        ring = _Ring(variables)
+        computed_p = ring.matrix(computed_m)
+        if isinstance(claimed_m, sp.MatrixBase):
+            claimed_p = ring.matrix(claimed_m)
+            claimed_text = _short(claimed_m if claimed_m.shape != (1, 1) else claimed_m[0, 0])
+        else:  # an object that evaluates itself in a ring (LeadingCoefficient.ring_matrix)
+            claimed_p = claimed_m.ring_matrix(ring.polynomial)
+            claimed_text = str(getattr(claimed_m, "matrix_form", None) or claimed_m)
+            if claimed_p.shape != computed_p.shape:
+                raise ShapeError(f"the claimed value has shape {claimed_p.shape}, the computed one "
+                                 f"{computed_p.shape}")
+    except (_NotPolynomial, ImportError, SymattnError) as err:
+        if isinstance(err, ShapeError):
+            raise
+        return None
+    where = f"in Q[{len(ring.variables)} variables] (python-flint polynomials)"
+    if all(a == b for a, b in zip(claimed_p.flat, computed_p.flat)):
+        return CheckResult(True, f"exact: claimed and computed are equal polynomials {where}", 0.0, None,
+                           claimed_text, computed_text, 0, None, None)
+    point, entry = _first_difference(ring, claimed_p, computed_p, rng, radius)
+    if point is None:  # (practically never: a nonzero polynomial is nonzero at most small points)
+        return CheckResult(False, f"exact: claimed - computed is a nonzero polynomial {where} at entry {entry}; "
+                                  "no small witness found", 0.0, None, claimed_text, computed_text, 0, None, None)
+    values = [ring.flint.fmpq(v) for v in point]
+    shown = entry if claimed_p.shape != (1, 1) else None
+    counterexample = Counterexample(tuple((s.name, str(v)) for s, v in zip(ring.variables, point)), shown,
+                                    str(ring.number(ring.at(claimed_p[entry], values))),
+                                    str(ring.number(ring.at(computed_p[entry], values))))
+    return CheckResult(False, f"exact: claimed - computed is a nonzero polynomial {where}; the counterexample "
+                              "is the first small integer point where they differ", 0.0, counterexample,
+                       claimed_text, computed_text, 0, None, None)
+
+
+def _values(value) -> list:
+    """The entries of a computed value (number, Matrix, nested lists, array) as exact sympy numbers."""
+    if isinstance(value, (sp.MatrixBase, list, tuple, np.ndarray)) and not isinstance(value, sp.Basic) \
+            or isinstance(value, sp.MatrixBase):
+        return list(to_sympy_matrix(value, what="computed matrix"))
+    return [to_sympy(value, what="computed value")]
+
+
+def _line_degree(evaluate, variables, rng: random.Random, radius: int, max_degree: int):
+    """The degree of a callable's values along a random line, if it is a polynomial of degree <= ``max_degree``.
+
+    ``g(s) = f(a + s v)`` for a random point ``a`` and direction ``v``: the
+    least ``d`` whose ``(d+1)``-th and ``(d+2)``-th finite differences at 0
+    vanish in every entry.  For a polynomial ``f`` of total degree ``D``,
+    ``g`` has degree ``D`` unless ``v`` is a root of the leading form of
+    ``f`` (probability ``<= D / (2 radius + 1)``), and a degree ``e > d``
+    makes the ``(d+1)``-th difference a nonzero polynomial of degree ``e`` in
+    ``(a, v)`` (Stirling numbers are positive), zero with probability
+    ``<= e / (2 radius + 1)``.  Returns ``(d, evaluations)``, ``d`` None when
+    no ``d <= max_degree`` fits (not a polynomial of low degree).
+    """
+    a = [rng.randint(-radius, radius) for _ in variables]
+    v = [rng.randint(-radius, radius) for _ in variables]
+    samples = []
+    for s in range(max_degree + 3):
+        samples.append(_values(evaluate({x: sp.Integer(ai + s * vi) for x, ai, vi in zip(variables, a, v)})))
+        d = len(samples) - 3
+        if d < 0:
+            continue
+        vanish = True
+        for order in (d + 1, d + 2):
+            for e in range(len(samples[0])):
+                total = sum((-1) ** (order - j) * sp.binomial(order, j) * samples[j][e] for j in range(order + 1))
+                if total != 0:
+                    vanish = False
+                    break
+            if not vanish:
+                break
+        if vanish:
+            return d, len(samples)
+    return None, len(samples)
+
+
 def _invalid(value) -> bool:
     return any(v.has(sp.zoo, sp.nan, sp.oo, -sp.oo) for v in value)
 
 
 def check_expression(claimed, computed, *, variables=None, points: int = 3, seed: int = 0,
                      radius: int = 2**20, simplify: bool = True, degree: int | None = None,
-                     max_ops: int = 5000) -> CheckResult:
+                     max_ops: int = 5000, max_degree: int = 64) -> CheckResult:
     """Whether a claimed expression equals a computed one.
 
     Parameters
@@ -315,7 +503,8 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
     computed : sympy expression, Matrix, or callable
         A callable takes ``{Symbol: Rational}`` and returns the value there
         (for computations too large to hold symbolically); give ``variables``
-        and ``degree`` with it.
+        with it, and ``degree`` if you know a bound (else it is found along a
+        random line, for a polynomial of degree at most ``max_degree``).
     variables : iterable of Symbol, optional
         The variables to sample; default all free symbols of both sides.
     points : int
@@ -328,11 +517,22 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
         A bound on the total degree of the difference (else computed).
     max_ops : int
         Skip ``simplify`` on larger differences.
+    max_degree : int
+        For a callable ``computed`` without ``degree``: the highest degree
+        looked for along a random line (``max_degree + 3`` calls at most).
+
+    Polynomials over Q (the usual case: expansions, leading coefficients) are
+    compared exactly as python-flint polynomials, symbols matched by name: a
+    proof when they are equal, else a counterexample at the first small
+    integer point (coordinates ``0, +-1, +-2, ...`` tried first) where they
+    differ.  Other expressions go through sympy (``expand``, ``cancel``,
+    ``simplify``, then random points).
 
     Returns
     -------
     CheckResult
-        True with ``bound = 0.0`` when ``expand`` / ``cancel`` / ``simplify`` of
+        True with ``bound = 0.0`` when the polynomials are equal, or
+        ``expand`` / ``cancel`` / ``simplify`` of
         the difference gives 0 (a proof); True with the Schwartz-Zippel bound
         ``(D / (2 radius + 1))^points`` when every random point agrees (``D``
         the degree of the difference's numerator, corrected for points where a
@@ -350,8 +550,15 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
     >>> r.verdict
     False
     >>> point = r.counterexample.values()
-    >>> (x**3).subs(point) != (x**3 + x*(x - 1)*(x - 2)*(x - 3)).subs(point)
-    True
+    >>> point, (x**3).subs(point) != (x**3 + x*(x - 1)*(x - 2)*(x - 3)).subs(point)
+    ({'x': -1}, True)
+
+    A callable computed side, of unknown degree (here ``(x + y)^3``, evaluated
+    at each point):
+
+    >>> r = check_expression(x**3 + 3*x**2*y + 3*x*y**2 + y**3, lambda p: (p[x] + p[y])**3, variables=[x, y])
+    >>> r.verdict, r.degree, r.bound < 1e-4
+    (True, 3, True)
     """
     if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
         raise SymattnError(f"points must be a positive integer, got {points!r}")
@@ -371,9 +578,40 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
         evaluate = computed
         computed_m = None
         computed_text = getattr(computed, "__name__", "computed function")
+        line_note = ""
+        if degree is None:
+            found, calls = _line_degree(evaluate, variables, rng, radius, max_degree)
+            if found is None:
+                return CheckResult(
+                    None, f"the computed values along a random line are not a polynomial of degree <= {max_degree} "
+                    f"({calls} calls): not a polynomial, or of higher degree; give degree= (a bound on the total "
+                    f"degree of claimed - computed) or a larger max_degree", None, None,
+                    _short(claimed_m if claimed_m.shape != (1, 1) else claimed_m[0, 0]), computed_text, 0, None,
+                    size)
+            claimed_degree = 0
+            for e in claimed_m:
+                pair = _degree_pair(e, set(variables))
+                if pair is None or pair[1]:
+                    claimed_degree = None
+                    break
+                claimed_degree = max(claimed_degree, pair[0])
+            if claimed_degree is not None:
+                degree = max(found, claimed_degree)
+                line_note = (f"; degree {degree} = max(degree {found} of the computed values along a random line, "
+                             f"found from {calls} calls assuming a polynomial of degree <= {max_degree}, degree "
+                             f"{claimed_degree} of the claim)")
+                known_nonzero = False
     else:
         computed_m, _ = _to_matrix(computed, "computed", {})
         names = {s.name: s for s in computed_m.free_symbols if isinstance(s, sp.Symbol)}
+        computed_text = _short(computed_m if computed_m.shape != (1, 1) else computed_m[0, 0])
+        if callable(getattr(claimed, "ring_matrix", None)) and variables is None:
+            # e.g. a LeadingCoefficient: compared in python-flint without writing it out in sympy
+            exact = _compare_polynomials(claimed, computed_m, sorted(
+                {*computed_m.free_symbols, *{s for s in claimed.free_symbols if s.name not in names}},
+                key=lambda s: s.name), rng, radius, computed_text)
+            if exact is not None:
+                return exact
         claimed_m, _ = _to_matrix(claimed, "claimed", names)
         claimed_m = _rename(claimed_m, names)
         if claimed_m.shape != computed_m.shape:
@@ -386,6 +624,11 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
 
         def evaluate(point):
             return computed_m.xreplace(point)
+
+        # 0. polynomials over Q: exact comparison in python-flint
+        exact = _compare_polynomials(claimed_m, computed_m, variables, rng, radius, computed_text)
+        if exact is not None:
+            return exact
 
         # 1. a proof by symbolic simplification
         difference = claimed_m - computed_m
@@ -411,17 +654,33 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
     claimed_text = _short(claimed_m if claimed_m.shape != (1, 1) else claimed_m[0, 0])
     variable_set = set(variables)
 
-    # 2. exact evaluation at random integer points
+    # 2. exact evaluation at random integer points (the claim through python-flint when it is a polynomial)
+    try:
+        ring = _Ring(variables)
+        claimed_p = ring.matrix(claimed_m)
+
+        def claimed_at(point):
+            values = [ring.flint.fmpq(int(point[v])) for v in ring.variables]
+            return sp.Matrix(claimed_m.rows, claimed_m.cols,
+                             [ring.number(ring.at(e, values)) for e in claimed_p.flat])
+    except (_NotPolynomial, ImportError):
+        def claimed_at(point):
+            return claimed_m.xreplace(point)
+
     evaluated = 0
     tries = 0
     wanted = 100 if known_nonzero else points  # a nonzero polynomial difference: search for its witness
+    small = _small_points(rng, len(variables), radius) if known_nonzero else iter(())
     while evaluated < wanted:
         tries += 1
         if tries > 20 * wanted:
             return CheckResult(None, "too many random points made a denominator vanish; no verdict", None, None,
                                claimed_text, computed_text, evaluated, degree, size)
-        point = {s: sp.Integer(rng.randint(-radius, radius)) for s in variables}
-        left = claimed_m.xreplace(point)
+        coordinates = next(small, None)  # a witness with small coordinates first
+        if coordinates is None:
+            coordinates = [rng.randint(-radius, radius) for _ in variables]
+        point = {s: sp.Integer(v) for s, v in zip(variables, coordinates)}
+        left = claimed_at(point)
         right = evaluate(point)
         right = to_sympy_matrix(right, what="computed matrix") if isinstance(right, (sp.MatrixBase, list, tuple, np.ndarray)) \
             else sp.Matrix([[to_sympy(right, what="computed value")]])
@@ -470,9 +729,13 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
                            claimed_text, computed_text, points, 0, size)
     per_point = min(1.0, (degree / size) / max(1e-300, 1 - denominator / size)) if denominator < size else 1.0
     bound = per_point ** points
+    note = line_note if computed_m is None else ""
+    if note:  # the degree found along a line may be wrong with probability <= 2 max_degree / size
+        bound = min(1.0, bound + 2 * max_degree / size)
     method = (f"exact evaluation at {points} random integer point(s) in [-{radius}, {radius}] (no symbolic proof "
               f"found); Schwartz-Zippel: a false claim passes with probability <= (degree {degree} / "
-              f"{size})^{points}" + (f", corrected for denominators of degree {denominator}" if denominator else ""))
+              f"{size})^{points}" + (f", corrected for denominators of degree {denominator}" if denominator else "")
+              + (f" + 2 * {max_degree} / {size}" if note else "") + note)
     return CheckResult(True, method, bound, None, claimed_text, computed_text, points, degree, size)
 
 

@@ -28,7 +28,7 @@ def test_a_true_identity_is_proved():
     result = check_expression((x + y) ** 3, x**3 + 3 * x**2 * y + 3 * x * y**2 + y**3)
     assert result.verdict is True and result.proved and result.bound == 0.0
     assert result.counterexample is None
-    assert "symbolic" in result.method
+    assert "equal polynomials" in result.method
 
 
 def test_a_rational_identity_is_proved_by_cancellation():
@@ -66,6 +66,63 @@ def test_random_points_give_the_schwartz_zippel_bound():
     assert "Schwartz-Zippel" in result.method and result.sample_size == 2001
     wrong = check_expression(x**2 + y**2, computed, variables=[x, y], degree=2)
     assert wrong.verdict is False
+
+
+def test_a_callable_of_unknown_degree_is_decided_along_a_random_line():
+    calls = []
+
+    def computed(point):  # (x - y)^2 (x + z), known only pointwise
+        calls.append(point)
+        return (point[x] - point[y]) ** 2 * (point[x] + point[z])
+
+    claimed = sp.expand((x - y) ** 2 * (x + z))
+    result = check_expression(claimed, computed, variables=[x, y, z], radius=1000)
+    assert result.verdict is True and result.degree == 3
+    assert "found from 6 calls" in result.method and "assuming a polynomial of degree <= 64" in result.method
+    assert result.bound == pytest.approx((3 / 2001) ** 3 + 2 * 64 / 2001)
+    assert len(calls) == 6 + 3  # the line, then the three random points
+    wrong = check_expression(claimed + x * y * z, computed, variables=[x, y, z])
+    assert wrong.verdict is False
+    # not a polynomial: said clearly, with what to give
+    undecided = check_expression(x, lambda p: 1 / (1 + p[x] ** 2), variables=[x], max_degree=8)
+    assert undecided.verdict is None
+    assert "not a polynomial of degree <= 8 (11 calls)" in undecided.method and "give degree=" in undecided.method
+
+
+def test_counterexamples_have_small_coordinates():
+    big = sp.expand((x + y + z) ** 6)
+    result = check_expression(big + x * y * z * (x - 1), big)
+    assert result.verdict is False
+    point = result.counterexample.values()
+    assert all(abs(v) <= 3 for v in point.values())
+    at = {s: point[s.name] for s in (x, y, z)}
+    assert (big + x * y * z * (x - 1)).xreplace(at) == sp.Rational(result.counterexample.claimed)
+    assert big.xreplace(at) == sp.Rational(result.counterexample.computed)
+    assert "python-flint" in result.method
+
+
+def test_a_claimed_leading_coefficient_is_compared_in_flint_without_sympy():
+    arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2, normalizer=Normalizer.generic(1))
+    lc = leading_coefficient(arch, 2)
+    base = curve_symbols(arch)
+    full = expand(arch, order=6)
+    collapsed = expand(arch, order=6, point={s.name: 0 for s in base.K[1]})
+    computed = full[6] - collapsed[6]
+    result = check_expression(lc, computed)
+    assert result.proved and "equal polynomials" in result.method
+    assert result.claimed == str(lc.matrix_form)
+    wrong = check_expression(lc.subs("c_1", 2), computed)
+    assert wrong.verdict is False and all(abs(int(v)) <= 3 for _, v in wrong.counterexample.point)
+    with pytest.raises(ShapeError, match="shape"):
+        check_expression(lc, computed[:, :1])
+
+
+def test_huge_sides_are_described_not_printed():
+    huge = sp.expand((x + y + z + 1) ** 30)  # sympy's printer would take seconds
+    result = check_expression(sp.Matrix([[huge, x]]), sp.Matrix([[huge, x]]))
+    assert result.proved and result.claimed == f"(1 x 2 matrix with {len(huge.args) + 1} terms)"
+    assert check_expression(huge + 1, huge).computed == f"(expression with {len(huge.args)} terms)"
+    assert check_expression(x + y, y + x).computed == "x + y"
 
 
 def test_without_a_proof_or_a_bound_the_verdict_is_undecided():

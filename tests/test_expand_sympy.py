@@ -10,7 +10,7 @@ from symattn.errors import SymattnError
 from symattn.expand import (
     CoefficientMatrix,
     Expansion,
-    _SympyWriter,
+    FlintToSympy,
     curve_symbols,
     expand,
     latex,
@@ -33,10 +33,10 @@ def test_the_writer_builds_exactly_the_expression_sympy_builds():
         sp.Symbol("c_1", real=True, nonzero=True), sp.Symbol("c_2", real=True))
     domain = PolynomialSeriesDomain(1, symbols)
     rng = random.Random(5)
-    writer = _SympyWriter(domain.symbols)
+    writer = FlintToSympy(domain.symbols)
     for trial in range(400):
         if trial % 50 == 0:  # a fresh writer meets new factors in the middle of a polynomial
-            writer = _SympyWriter(domain.symbols)
+            writer = FlintToSympy(domain.symbols)
         expr = sp.expand(sum(
             sp.Rational(rng.randint(-9, 9), rng.choice([1, 1, 2, 3, 7]))
             * sp.Mul(*[rng.choice(symbols) ** rng.randint(0, 4) for _ in range(rng.randint(0, 5))])
