@@ -256,6 +256,14 @@ class ModSeriesDomain(Domain):
         batch = max(batch_a, batch_b)
         width = max(width_a, width_b)
         out = np.zeros((r, c, batch, width, n), dtype=np.int64)
+        per_input = 8 * c * width * n  # bytes of one input's share of a row of the result
+        if batch > 1 and per_input * batch > _GROUP_BYTES:  # a row is large: inputs in groups too
+            step = max(1, _GROUP_BYTES // per_input)
+            for start in range(0, batch, step):
+                inputs = slice(start, min(batch, start + step))
+                out[:, :, inputs] = self._blas_matmul(a if batch_a == 1 else a[:, :, inputs],
+                                                      b if batch_b == 1 else b[:, :, inputs])
+            return out
         if batch_a == 1:
             right = b.reshape(k, c * batch_b * width_b, n)
         else:
