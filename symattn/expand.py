@@ -51,7 +51,7 @@ from .algebra.exactseries import (
     from_fmpq,
     to_fmpq,
 )
-from ._format import FormattedResult
+from ._format import FormattedResult, markdown_table
 from .curves import Curve, collapse
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
 from .jacobian import degree_bound, series_output
@@ -715,6 +715,79 @@ class Expansion(FormattedResult):
     def _latex_math(self) -> str:
         lines = r" \\ ".join(f"F_{{{n}}} &= {_latex(c)}" for n, c in enumerate(self.coefficients))
         return "\\begin{aligned}" + lines + "\\end{aligned}"
+
+    def matrix_forms(self) -> tuple:
+        """The :class:`LeadingCoefficient` of each layer whose order ``n_i`` is at most :attr:`order`.
+
+        Empty off the collapse curve and for lightning layers (the matrix forms
+        are derived for the collapse of normalized layers).
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=2, width=1, tokens=2), order=6)
+        >>> [(lc.layer, lc.order, str(lc.matrix_form)) for lc in F.matrix_forms()]
+        [(1, 2, '(1/4)*P*X*H*C_1*J'), (2, 6, '(1/16)*P*X*H*C_1*H*C_1.T*H*C_2*J')]
+        """
+        arch = self.architecture
+        if self._describe() != collapse().describe(arch.layers):
+            return ()
+        try:
+            orders = leading_orders(arch)
+        except SymattnError:  # a lightning layer
+            return ()
+        return tuple(leading_coefficient(arch, i) for i, n in enumerate(orders, start=1) if n <= self.order)
+
+    def summary(self) -> str:
+        """Markdown that fits a terminal: sizes of the coefficients and the matrix forms, not every entry.
+
+        A table of ``F_n`` (nonzero entries, terms, degree in ``eps`` order)
+        and the leading coefficient of each layer that appears up to the order
+        as a matrix formula (:meth:`matrix_forms`); :meth:`to_markdown` and
+        :meth:`to_latex` write every entry.
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> print(F.summary())  # doctest: +ELLIPSIS
+        # Expansion along simultaneous query/key collapse Q_i = eps Qt_i, K_i = eps Kt_i (layers 1..1)
+        <BLANKLINE>
+        - architecture: 1 layer(s), widths [1, 1], score ranks [1], 2 tokens, normalizer softmax
+        - order: F_0 .. F_2, 1 x 2 each; first nonzero F_n with n >= 1: F_2
+        ...
+        | n | nonzero entries | terms |
+        |---:|---:|---:|
+        | 0 | 2 of 2 | 4 |
+        | 1 | 0 of 2 | 0 |
+        | 2 | 2 of 2 | 6 |
+        <BLANKLINE>
+        Leading coefficients (matrix forms, t = 2):
+        <BLANKLINE>
+        - layer 1, F_2 - F_2|What_1=0 = (1/2)*P*X*H*C_1 with H = I - J/2, J = ones(2, 2), P = Vt1, What1 = Kt1.T*Qt1, C_1 = X.T*What1*X
+        <BLANKLINE>
+        """
+        rows = []
+        for n, c in enumerate(self.coefficients):
+            nonzero = sum(1 for e in c if e != 0)
+            terms = sum(len(e.args) if e.is_Add else (0 if e == 0 else 1) for e in c)
+            rows.append((n, f"{nonzero} of {len(c)}", terms))
+        lines = [f"# Expansion along {self._describe()}", "",
+                 f"- architecture: {self.architecture.describe()}",
+                 f"- order: F_0 .. F_{self.order}, {self.coefficients[0].rows} x {self.coefficients[0].cols} each; "
+                 f"first nonzero F_n with n >= 1: "
+                 + (f"F_{self.leading_order()}" if self.leading_order() is not None else "none"),
+                 f"- {self.method}", f"- {self.seconds:.2f} s", "",
+                 markdown_table(("n", "nonzero entries", "terms"), rows, align="rrr")]
+        forms = self.matrix_forms()
+        if forms:
+            t = self.architecture.tokens
+            lines += ["", f"Leading coefficients (matrix forms, t = {t}):", ""]
+            for lc in forms:
+                definitions = ", ".join(
+                    f"{name} = " + {"H": f"I - J/{t}", "J": f"ones({t}, {t})"}.get(name, str(d))
+                    for name, d in lc.definitions)
+                lines.append(f"- layer {lc.layer}, F_{lc.order} - F_{lc.order}|What_{lc.layer}=0 = "
+                             f"{lc.matrix_form} with {definitions}")
+        return "\n".join(lines) + "\n"
 
     def to_markdown(self) -> str:
         """Markdown: one display equation per coefficient, and how they were obtained."""

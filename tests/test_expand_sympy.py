@@ -272,3 +272,41 @@ def test_leading_coefficient_subs_and_explicit_at_given_matrices():
     with pytest.raises(SymattnError, match="unknown symbol name 'Y'"):
         lc.explicit({"Y": [[1]]})
     assert lc.evalf(3).matrix_form.atoms(sp.Float)
+
+
+# -- the command ------------------------------------------------------------------------------------------
+def test_the_command_prints_a_summary_unless_entries_are_asked(capsys, tmp_path):
+    import json
+
+    from symattn.cli import main
+
+    argv = ["expand", "--layers", "1", "--order", "2", "--generic", "1", "--quiet"]
+    assert main(argv) == 0
+    summary = capsys.readouterr().out
+    assert len(summary) < 2000  # not the 38 KB of LaTeX
+    assert "| 2 | 6 of 6 | 360 |" in summary
+    assert "F_2 - F_2|What_1=0 = (c_1/3)*P*X*H*C_1" in summary and "--entries" in summary
+    assert main(argv + ["--entries"]) == 0
+    entries = capsys.readouterr().out
+    assert len(entries) > 30000 and "$$F_{2} =" in entries
+    assert main(argv + ["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [c["order"] for c in data["coefficients"]] == [0, 1, 2] and data["coefficients"][2]["latex"]
+    assert main(argv + ["--latex"]) == 0
+    assert capsys.readouterr().out.count("\\begin{equation*}") == 3
+    assert main(argv + ["--out", str(tmp_path)]) == 0
+    assert "$$F_{2} =" not in (tmp_path / "expand.md").read_text()
+    assert (tmp_path / "expand.tex").read_text().count("\\begin{equation*}") == 3
+
+
+def test_the_summary_lists_the_matrix_forms_of_the_layers_up_to_the_order():
+    F = expand(Architecture.uniform(layers=2, width=1, tokens=2), order=6)
+    assert [lc.layer for lc in F.matrix_forms()] == [1, 2]
+    assert [lc.layer for lc in expand(Architecture.uniform(layers=2, width=1, tokens=2), order=4).matrix_forms()] \
+        == [1]
+    summary = F.summary()
+    assert "layer 2, F_6 - F_6|What_2=0 = (1/16)*P*X*H*C_1*H*C_1.T*H*C_2*J" in summary
+    from symattn.curves import collapse_queries
+    assert expand(Architecture.uniform(layers=1, width=1, tokens=2), curve=collapse_queries()).matrix_forms() == ()
+    assert expand(Architecture.uniform(layers=1, width=1, tokens=2, normalizer="lightning"),
+                  order=2).matrix_forms() == ()

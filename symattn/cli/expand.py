@@ -1,23 +1,32 @@
-"""``symattn expand``: the exact expansion along query/key collapse, or a layer's leading coefficient."""
+"""``symattn expand``: the exact expansion along query/key collapse, or a layer's leading coefficient.
+
+By default the terminal gets a summary (the size of each ``F_n`` and the
+matrix form of every layer's leading coefficient up to the order): the
+entries of a symbolic expansion run to tens of kilobytes of LaTeX.
+``--entries`` prints every entry as Markdown; ``--latex``, ``--json`` and
+``--out DIR`` give every entry in those formats.
+"""
 
 from __future__ import annotations
 
-from ..expand import expand, leading_coefficient
+from dataclasses import dataclass
+
+from ..expand import Expansion, expand, leading_coefficient
 from ..normalizers import Normalizer
 from .subcommand import Subcommand
 
-__all__ = ["COMMANDS", "configure_expand", "run_expand"]
+__all__ = ["COMMANDS", "configure_expand", "run_expand", "ExpansionOutput"]
 
 
 def configure_expand(parser) -> None:
-    """``--order``, ``--generic K``, ``--leading LAYER``.
+    """``--order``, ``--generic K``, ``--leading LAYER``, ``--entries``.
 
     Examples
     --------
     >>> from symattn.cli.arguments import parse_command
     >>> args, _ = parse_command(configure_expand, ["--order", "4", "--generic", "2"])
-    >>> args.order, args.generic, args.leading
-    (4, 2, None)
+    >>> args.order, args.generic, args.leading, args.entries
+    (4, 2, None, False)
     """
     parser.add_argument("--order", type=int, default=None,
                         help="highest power of eps kept (default: where layer 1's scores first appear)")
@@ -25,16 +34,58 @@ def configure_expand(parser) -> None:
                         help="replace the normalizers by generic Taylor data 1 + c_K x^K + ... (symbols)")
     parser.add_argument("--leading", metavar="LAYER", type=int, default=None,
                         help="print the matrix formula of LAYER's leading coefficient instead")
+    parser.add_argument("--entries", action="store_true",
+                        help="print every entry of F_0..F_n as Markdown (default: a summary with the matrix "
+                             "forms; --latex, --json and --out DIR always give every entry)")
+
+
+@dataclass(frozen=True)
+class ExpansionOutput:
+    """What ``symattn expand`` prints: a summary in Markdown unless ``--entries``; every entry in the files.
+
+    ``to_json`` and ``to_latex`` are the expansion's own (every entry);
+    ``to_markdown`` is :meth:`~symattn.expand.Expansion.summary` and a pointer
+    to the flags that give the entries, or with ``entries=True`` the
+    expansion's full Markdown.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+    >>> out = ExpansionOutput(F, entries=False)
+    >>> out.to_json() == F.to_json(), "$$F_{2} =" in out.to_markdown(), "--entries" in out.to_markdown()
+    (True, False, True)
+    >>> "$$F_{2} =" in ExpansionOutput(F, entries=True).to_markdown()
+    True
+    """
+
+    expansion: Expansion
+    entries: bool = False
+
+    def to_json(self) -> dict:
+        return self.expansion.to_json()
+
+    def to_latex(self, standalone: bool = False) -> str:
+        return self.expansion.to_latex(standalone=standalone)
+
+    def to_markdown(self) -> str:
+        if self.entries:
+            return self.expansion.to_markdown()
+        return (self.expansion.summary() + "\nEvery entry of F_0..F_" + str(self.expansion.order)
+                + ": --entries (Markdown), --latex, --json, or --out DIR (files).\n")
+
+    def __str__(self) -> str:
+        return self.to_markdown()
 
 
 def run_expand(args, arch):
-    """:func:`symattn.expand.expand`, or with ``--leading`` :func:`~symattn.expand.leading_coefficient`.
+    """:func:`symattn.expand.expand` (as :class:`ExpansionOutput`), or with ``--leading`` :func:`~symattn.expand.leading_coefficient`.
 
     Examples
     --------
     >>> from symattn.cli.arguments import parse_command
     >>> args, arch = parse_command(configure_expand, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--order", "2"])
-    >>> run_expand(args, arch).coefficients[1]
+    >>> run_expand(args, arch).expansion.coefficients[1]
     Matrix([[0, 0]])
     >>> args, arch = parse_command(configure_expand, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--leading", "1"])
     >>> print(run_expand(args, arch).formula)
@@ -43,11 +94,13 @@ def run_expand(args, arch):
     normalizer = Normalizer.generic(args.generic) if args.generic is not None else None
     if args.leading is not None:
         return leading_coefficient(arch, args.leading, normalizer)
-    return expand(arch, order=args.order, normalizer=normalizer, progress=not args.quiet)
+    return ExpansionOutput(expand(arch, order=args.order, normalizer=normalizer, progress=not args.quiet),
+                           entries=getattr(args, "entries", False))
 
 
 COMMANDS = (
     Subcommand("expand",
-               "exact expansion F_0..F_n of the output along query/key collapse, or a layer's leading coefficient",
+               "exact expansion F_0..F_n of the output along query/key collapse (a summary with the matrix forms; "
+               "--entries, --latex, --json or --out for every entry), or a layer's leading coefficient",
                run_expand, configure_expand),
 )
