@@ -65,6 +65,13 @@ class SmithValuations:
         return min(self.remaining_rows, self.remaining_cols)
 
 
+def _complement(size: int, chosen) -> np.ndarray:
+    """The indices below ``size`` not in ``chosen``, increasing (``np.setdiff1d`` imports numpy.ma: 7 ms)."""
+    keep = np.ones(size, dtype=bool)
+    keep[list(chosen)] = False
+    return np.flatnonzero(keep)
+
+
 def smith_valuations(matrix: np.ndarray, p: int, progress=None) -> SmithValuations:
     """Invariant-factor valuations of an ``m x n`` matrix of series mod ``eps^N``.
 
@@ -104,8 +111,7 @@ def smith_valuations(matrix: np.ndarray, p: int, progress=None) -> SmithValuatio
         else:
             cols, rows = pivots(level.T, p)
         exponents += [v] * len(rows)
-        other_rows = np.setdiff1d(np.arange(work.shape[0]), rows)
-        other_cols = np.setdiff1d(np.arange(work.shape[1]), cols)
+        other_rows, other_cols = _complement(work.shape[0], rows), _complement(work.shape[1], cols)
         if len(other_rows) and len(other_cols):
             # Schur complement: multiplier = left / pivot block, known mod eps^(N - v); it meets
             # entries of valuation >= v, so the update is known mod eps^N
