@@ -204,9 +204,10 @@ class FlintToSympy:
         self.symbols = tuple(symbols)
         self._powers = {}  # (index, exponent) -> Symbol or Pow
         self._keys = {}  # (index, exponent) -> sort key
-        self._numbers = {}  # (p, q) -> (Rational, sort key)
+        self._numbers = {}  # fmpq -> (Rational, sort key)
         self._class_rank = {}
         self._monomials = {}  # exponent tuple -> (factors, keys)
+        self._built = {}  # (exponent tuple, fmpq) -> (sort key, term)
         for cls in (sp.Symbol, sp.Pow, sp.Mul, sp.Integer, sp.Rational, type(sp.S.One), type(sp.S.NegativeOne),
                     type(sp.S.Half), type(sp.S.Zero)):
             self._class(cls)
@@ -228,6 +229,7 @@ class FlintToSympy:
         order = sorted(self._powers, key=cmp_to_key(lambda a, b: self._powers[a].compare(self._powers[b])))
         self._keys = {pair: (self._class_rank[type(self._powers[pair])], rank) for rank, pair in enumerate(order)}
         self._monomials = {}
+        self._built = {}
 
     def _register(self, pairs):
         for index, exponent in pairs:
@@ -238,11 +240,24 @@ class FlintToSympy:
         self._rank_factors()
 
     def _number(self, c):
-        entry = self._numbers.get((c.p, c.q))
+        entry = self._numbers.get(c)
         if entry is None:
             value = sp.Rational(int(c.p), int(c.q))
-            entry = self._numbers[(c.p, c.q)] = (value, (self._class(type(value)), value._hashable_content()))
+            entry = self._numbers[c] = (value, (self._class(type(value)), value._hashable_content()))
         return entry
+
+    def _term(self, monomial, c):
+        """``(sort key, term)`` of one term (key None for a constant)."""
+        number, number_key = self._number(c)
+        factors, keys = self._monomials[monomial]
+        if not factors:
+            return None, number
+        if number is sp.S.One and len(factors) == 1:
+            return keys[0], factors[0]
+        mul_rank = self._class_rank[sp.Mul]
+        if number is sp.S.One:
+            return (mul_rank, len(factors), keys), sp.Mul._from_args(factors, True)
+        return (mul_rank, len(factors) + 1, (number_key, *keys)), sp.Mul._from_args((number, *factors), True)
 
     def _learn(self, monomials, every):
         """Cache each new monomial's ``(factors, keys)``, registering new factors (then ``every`` monomial)."""
@@ -268,21 +283,16 @@ class FlintToSympy:
         if missing:
             self._learn(missing, list(terms))
             cache = self._monomials
-        one, mul_rank, numbers = sp.S.One, self._class_rank[sp.Mul], self._numbers
+        built = self._built
         out, constant = [], None
-        for monomial, c in terms.items():
-            entry = numbers.get((c.p, c.q))
-            number, number_key = entry if entry is not None else self._number(c)
-            factors, keys = cache[monomial]
-            if not factors:
-                constant = number
-            elif number is one and len(factors) == 1:
-                out.append((keys[0], factors[0]))
-            elif number is one:
-                out.append(((mul_rank, len(factors), keys), sp.Mul._from_args(factors, True)))
+        for item in terms.items():  # a term met before (the same monomial and number) is reused
+            term = built.get(item)
+            if term is None:
+                term = built[item] = self._term(*item)
+            if term[0] is None:
+                constant = term[1]
             else:
-                out.append(((mul_rank, len(factors) + 1, (number_key, *keys)),
-                            sp.Mul._from_args((number, *factors), True)))
+                out.append(term)
         out.sort(key=lambda pair: pair[0])
         args = [term for _, term in out]
         if constant is not None:
