@@ -1149,7 +1149,7 @@ class LeadingCoefficient(FormattedResult):
         return env
 
     def evaluate(self, parameters: Parameters | None = None, X=None, coefficient_values: dict | None = None,
-                 effective: bool = False, form: str | None = None) -> sp.Matrix:
+                 effective: bool = False, form: str | None = None, progress: bool = False) -> sp.Matrix:
         """The formula as an explicit matrix, at given parameters / input (default: symbols).
 
         Parameters
@@ -1166,6 +1166,9 @@ class LeadingCoefficient(FormattedResult):
             Which of the three equal forms to evaluate: ``formula`` (default),
             ``effective_formula`` (as ``effective=True``) or ``matrix_form``
             (``H``, ``J``, ``C_i`` evaluated from their definitions).
+        progress : bool
+            A bar over the entries written out in sympy (on a terminal only;
+            tens of thousands of terms per entry take about a second each).
 
         Examples
         --------
@@ -1198,7 +1201,14 @@ class LeadingCoefficient(FormattedResult):
                 convert, back = to_fmpq, from_fmpq
             array = self._evaluate_in_ring(convert, {k: object_array(v, convert) for k, v in env.items()},
                                            {c: convert(v) for c, v in scalars.items()}, effective)
-            return sp.Matrix(array.shape[0], array.shape[1], lambda r, c: back(array[r, c]))
+            from .limits import progress_bar
+
+            entries = []
+            with progress_bar(progress, total=array.size, desc=f"layer {self.layer} explicit", unit="entry") as bar:
+                for value in array.flat:
+                    entries.append(back(value))
+                    bar.update()
+            return sp.Matrix(array.shape[0], array.shape[1], entries)
         except (DomainError, SymattnError):  # not polynomial over Q: sympy arithmetic
             if effective == "matrix":
                 formula, env = self.matrix_form, self._matrix_environment(env, sympy=True)
@@ -1303,7 +1313,7 @@ class LeadingCoefficient(FormattedResult):
         env = {k: object_array(v, convert) for k, v in self.environment().items()}
         return self._evaluate_in_ring(convert, env, {}, False)
 
-    def explicit(self, values: dict | None = None) -> "CoefficientMatrix":
+    def explicit(self, values: dict | None = None, progress: bool = False) -> "CoefficientMatrix":
         """The formula entry by entry in the symbols of :func:`curve_symbols` and ``x_rc``.
 
         Parameters
@@ -1312,6 +1322,8 @@ class LeadingCoefficient(FormattedResult):
             Matrices for some of ``X, Qt1, Kt1, Vt1, ...`` and numbers for
             ``c_k``, by name (``{"X": [[1, 0, 2]], "c_1": 1}``); the others
             stay symbols.  Entries given as strings are read by the safe parser.
+        progress : bool
+            A bar over the entries (on a terminal only), as in :meth:`evaluate`.
 
         Examples
         --------
@@ -1322,7 +1334,7 @@ class LeadingCoefficient(FormattedResult):
         Matrix([[Kt1_11*Vt1_11/2, 0]])
         """
         if not values:
-            return CoefficientMatrix(self.evaluate())
+            return CoefficientMatrix(self.evaluate(progress=progress))
         if not isinstance(values, dict):
             raise SymattnError(f"values must be a dict of names to matrices or numbers, got {type(values).__name__}")
         arch = self.architecture
@@ -1348,7 +1360,7 @@ class LeadingCoefficient(FormattedResult):
             else:
                 blocks[name[0]][int(name[2:]) - 1] = matrix
         parameters = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
-        return CoefficientMatrix(self.evaluate(parameters, X, scalars))
+        return CoefficientMatrix(self.evaluate(parameters, X, scalars, progress=progress))
 
     def to_json(self) -> dict:
         return {
