@@ -112,6 +112,9 @@ def _latex_names(symbols) -> dict:
         if len(name) > 3 and name[0] in "QKV" and name[1] == "t" and "_" in name:
             layer, index = name[2:].split("_", 1)
             names[s] = rf"\tilde{{{name[0]}}}^{{({layer})}}_{{{index}}}"
+        elif len(name) > 2 and name[0] in "QKV" and "_" in name and name[1:].split("_", 1)[0].isdigit():
+            layer, index = name[1:].split("_", 1)  # a native parameter Q1_12
+            names[s] = rf"{name[0]}^{{({layer})}}_{{{index}}}"
         elif name.startswith("x_"):
             names[s] = rf"x_{{{name[2:]}}}"
         elif name == "eps":
@@ -124,7 +127,8 @@ def _latex(expr) -> str:
 
 
 def latex(expr, **settings) -> str:
-    r"""``sympy.latex`` with the package's names: ``Kt1_11`` as ``\tilde{K}^{(1)}_{11}``, ``x_11`` as ``x_{11}``.
+    r"""``sympy.latex`` with the package's names: ``Kt1_11`` as ``\tilde{K}^{(1)}_{11}``, ``Q1_12`` as
+    ``Q^{(1)}_{12}``, ``x_11`` as ``x_{11}``.
 
     The same names as the package's exports (``Expansion.to_latex``, the
     ``latex`` of ``to_json``).  ``sympy.latex`` gives them by itself for the
@@ -139,6 +143,8 @@ def latex(expr, **settings) -> str:
     >>> x = Architecture.uniform(layers=1, width=1).input_symbols()[0, 1]
     >>> sp.latex(Kt * x), latex(Kt * x)
     ('Kt_{1 11} x_{12}', '\\tilde{K}^{(1)}_{11} x_{12}')
+    >>> latex(Architecture.uniform(layers=1, width=2).symbols().Q[0][0, 1] ** 2)
+    '\\left(Q^{(1)}_{12}\\right)^{2}'
     """
     names = _latex_names(getattr(expr, "free_symbols", ()))
     names.update(settings.pop("symbol_names", None) or {})
