@@ -310,3 +310,16 @@ def test_the_summary_lists_the_matrix_forms_of_the_layers_up_to_the_order():
     assert expand(Architecture.uniform(layers=1, width=1, tokens=2), curve=collapse_queries()).matrix_forms() == ()
     assert expand(Architecture.uniform(layers=1, width=1, tokens=2, normalizer="lightning"),
                   order=2).matrix_forms() == ()
+
+
+def test_the_examples_of_docs_expansions_md_run():
+    import doctest
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "expansions.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, "expansions.md", "docs/expansions.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0 and len(test.examples) > 25
