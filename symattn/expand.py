@@ -1490,7 +1490,65 @@ class LeadingCoefficient(FormattedResult):
 
     n = evalf
 
-    def _map(self, function) -> "LeadingCoefficient":
+    def applyfunc(self, function) -> "LeadingCoefficient":
+        """``function`` applied to the scalar factor of every term of every form (``c_1**3/81`` ...).
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2, Normalizer.generic(1))
+        >>> lc.applyfunc(lambda s: s.subs(lc.symbol("c_1"), 3) * 3).matrix_form
+        P*X*H*C_1*H*C_1.T*H*C_2*J
+        """
+        def scalars(e):
+            if isinstance(e, sp.MatAdd):
+                return sp.MatAdd(*[scalars(a) for a in e.args])
+            if isinstance(e, sp.MatMul):
+                scalar, factors = e.as_coeff_matrices()
+                product = factors[0] if len(factors) == 1 else sp.MatMul(*factors)
+                return function(scalar) * product
+            if isinstance(e, sp.MatrixExpr) or not isinstance(e, sp.Basic) or e.atoms(sp.MatrixSymbol):
+                return e
+            return function(e)
+
+        return self._map(scalars, coefficients=False)
+
+    def simplify(self, **kwargs) -> "LeadingCoefficient":
+        """``sympy.simplify`` of the scalar factors (:meth:`applyfunc`); ``sympy.simplify(lc)`` calls it.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> lc = leading_coefficient(Architecture.uniform(layers=1, width=1, tokens=2), 1, Normalizer.generic(1))
+        >>> sp.simplify(lc.subs("c_1", "(c_2**2 - 1)/(c_2 - 1)")).matrix_form
+        (c_2/2 + 1/2)*P*X*H*C_1
+        """
+        return self.applyfunc(lambda e: sp.simplify(e, **kwargs))
+
+    def _eval_simplify(self, **kwargs) -> "LeadingCoefficient":
+        return self.simplify(**kwargs)
+
+    #: ``sympy.sympify(lc)`` returns ``lc``, so that ``sympy.simplify(lc)`` reaches :meth:`simplify`.
+    __sympy__ = False
+
+    def _sympystr(self, printer) -> str:
+        return f"F_{self.order} - F_{self.order}|What_{self.layer}=0 = {printer._print(self.matrix_form)}"
+
+    def _pretty(self, printer):
+        """``sympy.pretty(lc)``: the matrix form.
+
+        Examples
+        --------
+        >>> print(sp.pretty(leading_coefficient(Architecture.uniform(layers=1, width=1, tokens=2), 1),
+        ...                 use_unicode=False))
+        F_2 - F_2|What_1=0 = 1/2*P*X*H*C_1
+        """
+        from sympy.printing.pretty.stringpict import prettyForm
+
+        return prettyForm(*printer._print(self.matrix_form).left(
+            f"F_{self.order} - F_{self.order}|What_{self.layer}=0 = "))
+
+    def _map(self, function, coefficients: bool = True) -> "LeadingCoefficient":
         def tidy(e):  # a scalar factor that became 1 after substitution: no '1*P*...'
             if isinstance(e, sp.MatAdd):
                 return sp.MatAdd(*[tidy(a) for a in e.args])
@@ -1510,7 +1568,8 @@ class LeadingCoefficient(FormattedResult):
             matrix_form=None if self.matrix_form is None else function(self.matrix_form),
             steps=tuple((name, function(e)) for name, e in self.steps),
             effective_steps=tuple((name, function(e)) for name, e in self.effective_steps),
-            coefficients=tuple(function(sp.sympify(c)) for c in self.coefficients))
+            coefficients=tuple(function(sp.sympify(c)) for c in self.coefficients) if coefficients
+            else self.coefficients)
 
     # -- the formula of this network -------------------------------------------------------------
     def _left_side(self) -> str:

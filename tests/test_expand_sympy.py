@@ -323,3 +323,22 @@ def test_the_examples_of_docs_expansions_md_run():
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     runner.run(test)
     assert runner.summarize(verbose=False).failed == 0 and len(test.examples) > 25
+
+
+def test_leading_coefficient_applyfunc_simplify_and_printing_hooks():
+    arch = Architecture.uniform(layers=2, width=2, tokens=3)
+    lc = leading_coefficient(arch, 2, Normalizer.generic(1))
+    c1 = lc.symbol("c_1")
+    doubled = lc.applyfunc(lambda s: 2 * s)
+    assert str(doubled.matrix_form) == "(2*c_1**3/81)*P*X*H*C_1*H*C_1.T*H*C_2*J"
+    rng = random.Random(9)
+    params, X = _random_point(arch, rng)
+    assert doubled.evaluate(params, X, {"c_1": 2}, form="matrix") == 2 * lc.evaluate(params, X, {"c_1": 2})
+    assert doubled.evaluate(params, X, {"c_1": 2}) == 2 * lc.evaluate(params, X, {"c_1": 2})
+    messy = lc.subs("c_1", "(c_2**2 - 1)/(c_2 - 1)")
+    assert sp.simplify(messy).matrix_form == lc.subs("c_1", "c_2 + 1").matrix_form.applyfunc(sp.factor) or \
+        sp.simplify(sp.simplify(messy).coefficients[0] - (lc.symbol("c_2") + 1)) == 0
+    assert isinstance(sp.simplify(messy), type(lc))
+    assert sp.sstr(lc) == "F_6 - F_6|What_2=0 = (c_1**3/81)*P*X*H*C_1*H*C_1.T*H*C_2*J"
+    assert "F_6 - F_6|What_2=0 = ----*P*X*H*C_1*H*C_1 *H*C_2*J" in sp.pretty(lc, use_unicode=False)
+    assert c1.name == "c_1" and c1 == Normalizer.generic(1).coefficient_symbol(1)
