@@ -210,10 +210,10 @@ class FlintToSympy:
         self.symbols = tuple(symbols)
         self._powers = {}  # (index, exponent) -> Symbol or Pow
         self._keys = {}  # (index, exponent) -> sort key
-        self._numbers = {}  # fmpq -> (Rational, sort key)
+        self._numbers = {}  # (fmpz p, fmpz q) -> (Rational, sort key)
         self._class_rank = {}
         self._monomials = {}  # exponent tuple -> (factors, keys)
-        self._built = {}  # (exponent tuple, fmpq) -> (sort key, term)
+        self._built = {}  # (exponent tuple, p, q) -> (sort key, term)
         for cls in (sp.Symbol, sp.Pow, sp.Mul, sp.Integer, sp.Rational, type(sp.S.One), type(sp.S.NegativeOne),
                     type(sp.S.Half), type(sp.S.Zero)):
             self._class(cls)
@@ -245,16 +245,16 @@ class FlintToSympy:
             self._class(type(value))
         self._rank_factors()
 
-    def _number(self, c):
-        entry = self._numbers.get(c)
+    def _number(self, p, q):
+        entry = self._numbers.get((p, q))
         if entry is None:
-            value = sp.Rational(int(c.p), int(c.q))
-            entry = self._numbers[c] = (value, (self._class(type(value)), value._hashable_content()))
+            value = sp.Rational(int(p), int(q))
+            entry = self._numbers[(p, q)] = (value, (self._class(type(value)), value._hashable_content()))
         return entry
 
-    def _term(self, monomial, c):
+    def _term(self, monomial, p, q):
         """``(sort key, term)`` of one term (key None for a constant)."""
-        number, number_key = self._number(c)
+        number, number_key = self._number(p, q)
         factors, keys = self._monomials[monomial]
         if not factors:
             return None, number
@@ -281,17 +281,17 @@ class FlintToSympy:
 
         if not isinstance(poly, flint.fmpq_mpoly):
             return from_fmpq(poly)
-        terms = poly.to_dict()
-        if not terms:
+        monomials = poly.monoms()  # (faster than to_dict; an fmpq hashes slowly, its p and q fast)
+        if not monomials:
             return sp.Integer(0)
         cache = self._monomials
-        missing = [m for m in terms if m not in cache]
+        missing = [m for m in monomials if m not in cache]
         if missing:
-            self._learn(missing, list(terms))
-            cache = self._monomials
+            self._learn(missing, monomials)
         built = self._built
         out, constant = [], None
-        for item in terms.items():  # a term met before (the same monomial and number) is reused
+        for monomial, c in zip(monomials, poly.coeffs()):  # a term met before (same monomial, number) is reused
+            item = (monomial, c.p, c.q)
             term = built.get(item)
             if term is None:
                 term = built[item] = self._term(*item)
