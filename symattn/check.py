@@ -326,6 +326,7 @@ class _Ring:
         if len(self.index) != len(self.variables):
             raise _NotPolynomial("two variables share a name")
         self.ctx = flint.fmpq_mpoly_ctx.get(tuple(self.index) or ("_",), "degrevlex")
+        self._factors, self._numbers = {}, {}
 
     def polynomial(self, expr):
         """``expr`` as a polynomial over Q in the variables (fast for expanded sums; else ``sympy.Poly``)."""
@@ -335,24 +336,32 @@ class _Ring:
             return self.ctx.constant(flint.fmpq(int(expr.p), int(expr.q)))
         n = len(self.variables)
         terms: dict = {}
+        factors, numbers = self._factors, self._numbers  # (index, exponent) and fmpq of what was met before
         try:
             for term in expr.args if expr.is_Add else (expr,):
                 coefficient, rest = term.as_coeff_Mul()
-                if not coefficient.is_Rational:
-                    raise _NotPolynomial(term)
+                number = numbers.get(coefficient)
+                if number is None:
+                    if not coefficient.is_Rational:
+                        raise _NotPolynomial(term)
+                    number = numbers[coefficient] = flint.fmpq(int(coefficient.p), int(coefficient.q))
                 exponents = [0] * n
                 for factor in (() if rest is sp.S.One else rest.args if rest.is_Mul else (rest,)):
-                    if factor.is_Symbol:
-                        base, e = factor, 1
-                    elif factor.is_Pow and factor.base.is_Symbol and factor.exp.is_Integer and int(factor.exp) > 0:
-                        base, e = factor.base, int(factor.exp)
-                    else:
-                        raise _NotPolynomial(factor)
-                    if base.name not in self.index:
-                        raise _NotPolynomial(base)
-                    exponents[self.index[base.name]] += e
+                    known = factors.get(factor)
+                    if known is None:
+                        if factor.is_Symbol:
+                            base, e = factor, 1
+                        elif factor.is_Pow and factor.base.is_Symbol and factor.exp.is_Integer \
+                                and int(factor.exp) > 0:
+                            base, e = factor.base, int(factor.exp)
+                        else:
+                            raise _NotPolynomial(factor)
+                        if base.name not in self.index:
+                            raise _NotPolynomial(base)
+                        known = factors[factor] = (self.index[base.name], e)
+                    exponents[known[0]] += known[1]
                 key = tuple(exponents)
-                terms[key] = terms.get(key, 0) + flint.fmpq(int(coefficient.p), int(coefficient.q))
+                terms[key] = terms[key] + number if key in terms else number
         except _NotPolynomial:  # not an expanded sum (products of sums, ...): sympy's Poly
             if expr.free_symbols and not {s.name for s in expr.free_symbols
                                           if isinstance(s, sp.Symbol)} <= set(self.index):
