@@ -2011,8 +2011,11 @@ def _verify_symbolic(lc: LeadingCoefficient, max_terms: int):
             if convert(want[r, c]) != convert(value):
                 difference = convert(want[r, c]) - convert(value)
                 rng = random.Random(0)
-                while True:  # a point where the difference is nonzero (Schwartz-Zippel: found at once)
-                    values = [sp.Integer(rng.randint(-50, 50)) for _ in ring]
+                tries = 0
+                while True:  # a point where the difference is nonzero, small coordinates first
+                    tries += 1
+                    bound = 1 if tries <= 10 else 2 if tries <= 20 else 3 if tries <= 30 else 50
+                    values = [sp.Integer(rng.randint(-bound, bound)) for _ in ring]
                     if difference(*[to_fmpq(v) for v in values]) != 0:
                         break
                 point = tuple((s.name, str(v)) for s, v in zip(ring, values))
@@ -2085,8 +2088,8 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
     degree = max(_formula_degree(lc, bool(generic)), expansion_degree)
     size = 2 * radius + 1
     all_coefficients = sorted(set(_normalizer_symbols(used, n).values()), key=lambda s: s.name)
-    for _ in range(points):
-        point = _random_point(used, rng, radius, all_coefficients)
+    def mismatch(point):
+        """``(m, entry, want, got, what)`` of the first disagreement at ``point``, or None."""
         full = expand(used, order=n, point=point, max_params=10**6, max_order=10**6)
         collapsed = expand(used, order=n, point={**point, **zero_keys}, max_params=10**6, max_order=10**6)
         pairs = [(m, sp.zeros(*full[m].shape), full[m] - collapsed[m]) for m in range(n)]
@@ -2105,12 +2108,28 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
                 entry = next((r, c) for r in range(want.rows) for c in range(want.cols)
                              if want[r, c] != got[r, c])
                 what = "the formula" if m == n else f"0 (no dependence on layer {layer} below order {n})"
-                return CheckResult(
-                    False, f"exact evaluation over Q at a random point: F_{m} - F_{m}|Kt_{layer}=0 differs from "
-                    f"{what} at entry {entry}", 0.0,
-                    Counterexample(tuple((k, str(v)) for k, v in point.items()), entry,
-                                   str(want[entry]), str(got[entry])),
-                    "leading coefficient formula", f"F_{m} - F_{m}|Kt_{layer}=0", points, degree, size)
+                return m, entry, want[entry], got[entry], what
+        return None
+
+    for _ in range(points):
+        point = _random_point(used, rng, radius, all_coefficients)
+        found = mismatch(point)
+        if found is None:
+            continue
+        # a readable counterexample: the first of a few small integer points that also disagrees
+        small = random.Random(seed)
+        for r in (1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 5, 5, 10, 10):
+            candidate = _random_point(used, small, r, all_coefficients)
+            again = mismatch(candidate)
+            if again is not None:
+                point, found = candidate, again
+                break
+        m, entry, want, got, what = found
+        return CheckResult(
+            False, f"exact evaluation over Q at a random point: F_{m} - F_{m}|Kt_{layer}=0 differs from "
+            f"{what} at entry {entry}; the counterexample is the first small integer point found where they differ",
+            0.0, Counterexample(tuple((k, str(v)) for k, v in point.items()), entry, str(want), str(got)),
+            "leading coefficient formula", f"F_{m} - F_{m}|Kt_{layer}=0", points, degree, size)
     bound = min(1.0, degree / size) ** points
     method = (f"exact evaluation over Q (python-flint) at {points} random integer point(s) in "
               f"[-{radius}, {radius}] of F_0..F_{n} with and without Kt_{layer}, one forward pass over "

@@ -227,8 +227,11 @@ def test_verification_checks_the_matrix_form_and_catches_a_wrong_one():
     proof = verify_leading_coefficient(arch, 2, symbolic=True)
     assert proof.proved and "in H, J, C_i" in proof.method
     wrong = dataclasses.replace(right, matrix_form=2 * right.matrix_form)
-    assert verify_leading_coefficient(arch, 2, candidate=wrong, symbolic=True).verdict is False
-    assert verify_leading_coefficient(arch, 2, candidate=wrong, points=1).verdict is False
+    for result in (verify_leading_coefficient(arch, 2, candidate=wrong, symbolic=True),
+                   verify_leading_coefficient(arch, 2, candidate=wrong, points=1)):
+        assert result.verdict is False and "the matrix form" in result.method or "the formula" in result.method
+        assert max(abs(int(v)) for _, v in result.counterexample.point) <= 10  # readable, not 2^20
+        assert result.counterexample.claimed != result.counterexample.computed
 
 
 def test_the_latex_shows_this_network_then_the_general_formula():
