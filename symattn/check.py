@@ -504,11 +504,20 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
                      max_ops: int = 5000, max_degree: int = 64) -> CheckResult:
     """Whether a claimed expression equals a computed one.
 
+    Polynomials over Q (the usual case: expansions, leading coefficients) are
+    compared exactly as python-flint polynomials, symbols matched by name: a
+    proof when they are equal, else a counterexample at the first small
+    integer point (coordinates ``0, +-1, +-2, ...`` tried first) where they
+    differ.  Other expressions go through sympy (``expand``, ``cancel``,
+    ``simplify``, then random points).
+
     Parameters
     ----------
     claimed : sympy expression, Matrix, explicit MatrixExpr, str, or an object with ``explicit()``
         A string is parsed with the symbols of ``computed`` (matched by name);
-        a :class:`~symattn.expand.LeadingCoefficient` is written entry by entry.
+        a :class:`~symattn.expand.LeadingCoefficient` is evaluated in the same
+        python-flint ring (its ``ring_matrix``), or written entry by entry when
+        the sides are not polynomials over Q.
     computed : sympy expression, Matrix, or callable
         A callable takes ``{Symbol: Rational}`` and returns the value there
         (for computations too large to hold symbolically); give ``variables``
@@ -529,13 +538,6 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
     max_degree : int
         For a callable ``computed`` without ``degree``: the highest degree
         looked for along a random line (``max_degree + 3`` calls at most).
-
-    Polynomials over Q (the usual case: expansions, leading coefficients) are
-    compared exactly as python-flint polynomials, symbols matched by name: a
-    proof when they are equal, else a counterexample at the first small
-    integer point (coordinates ``0, +-1, +-2, ...`` tried first) where they
-    differ.  Other expressions go through sympy (``expand``, ``cancel``,
-    ``simplify``, then random points).
 
     Returns
     -------
