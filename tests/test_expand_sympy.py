@@ -345,3 +345,24 @@ def test_leading_coefficient_applyfunc_simplify_and_printing_hooks():
     assert sp.sstr(lc) == "F_6 - F_6|What_2=0 = (c_1**3/81)*P*X*H*C_1*H*C_1.T*H*C_2*J"
     assert "F_6 - F_6|What_2=0 = ----*P*X*H*C_1*H*C_1 *H*C_2*J" in sp.pretty(lc, use_unicode=False)
     assert c1.name == "c_1" and c1 == Normalizer.generic(1).coefficient_symbol(1)
+
+
+def test_numeric_substitution_goes_through_flint_and_agrees_with_sympy():
+    import pickle
+
+    arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2)
+    F = expand(arch, order=6, normalizer=Normalizer.generic(1))
+    c1, x11 = F.symbol("c_1"), F.symbol("x_11")
+    for G, rule in ((F.subs("c_1", 3), {c1: 3}), (F.xreplace({"c_1": -2, "x_11": sp.Rational(1, 2)}),
+                                                 {c1: -2, x11: sp.Rational(1, 2)}),
+                    (F.subs([("c_1", 2), ("c_1", 5)]), {c1: 2})):  # sequential: the first wins, as in sympy
+        for n in range(7):
+            assert G[n] == F[n].xreplace(rule)
+            assert sp.srepr(G[n]) == sp.srepr(F[n].xreplace(rule))
+    twice = F.subs("c_1", 3).subs("x_11", 2)
+    assert twice[6] == F[6].xreplace({c1: 3, x11: 2}) and twice.point == (("c_1", 3), ("x_11", 2))
+    # symbolic values and expressions as keys take sympy's route, with the same result
+    assert F.subs("c_1", "c_2 + 1")[6] == F[6].subs(c1, F.symbol("c_2") + 1)
+    assert pickle.loads(pickle.dumps(F))[6] == F[6]  # the flint polynomials are not pickled
+    at_point = expand(arch, order=6, normalizer=Normalizer.generic(1), point={"c_1": 1})
+    assert F.subs("c_1", 1)[6] == at_point[6]
