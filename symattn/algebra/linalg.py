@@ -190,52 +190,50 @@ def _limb_plan(p: int, inner: int) -> tuple[int, int, int]:
     return limb_bits, 2, chunk
 
 
-def _float_times_residues(left: np.ndarray, right: np.ndarray, p: int) -> np.ndarray:
-    """``left @ right mod p``: ``left`` float64 holding residues, ``right`` int64 residues (broadcasting)."""
-    inner = left.shape[-1]
-    shape = np.broadcast_shapes(left.shape[:-2], right.shape[:-2]) + (left.shape[-2], right.shape[-1])
+def _residue_product(A: np.ndarray, B: np.ndarray, p: int) -> np.ndarray:
+    """``A @ B mod p`` for int64 residues (stacks broadcast), exactly, through float64 BLAS.
+
+    The two limbs go on the operand with fewer rows of the product (the rows of ``A`` or the
+    columns of ``B``): it alone is split and copied twice, the other is converted to float64
+    once (a random row compression ``R J`` of 174 rows against 1032 columns: 3 against 10 ms).
+    The inner dimension is cut into chunks whose limb sums stay exact (:func:`_combine_limbs`).
+    """
+    inner, m, n = A.shape[-1], A.shape[-2], B.shape[-1]
+    shape = np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + (m, n)
     if inner == 0 or 0 in shape:
         return np.zeros(shape, dtype=np.int64)
     limb_bits, limbs, chunk = _limb_plan(p, inner)
+    if limbs == 1:  # every sum of products of residues is exact in float64
+        return np.remainder(np.matmul(A.astype(np.float64), B.astype(np.float64)).astype(np.int64), p)
+    chunk = min(chunk, _SCALE_MAX_INNER)
     mask = (1 << limb_bits) - 1
-    if limbs == 2 and inner <= _SCALE_MAX_INNER:
-        # both limbs side by side as the columns of one BLAS product, combined exactly in float64
-        # (one call and one int64 remainder instead of two of each)
-        digits = np.empty((*right.shape[:-1], 2, right.shape[-1]), dtype=np.float64)
-        np.right_shift(right, limb_bits, out=digits[..., 0, :], casting="unsafe")
-        np.bitwise_and(right, mask, out=digits[..., 1, :], casting="unsafe")
-        exact = np.matmul(left, digits.reshape(*right.shape[:-1], 2 * right.shape[-1]))
-        del digits
-        exact = exact.reshape(*exact.shape[:-1], 2, right.shape[-1])
-        out = np.empty(shape, dtype=np.int64)
-        _combine_limbs(exact[..., 0, :], exact[..., 1, :], p, out, limb_bits)
-        return out
-    # the float64 partial sums are exact integers below 2**53; they are reduced as int64, because
-    # numpy's float fmod is 25 times slower than int64 % (93 against 3.8 ns an entry, measured)
-    # (in place where possible: the transients of a product are a few copies of its result)
+    split_left = m <= n
+    if split_left:  # limbs as two blocks of rows of A
+        left = np.empty((*A.shape[:-2], 2, m, inner), dtype=np.float64)
+        np.right_shift(A, limb_bits, out=left[..., 0, :, :], casting="unsafe")
+        np.bitwise_and(A, mask, out=left[..., 1, :, :], casting="unsafe")
+        left, right = left.reshape(*A.shape[:-2], 2 * m, inner), B.astype(np.float64)
+    else:  # limbs as two blocks of columns of B
+        right = np.empty((*B.shape[:-1], 2, n), dtype=np.float64)
+        np.right_shift(B, limb_bits, out=right[..., 0, :], casting="unsafe")
+        np.bitwise_and(B, mask, out=right[..., 1, :], casting="unsafe")
+        left, right = A.astype(np.float64), right.reshape(*B.shape[:-2], inner, 2 * n)
     out = None
     for start in range(0, inner, chunk):
-        stop = min(inner, start + chunk)
-        left_chunk, right_chunk = left[..., start:stop], right[..., start:stop, :]
-        chunk_sum = None
-        for limb in range(limbs - 1, -1, -1):  # Horner in 2**limb_bits over the limbs: below 2**43
-            digits = right_chunk if limbs == 1 else (right_chunk >> (limb * limb_bits)) & mask
-            exact = np.matmul(left_chunk, digits.astype(np.float64))
-            del digits
-            part = exact.astype(np.int64)
-            del exact
-            part %= p
-            if chunk_sum is None:
-                chunk_sum = part
-            else:
-                chunk_sum <<= limb_bits
-                chunk_sum += part
-                chunk_sum %= p
-            del part
-        if out is None:
-            out = chunk_sum
+        exact = np.matmul(left[..., start:start + chunk], right[..., start:start + chunk, :])
+        if split_left:
+            exact = exact.reshape(*exact.shape[:-2], 2, m, n)
+            high, low = exact[..., 0, :, :], exact[..., 1, :, :]
         else:
-            out += chunk_sum
+            exact = exact.reshape(*exact.shape[:-1], 2, n)
+            high, low = exact[..., 0, :], exact[..., 1, :]
+        part = np.empty(shape, dtype=np.int64)
+        _combine_limbs(high, low, p, part, limb_bits)
+        del exact, high, low
+        if out is None:
+            out = part
+        else:
+            out += part
             out %= p
     return out
 
@@ -270,7 +268,7 @@ def matmul_mod(A, B, p: int) -> np.ndarray:
     A = _residues(np.asarray(A, dtype=np.int64), p)
     B = _residues(np.asarray(B, dtype=np.int64), p)
     with _one_blas_thread():
-        return _float_times_residues(A.astype(np.float64), B, p)
+        return _residue_product(A, B, p)
 
 
 # -- products of matrices of series ------------------------------------------------------------
@@ -381,7 +379,7 @@ def _monomial_product(A, B, p: int, truncation: int, shift: int) -> np.ndarray:
     if length <= 0:
         return out
     coefficients = B[..., :length].reshape(*B.shape[:-2], n * length)
-    product = _float_times_residues(A[..., shift].astype(np.float64), coefficients, p)
+    product = _residue_product(A[..., shift], coefficients, p)
     out[..., shift:shift + length] = product.reshape(*product.shape[:-1], n, length)
     return out
 
