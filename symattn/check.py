@@ -837,18 +837,28 @@ class ClaimCheck:
     claim: str
     quantity: str
     layer: int | None
-    claimed: int
+    claimed: object
     computed: object
     verdict: bool | None
     method: str
+    counterexample: Counterexample | None = None
 
     def to_json(self) -> dict:
-        return {"claim": self.claim, "verdict": self.verdict, "claimed": self.claimed,
+        data = {"claim": self.claim, "verdict": self.verdict, "claimed": self.claimed,
                 "computed": self.computed, "method": self.method}
+        if self.counterexample is not None:  # formula claims (symattn.expand.check_formula_claim)
+            data["counterexample"] = self.counterexample.to_json()
+        return data
 
     def __str__(self) -> str:
         verdict = {True: "true", False: "false", None: "undecided"}[self.verdict]
-        return f"{self.claim}: {verdict} (computed {self.computed})"
+        text = f"{self.claim}: {verdict} (computed {self.computed})"
+        if self.counterexample is not None:
+            ce = self.counterexample
+            text += ("\n  counterexample: " + ", ".join(f"{k} = {v}" for k, v in ce.point)
+                     + (f", entry {ce.entry}" if ce.entry is not None else "")
+                     + f"\n    claimed  {ce.claimed}\n    computed {ce.computed}")
+        return text
 
 
 @dataclass(frozen=True)
@@ -880,7 +890,14 @@ class ClaimsReport(FormattedResult):
     def to_markdown(self) -> str:
         table = markdown_table(("claim", "verdict", "computed", "method"),
                                [(f"`{a}`", b, c, d) for a, b, c, d in self._rows()])
-        return table + f"\n\nall true: {self.all_true}"
+        lines = []
+        for c in self.checks:
+            ce = getattr(c, "counterexample", None)
+            if ce is not None:
+                lines += [f"- counterexample to `{c.claim}`: " + ", ".join(f"{k} = {v}" for k, v in ce.point)
+                          + (f", entry {ce.entry}" if ce.entry is not None else ""),
+                          f"  - claimed value: `{ce.claimed}`", f"  - computed value: `{ce.computed}`"]
+        return table + ("\n\n" + "\n".join(lines) if lines else "") + f"\n\nall true: {self.all_true}"
 
     def _latex_body(self) -> str:
         rows = [(f"\\texttt{{{latex_escape(a)}}}", b, latex_escape(c)) for a, b, c, _ in self._rows()]

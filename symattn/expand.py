@@ -72,6 +72,11 @@ __all__ = [
     "leading_orders",
     "verify_leading_coefficient",
     "evaluate_matrix_expression",
+    "FORMULA_LANGUAGE",
+    "is_formula_claim",
+    "parse_formula_claim",
+    "matrix_formula",
+    "check_formula_claim",
     "MAX_PARAMS",
     "MAX_ORDER",
     "MAX_TERMS",
@@ -2186,3 +2191,231 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
               f"(degree {degree} / {size})^{points}")
     return CheckResult(True, method, bound, None, "leading coefficient formula",
                        f"F_{n} - F_{n}|Kt_{layer}=0", points, degree, size)
+
+
+# -- claimed matrix formulas --------------------------------------------------------------------------
+#: The matrix-formula language of :func:`matrix_formula` and :func:`check_formula_claim`.
+FORMULA_LANGUAGE = (
+    "names P, X, H, J, C_i, What_i (matrices), c_k, alpha_i, t (scalars); numbers; + - * / and ** or ^ "
+    "(integer powers of scalars, or of square matrices); A.T (transpose); hadamard(A, m) (entrywise power); "
+    "parentheses"
+)
+
+_LEADING_CLAIM = None
+
+
+def _leading_claim_pattern():
+    global _LEADING_CLAIM
+    if _LEADING_CLAIM is None:
+        import re
+
+        _LEADING_CLAIM = re.compile(r"^\s*leading(?:_coefficient)?\s*\(\s*(?P<layer>[^()]*?)\s*\)\s*={1,2}\s*"
+                                    r"(?P<formula>\S.*?)\s*$", re.IGNORECASE)
+    return _LEADING_CLAIM
+
+
+def is_formula_claim(text) -> bool:
+    """Whether a claim is a formula claim ``leading(i) = <matrix formula>`` (else a numeric claim).
+
+    Examples
+    --------
+    >>> is_formula_claim("leading(2) = c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J"), is_formula_claim("kernel = 6")
+    (True, False)
+    """
+    return isinstance(text, str) and _leading_claim_pattern().match(text) is not None
+
+
+def matrix_formula(text: str, lc: "LeadingCoefficient"):
+    """A sympy matrix expression from text in the names of ``lc.matrix_form``, read without executing anything.
+
+    The language (:data:`FORMULA_LANGUAGE`): the matrices ``P``, ``X``,
+    ``H``, ``J``, ``C_i`` and ``What_i`` (``What1`` also accepted) of
+    :attr:`LeadingCoefficient.definitions`, the scalars ``c_k`` (the
+    normalizer's leading Taylor coefficient, a number for a named normalizer),
+    ``alpha_i`` and ``t`` (the token count), numbers, ``+ - * /``, powers
+    ``**`` or ``^`` (integer powers of scalars and of square matrices),
+    ``A.T`` (transpose), ``hadamard(A, m)`` (entrywise power) and
+    parentheses.  Products are written with ``*`` (or ``@``).  The text is
+    split by :func:`ast.parse` and walked node by node, as the package's
+    parser of scalar expressions does (:mod:`symattn.parsing`).
+
+    Raises
+    ------
+    ParseError
+        Naming the offending token and the accepted names; a product of
+        matrices of the wrong shapes is a ShapeError.
+
+    Examples
+    --------
+    >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
+    >>> matrix_formula("c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J", lc) == lc.matrix_form
+    True
+    >>> matrix_formula("P*X*C_1.__class__", lc)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: cannot read the formula 'P*X*C_1.__class__': the attribute '__class__' is not accepted (only A.T, the transpose); accepted: ...
+    """
+    import ast
+
+    from .errors import ParseError
+
+    if not isinstance(text, str):
+        raise ParseError(f"a formula is a string, got {type(text).__name__}")
+    if len(text) > 5000:
+        raise ParseError(f"the formula is too long ({len(text)} characters; at most 5000)")
+    t = lc.architecture.tokens
+    names = {}
+    for name, value in lc.symbol_names().items():
+        if isinstance(value, sp.MatrixSymbol) and (name in ("P", "X", "H", "J") or name.startswith(("C_", "What"))):
+            names[name] = value
+            if name.startswith("What"):
+                names[f"What_{name[4:]}"] = value
+        elif isinstance(value, sp.Symbol) and name.startswith("alpha_"):
+            names[name] = value
+    for i, (k, c) in enumerate(zip(lc.ks, lc.coefficients), start=1):
+        names.setdefault(f"c_{k}", c)
+    names["t"] = sp.Integer(t)
+    for i in range(1, lc.layer + 1):  # C_i and What_i of every layer up to this one, even if unused
+        names.setdefault(f"C_{i}", sp.MatrixSymbol(f"C_{i}", t, t))
+    accepted = ("accepted: " + FORMULA_LANGUAGE + "; names here: " + ", ".join(sorted(names)))
+
+    def fail(reason):
+        raise ParseError(f"cannot read the formula {text!r}: {reason}; {accepted}")
+
+    try:
+        tree = ast.parse(text.replace("^", "**"), mode="eval")
+    except SyntaxError:
+        fail("invalid syntax")
+    if sum(1 for _ in ast.walk(tree)) > 2000:
+        fail("more than 2000 nodes")
+
+    def is_matrix(value):
+        return isinstance(value, sp.MatrixExpr)
+
+    def read(node, depth=0):
+        if depth > 100:
+            fail("nested too deeply")
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            if abs(node.value) > 10**50:
+                fail(f"the number {node.value} is too large")
+            return sp.Integer(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                fail(f"the name {node.id!r} is not known")
+            return names[node.id]
+        if isinstance(node, ast.Attribute):
+            if node.attr != "T":
+                fail(f"the attribute {node.attr!r} is not accepted (only A.T, the transpose)")
+            value = read(node.value, depth + 1)
+            if not is_matrix(value):
+                fail("a transpose .T of a scalar")
+            return value.T
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = read(node.operand, depth + 1)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id == "hadamard" and len(node.args) == 2
+                    and not node.keywords):
+                fail(f"the call {ast.unparse(node.func)!r} is not accepted (only hadamard(A, m))")
+            base, exponent = read(node.args[0], depth + 1), read(node.args[1], depth + 1)
+            if not is_matrix(base) or not (isinstance(exponent, sp.Integer) and 1 <= int(exponent) <= 100):
+                fail("hadamard(A, m) takes a matrix and an integer 1 <= m <= 100")
+            return entrywise_power(base, int(exponent))
+        if isinstance(node, ast.BinOp):
+            left, right = read(node.left, depth + 1), read(node.right, depth + 1)
+            op = node.op
+            try:
+                if isinstance(op, (ast.Add, ast.Sub)):
+                    if is_matrix(left) != is_matrix(right):
+                        fail("a sum of a matrix and a scalar")
+                    return left + right if isinstance(op, ast.Add) else left - right
+                if isinstance(op, (ast.Mult, ast.MatMult)):
+                    return left * right
+                if isinstance(op, ast.Div):
+                    if is_matrix(right):
+                        fail("a division by a matrix")
+                    if right == 0:
+                        fail("a division by zero")
+                    return left * (1 / right) if is_matrix(left) else left / right
+                if isinstance(op, ast.Pow):
+                    if not (isinstance(right, sp.Integer) and abs(int(right)) <= 100):
+                        fail("a power that is not an integer of at most 100")
+                    if is_matrix(left) and int(right) < 1:
+                        fail("a matrix to a power below 1")
+                    return left ** right
+            except SymattnError:
+                raise
+            except (ValueError, TypeError) as err:  # sympy's ShapeError of a product of mismatched matrices
+                raise ShapeError(f"the formula {text!r}: {err}") from None
+            fail(f"the operator {type(op).__name__} is not accepted")
+        fail(f"{type(node).__name__} {ast.unparse(node)!r} is not accepted")
+
+    value = read(tree.body)
+    if not is_matrix(value):
+        fail("it is a scalar, not a matrix formula")
+    if value.shape != lc.matrix_form.shape:
+        raise ShapeError(f"the formula {text!r} is {value.shape[0]} x {value.shape[1]}; the leading coefficient of "
+                         f"layer {lc.layer} is {lc.matrix_form.shape[0]} x {lc.matrix_form.shape[1]}")
+    return value
+
+
+def parse_formula_claim(arch: Architecture, claim: str):
+    """``(layer, LeadingCoefficient, formula)`` of ``"leading(i) = <matrix formula>"`` (cheap: no expansion).
+
+    Examples
+    --------
+    >>> layer, lc, formula = parse_formula_claim(Architecture.uniform(layers=2), "leading(1) = P*X*H*C_1*J/9")
+    >>> layer, formula == lc.matrix_form
+    (1, True)
+    >>> parse_formula_claim(Architecture.uniform(layers=2), "leading(3) = P")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: claim 'leading(3) = P' names layer 3; the architecture has layers 1..2
+    """
+    _check_arch(arch)
+    match = _leading_claim_pattern().match(claim) if isinstance(claim, str) else None
+    if match is None:
+        raise SymattnError(f"a formula claim reads 'leading(i) = <matrix formula>', got {claim!r}")
+    layer_text = match["layer"]
+    if not layer_text.isdigit() or not 1 <= int(layer_text) <= arch.layers:
+        raise SymattnError(f"claim {claim!r} names layer {layer_text}; the architecture has layers 1..{arch.layers}")
+    layer = int(layer_text)
+    lc = leading_coefficient(arch, layer)
+    return layer, lc, matrix_formula(match["formula"], lc)
+
+
+def check_formula_claim(arch: Architecture, claim: str, *, seed: int = 0, points: int = 2):
+    """Check a claimed leading coefficient ``"leading(i) = <matrix formula>"`` against the entrywise expansion.
+
+    The formula is read by :func:`matrix_formula` in the names of
+    :attr:`LeadingCoefficient.matrix_form` (for this network's ``k`` and
+    ``t``) and compared, as :func:`verify_leading_coefficient` compares the
+    package's own forms, with ``F_{n_i} - F_{n_i}|_{Kt_i = 0}`` of
+    :func:`expand` at ``points`` random integer points (and the lower orders
+    with 0): a false claim comes with a counterexample at small integer
+    coordinates.
+
+    Returns
+    -------
+    symattn.check.ClaimCheck
+        ``claimed`` the formula as read, ``computed`` the engine's matrix
+        form, ``verdict`` True / False, ``counterexample`` for a false claim.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=2, width=1, tokens=2)
+    >>> check_formula_claim(arch, "leading(2) = 1/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J").verdict
+    True
+    >>> wrong = check_formula_claim(arch, "leading(2) = 1/t^4 * P*X*H*C_1*C_1.T*H*C_2*J")
+    >>> wrong.verdict, wrong.computed, max(abs(int(v)) for _, v in wrong.counterexample.point) <= 10
+    (False, '(1/16)*P*X*H*C_1*H*C_1.T*H*C_2*J', True)
+    """
+    from .check import ClaimCheck
+
+    layer, lc, claimed = parse_formula_claim(arch, claim)
+    candidate = dataclasses.replace(lc, matrix_form=claimed)
+    result = verify_leading_coefficient(arch, layer, points=points, seed=seed, candidate=candidate)
+    method = (f"the claimed matrix formula against F_{lc.order} - F_{lc.order}|Kt_{layer}=0 of the entrywise "
+              f"expansion (verify_leading_coefficient): " + result.method)
+    return ClaimCheck(claim, "leading", layer, str(claimed), str(lc.matrix_form), result.verdict, method,
+                      result.counterexample)

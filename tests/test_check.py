@@ -278,3 +278,66 @@ def test_cli_expand(capsys):
 
 def test_result_type():
     assert isinstance(check_expression(x, x), CheckResult)
+
+
+# -- formula claims: a layer's leading coefficient as a matrix formula -------------------------------------
+def test_formula_claims_true_and_false_with_a_small_counterexample():
+    from symattn.expand import check_formula_claim
+
+    arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3)
+    right = check_formula_claim(arch, "leading(2) = c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J")
+    assert right.verdict is True and right.computed == "(1/81)*P*X*H*C_1*H*C_1.T*H*C_2*J"
+    assert right.claimed == right.computed and "Schwartz-Zippel" in right.method
+    wrong = check_formula_claim(arch, "leading(2) = c_1^3/t^4 * P*X*H*C_1*C_1.T*H*C_2*J")  # the middle H
+    assert wrong.verdict is False
+    ce = wrong.counterexample
+    assert max(abs(int(v)) for _, v in ce.point) <= 10 and ce.claimed != ce.computed
+    # the counterexample really separates the claim from the expansion
+    point = ce.values()
+    base = curve_symbols(arch)
+    full = expand(arch, order=6, point=point)
+    collapsed = expand(arch, order=6, point={**point, **{s.name: 0 for s in base.K[1]}})
+    assert (full[6] - collapsed[6])[ce.entry] == sp.Rational(ce.computed)
+    assert json.loads(json.dumps(wrong.to_json()))["counterexample"]["entry"] == list(ce.entry)
+    assert "counterexample" not in right.to_json()
+    # layer 1, and k = 2 with the entrywise square and the mean score alpha_2
+    assert check_formula_claim(arch, "leading(1) = c_1/t^2 * P @ X @ H @ C_1 @ J").verdict is True
+    cosh = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="cosh")
+    k2 = "2*alpha_2*c_2^3/t^4 * P*X*H*hadamard(C_1, 2)*H*hadamard(C_1.T, 2)*H*C_2*J"
+    assert check_formula_claim(cosh, f"leading(2) = {k2}").verdict is True
+    assert check_formula_claim(cosh, f"leading(2) = 2*{k2}").verdict is False
+
+
+@pytest.mark.parametrize("claim, message", [
+    ("leading(2) = P*X*Y", "the name 'Y' is not known"),
+    ("leading(2) = P*X*C_1.__class__", "the attribute '__class__' is not accepted"),
+    ("leading(2) = c_1^3", "a scalar, not a matrix formula"),
+    ("leading(2) = P*X*H + 1", "a sum of a matrix and a scalar"),
+    ("leading(2) = __import__('os')", "the call '__import__' is not accepted"),
+    ("leading(3) = P", "names layer 3; the architecture has layers 1..2"),
+    ("leading(2) = P*X*H*C_1*What1", "ShapeError"),
+    ("leading(2) = X.T*X", "is 3 x 3; the leading coefficient of layer 2 is 2 x 3"),
+])
+def test_formula_claims_are_read_safely_with_clear_errors(claim, message):
+    from symattn.expand import check_formula_claim
+
+    arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3)
+    with pytest.raises(SymattnError) as err:
+        check_formula_claim(arch, claim)
+    assert message in str(err.value) or message == type(err.value).__name__
+
+
+def test_the_command_checks_formula_claims_beside_numeric_ones(capsys):
+    argv = ["check", "--layers", "2", "--width", "1", "--tokens", "2", "--quiet",
+            "--claim", "kernel = 4", "--claim", "leading(2) = P*X*H*C_1*C_1.T*H*C_2*J/16"]
+    assert main(argv + ["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [c["claim"] for c in data["claims"]] == ["kernel = 4", "leading(2) = P*X*H*C_1*C_1.T*H*C_2*J/16"]
+    formula = data["claims"][1]
+    assert formula["verdict"] is False and formula["computed"] == "(1/16)*P*X*H*C_1*H*C_1.T*H*C_2*J"
+    assert set(formula["counterexample"]) == {"point", "entry", "claimed", "computed"}
+    assert "counterexample" not in data["claims"][0]
+    assert main(argv) == 0
+    assert "- counterexample to `leading(2)" in capsys.readouterr().out
+    assert main(argv[:-2] + ["--claim", "leading(2) = P*X*Y"]) == 2
+    assert "the name 'Y' is not known" in capsys.readouterr().err

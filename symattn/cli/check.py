@@ -1,12 +1,20 @@
-"""``symattn check``: claimed numbers checked against the engine (exit status 0 even when a claim is false)."""
+"""``symattn check``: claimed numbers and formulas checked against the engine (exit status 0 even when a claim is false).
+
+A claim is a number (``contact_order(2) = 5``, ``kernel = 6``, ...; see
+:data:`symattn.check.ACCEPTED_CLAIMS`) or the leading coefficient of a layer
+as a matrix formula, ``leading(2) = c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J``
+(the language of :func:`symattn.expand.matrix_formula`), compared with the
+entrywise expansion by :func:`symattn.expand.check_formula_claim`.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ..check import ACCEPTED_CLAIMS, check_claims
+from ..check import ACCEPTED_CLAIMS, ClaimsReport, check_claims
 from ..errors import SymattnError
+from ..expand import FORMULA_LANGUAGE, check_formula_claim, is_formula_claim, parse_formula_claim
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_check", "run_check", "read_claims_file"]
@@ -58,8 +66,10 @@ def configure_check(parser) -> None:
     (['kernel = 1', 'dimension = 2'], None, 3)
     """
     parser.add_argument("--claim", action="append", default=[], metavar="CLAIM",
-                        help="a claimed number, e.g. 'contact_order(3) = 17' (repeatable); accepted: "
-                             + "; ".join(ACCEPTED_CLAIMS))
+                        help="a claimed number, e.g. 'contact_order(3) = 17' (repeatable; accepted: "
+                             + "; ".join(ACCEPTED_CLAIMS) + "), or a layer's leading coefficient as a matrix "
+                             "formula, e.g. 'leading(2) = c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J' (" + FORMULA_LANGUAGE
+                             + ")")
     parser.add_argument("--claims", metavar="FILE", default=None,
                         help="a file of claims, one per line ('#' starts a comment), or a JSON list")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
@@ -76,14 +86,27 @@ def run_check(args, arch):
     >>> report = run_check(args, arch)
     >>> [(check.claim, check.verdict, check.computed) for check in report.checks]
     [('kernel = 1', True, 1), ('dimension = 3', False, 2)]
+    >>> args, arch = parse_command(configure_check, ["--layers", "2", "--width", "1", "--tokens", "2", "--quiet",
+    ...                           "--claim", "leading(2) = P*X*H*C_1*H*C_1.T*H*C_2*J/16"])
+    >>> run_check(args, arch).checks[0].verdict
+    True
     """
     claims = list(args.claim)
     if args.claims:
         claims += read_claims_file(args.claims)
     if not claims:
         raise SymattnError("give at least one --claim 'contact_order(2) = 5' or --claims FILE; accepted: "
-                           + "; ".join(ACCEPTED_CLAIMS))
-    return check_claims(arch, claims, seed=args.seed, progress=not args.quiet)
+                           + "; ".join(ACCEPTED_CLAIMS) + "; or 'leading(i) = <matrix formula>'")
+    formulas = [c for c in claims if is_formula_claim(c)]
+    numbers = [c for c in claims if not is_formula_claim(c)]
+    for claim in formulas:  # every formula read before any computation, like the numeric claims
+        parse_formula_claim(arch, claim)
+    checks = {}
+    if numbers:
+        checks.update(zip(numbers, check_claims(arch, numbers, seed=args.seed, progress=not args.quiet).checks))
+    for claim in formulas:
+        checks[claim] = check_formula_claim(arch, claim, seed=args.seed)
+    return ClaimsReport(arch.to_json(), tuple(checks[c] for c in claims))
 
 
 COMMANDS = (
