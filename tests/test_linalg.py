@@ -364,3 +364,38 @@ def test_a_parameter_with_unit_jets_times_a_hidden_state_is_the_same_with_either
         parameter[1, 0, 0, 5, 2] = 7  # a jet at a higher power, with another coefficient
         hidden = rng.integers(0, p, size=(2, 4, 5, 1 + directions, truncation))
         assert (fast.matmul(parameter, hidden) == slow.matmul(parameter, hidden)).all()
+
+
+@pytest.mark.parametrize("p", [BIG_PRIMES[1], 101])
+def test_pivots_and_inverse_across_panels_of_columns(p):
+    # sizes beyond one panel of 32 columns: the columns after a panel are updated by one product;
+    # the pivots are those of the column-by-column elimination (first nonzero entry of each column)
+    rng = np.random.default_rng(26)
+
+    def column_by_column(M):
+        W, order, rows, cols, r = M % p, list(range(M.shape[0])), [], [], 0
+        for j in range(W.shape[1]):
+            nonzero = [i for i in range(r, W.shape[0]) if W[i, j]]
+            if r == W.shape[0] or not nonzero:
+                continue
+            i = nonzero[0]
+            W[[r, i]], order[r], order[i] = W[[i, r]], order[i], order[r]
+            W[r] = W[r] * pow(int(W[r, j]), -1, p) % p
+            W[r + 1:] = (W[r + 1:] - W[r + 1:, j:j + 1] * W[r]) % p
+            rows.append(order[r])
+            cols.append(j)
+            r += 1
+        return rows, cols
+
+    for m, n, rank in [(70, 90, 45), (100, 40, 40), (33, 65, 33), (80, 80, 79)]:
+        M = matmul_mod(rng.integers(0, p, size=(m, rank)), rng.integers(0, p, size=(rank, n)), p)
+        M[:, rng.integers(0, n, size=n // 4)] = 0
+        assert pivots(M, p) == column_by_column(M.copy())
+        assert rank_mod_p(M, p) == len(column_by_column(M.copy())[0])
+    for size in (33, 70):
+        square = rng.integers(0, p, size=(size, size))
+        assert (matmul_mod(square, inverse_mod_p(square, p), p) == np.eye(size, dtype=int)).all()
+    singular = rng.integers(0, p, size=(40, 40))
+    singular[:, 35] = 2 * singular[:, 3] % p
+    with pytest.raises(ZeroDivisionError):
+        inverse_mod_p(singular, p)

@@ -759,10 +759,18 @@ def _scale_product(values, many, p: int) -> np.ndarray:
 
 
 # -- elimination over GF(p) --------------------------------------------------------------------
+# pivots works through panels of this many columns: the elimination inside a panel is a Python loop
+# over its columns, the update of the columns after it one matrix product (174 x 172 at rank 100:
+# 4 against 9 ms for the column-by-column elimination)
+_PANEL = 32
+
+
 def pivots(M, p: int) -> tuple[list[int], list[int]]:
     """Rows and columns of an invertible maximal square submatrix of ``M`` over GF(p).
 
-    Gaussian elimination with the first nonzero entry of each column as pivot.
+    Gaussian elimination with the first nonzero entry of each column as pivot, in panels of
+    columns: the columns after a panel receive its eliminations at once, as one product
+    (:func:`matmul_mod`), with the same pivots as column by column.
 
     Examples
     --------
@@ -770,27 +778,59 @@ def pivots(M, p: int) -> tuple[list[int], list[int]]:
     ([2, 1], [0, 1])
     """
     W = np.asarray(M, dtype=np.int64) % p
+    return _eliminate(W, p)
+
+
+def _eliminate(W: np.ndarray, p: int) -> tuple[list[int], list[int]]:
+    """Forward elimination of ``W`` in place, in panels; the pivots' original rows and their columns.
+
+    Afterwards the ``t``-th row of ``W`` is the ``t``-th pivot row, scaled to 1 at its pivot and
+    exact from there on; entries left of a row's pivot are not kept (never read again).
+    """
     m, n = W.shape
     order = np.arange(m)
     rows, cols = [], []
     r = 0
-    for j in range(n):
+    for start in range(0, n, _PANEL):
         if r == m:
             break
-        nonzero = np.flatnonzero(W[r:, j])
-        if not len(nonzero):
+        stop = min(n, start + _PANEL)
+        first = r  # the panel's pivot rows are first .. r - 1
+        multipliers = np.zeros((m, stop - start), dtype=np.int64)  # rows below each pivot, per pivot
+        for j in range(start, stop):
+            if r == m:
+                break
+            nonzero = np.flatnonzero(W[r:, j])
+            if not len(nonzero):
+                continue
+            i = r + int(nonzero[0])
+            if i != r:
+                W[[r, i]] = W[[i, r]]
+                order[[r, i]] = order[[i, r]]
+                multipliers[[r, i]] = multipliers[[i, r]]
+            inverse = pow(int(W[r, j]), -1, p)
+            W[r, j:stop] = W[r, j:stop] * inverse % p
+            below = W[r + 1:, j]
+            # columns before j are zero in these rows and column j is not read again
+            W[r + 1:, j + 1:stop] = (W[r + 1:, j + 1:stop] - below[:, None] * W[r, j + 1:stop][None, :]) % p
+            multipliers[r, r - first] = inverse  # the pivot row's own scaling
+            multipliers[r + 1:, r - first] = below
+            rows.append(int(order[r]))
+            cols.append(j)
+            r += 1
+        found = r - first
+        if not found or stop == n:
             continue
-        i = r + int(nonzero[0])
-        if i != r:
-            W[[r, i]] = W[[i, r]]
-            order[[r, i]] = order[[i, r]]
-        W[r, j:] = W[r, j:] * pow(int(W[r, j]), -1, p) % p
-        below = W[r + 1:, j]
-        if below.any():  # columns before j are zero in these rows and column j is not read again
-            W[r + 1:, j + 1:] = (W[r + 1:, j + 1:] - below[:, None] * W[r, j + 1:][None, :]) % p
-        rows.append(int(order[r]))
-        cols.append(j)
-        r += 1
+        # the same eliminations on the columns after the panel: each pivot row scaled and taken
+        # from the later pivot rows of the panel, then from all rows below at once
+        rest = W[:, stop:]
+        for t in range(found):
+            row = first + t
+            rest[row] = rest[row] * multipliers[row, t] % p
+            if row + 1 < r:
+                rest[row + 1:r] = (rest[row + 1:r] - multipliers[row + 1:r, t:t + 1] * rest[row]) % p
+        if r < m:
+            rest[r:] = (rest[r:] - matmul_mod(multipliers[r:, :found], rest[first:r], p)) % p
     return rows, cols
 
 
@@ -811,7 +851,10 @@ def rank_mod_p(M, p: int) -> int:
 
 
 def inverse_mod_p(M, p: int) -> np.ndarray:
-    """Inverse of a square matrix over GF(p) (Gauss-Jordan); ZeroDivisionError when singular.
+    """Inverse of a square matrix over GF(p); ZeroDivisionError when singular.
+
+    Forward elimination of ``[M | I]`` in panels (as :func:`pivots`), then back substitution
+    in blocks, each block one product (:func:`matmul_mod`).
 
     Examples
     --------
@@ -820,21 +863,17 @@ def inverse_mod_p(M, p: int) -> np.ndarray:
     """
     n = M.shape[0]
     W = np.concatenate([np.asarray(M, dtype=np.int64) % p, np.eye(n, dtype=np.int64)], axis=1)
-    for j in range(n):
-        nonzero = np.flatnonzero(W[j:, j])
-        if not len(nonzero):
-            raise ZeroDivisionError(f"singular matrix mod {p}")
-        i = j + int(nonzero[0])
-        if i != j:
-            W[[j, i]] = W[[i, j]]
-        W[j, j:] = W[j, j:] * pow(int(W[j, j]), -1, p) % p
-        column = W[:, j].copy()
-        column[j] = 0
-        # columns before j are unit vectors, zero in row j; column j becomes the unit vector e_j
-        W[:, j + 1:] = (W[:, j + 1:] - column[:, None] * W[j, j + 1:][None, :]) % p
-        W[:, j] = 0
-        W[j, j] = 1
-    return W[:, n:]
+    _, cols = _eliminate(W, p)
+    if cols != list(range(n)):
+        raise ZeroDivisionError(f"singular matrix mod {p}")
+    upper, X = W[:, :n], W[:, n:]  # upper: unit upper triangular (entries below its diagonal unused)
+    for stop in range(n, 0, -_PANEL):
+        start = max(0, stop - _PANEL)
+        if stop < n:
+            X[start:stop] = (X[start:stop] - matmul_mod(upper[start:stop, stop:], X[stop:], p)) % p
+        for i in range(stop - 1, start, -1):  # row i is final: take it from the rows above in the block
+            X[start:i] = (X[start:i] - upper[start:i, i:i + 1] * X[i]) % p
+    return X
 
 
 def series_matrix_inverse(A, p: int, schoolbook=None) -> np.ndarray:
