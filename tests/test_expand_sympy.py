@@ -366,3 +366,17 @@ def test_numeric_substitution_goes_through_flint_and_agrees_with_sympy():
     assert pickle.loads(pickle.dumps(F))[6] == F[6]  # the flint polynomials are not pickled
     at_point = expand(arch, order=6, normalizer=Normalizer.generic(1), point={"c_1": 1})
     assert F.subs("c_1", 1)[6] == at_point[6]
+
+
+def test_the_command_guards_against_writing_out_huge_expansions(capsys, tmp_path):
+    from symattn.cli import main
+
+    argv = ["expand", "--layers", "1", "--order", "2", "--generic", "1", "--quiet"]
+    for extra in (["--json"], ["--latex"], ["--entries"], ["--out", str(tmp_path / "out")]):
+        assert main(argv + extra + ["--max-output-terms", "100"]) == 2
+        err = capsys.readouterr().err
+        assert "have 396 terms" in err and "--max-output-terms 396 writes them anyway" in err
+    assert not (tmp_path / "out").exists()
+    assert main(argv + ["--max-output-terms", "100"]) == 0  # the summary is always printed
+    assert "| 2 | 6 of 6 | 360 |" in capsys.readouterr().out
+    assert main(argv + ["--json", "--max-output-terms", "396"]) == 0

@@ -11,22 +11,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import SymattnError
 from ..expand import Expansion, expand, leading_coefficient
 from ..normalizers import Normalizer
 from .subcommand import Subcommand
 
-__all__ = ["COMMANDS", "configure_expand", "run_expand", "ExpansionOutput"]
+__all__ = ["COMMANDS", "configure_expand", "run_expand", "ExpansionOutput", "MAX_OUTPUT_TERMS"]
+
+#: Default of ``--max-output-terms``: the entries of F_0..F_n are written out (Markdown, LaTeX, JSON)
+#: only up to this many terms in all; sympy prints about 5 000 terms a second, several times over for
+#: ``--out`` (Markdown, LaTeX, JSON).
+MAX_OUTPUT_TERMS = 50_000
 
 
 def configure_expand(parser) -> None:
-    """``--order``, ``--generic K``, ``--leading LAYER``, ``--entries``.
+    """``--order``, ``--generic K``, ``--leading LAYER``, ``--entries``, ``--max-output-terms N``.
 
     Examples
     --------
     >>> from symattn.cli.arguments import parse_command
     >>> args, _ = parse_command(configure_expand, ["--order", "4", "--generic", "2"])
-    >>> args.order, args.generic, args.leading, args.entries
-    (4, 2, None, False)
+    >>> args.order, args.generic, args.leading, args.entries, args.max_output_terms
+    (4, 2, None, False, 50000)
     """
     parser.add_argument("--order", type=int, default=None,
                         help="highest power of eps kept (default: where layer 1's scores first appear)")
@@ -37,6 +43,9 @@ def configure_expand(parser) -> None:
     parser.add_argument("--entries", action="store_true",
                         help="print every entry of F_0..F_n as Markdown (default: a summary with the matrix "
                              "forms; --latex, --json and --out DIR always give every entry)")
+    parser.add_argument("--max-output-terms", metavar="N", type=int, default=MAX_OUTPUT_TERMS,
+                        help=f"largest number of terms written out entry by entry (--entries, --latex, --json, "
+                             f"--out; default {MAX_OUTPUT_TERMS}: sympy prints about 5 000 terms a second)")
 
 
 @dataclass(frozen=True)
@@ -57,19 +66,39 @@ class ExpansionOutput:
     (True, False, True)
     >>> "$$F_{2} =" in ExpansionOutput(F, entries=True).to_markdown()
     True
+    >>> ExpansionOutput(F, max_terms=5).to_json()
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: F_0..F_2 have 10 terms: writing them out takes minutes (sympy prints about 5 000 terms a second) and tens of megabytes; the summary (without --entries, --latex, --json, --out) gives the sizes and the matrix forms; --max-output-terms 10 writes them anyway
     """
 
     expansion: Expansion
     entries: bool = False
+    max_terms: int | None = MAX_OUTPUT_TERMS
+
+    def _guard(self) -> None:
+        """A SymattnError before writing out more than ``max_terms`` terms (None: no limit)."""
+        if self.max_terms is None:
+            return
+        terms = sum(len(e.args) if e.is_Add else (0 if e == 0 else 1) for c in self.expansion for e in c)
+        if terms > self.max_terms:
+            raise SymattnError(
+                f"F_0..F_{self.expansion.order} have {terms} terms: writing them out takes minutes (sympy prints "
+                f"about 5 000 terms a second) and tens of megabytes; the summary (without --entries, --latex, "
+                f"--json, --out) gives the sizes and the matrix forms; --max-output-terms {terms} writes them "
+                f"anyway")
 
     def to_json(self) -> dict:
+        self._guard()
         return self.expansion.to_json()
 
     def to_latex(self, standalone: bool = False) -> str:
+        self._guard()
         return self.expansion.to_latex(standalone=standalone)
 
     def to_markdown(self) -> str:
         if self.entries:
+            self._guard()
             return self.expansion.to_markdown()
         return (self.expansion.summary() + "\nEvery entry of F_0..F_" + str(self.expansion.order)
                 + ": --entries (Markdown), --latex, --json, or --out DIR (files).\n")
@@ -95,7 +124,8 @@ def run_expand(args, arch):
     if args.leading is not None:
         return leading_coefficient(arch, args.leading, normalizer)
     return ExpansionOutput(expand(arch, order=args.order, normalizer=normalizer, progress=not args.quiet),
-                           entries=getattr(args, "entries", False))
+                           entries=getattr(args, "entries", False),
+                           max_terms=getattr(args, "max_output_terms", MAX_OUTPUT_TERMS))
 
 
 COMMANDS = (
