@@ -748,7 +748,7 @@ class Expansion(FormattedResult):
     def leading_order(self) -> int | None:
         """The least ``n >= 1`` with ``F_n != 0`` (None if all vanish up to the order)."""
         for n, c in enumerate(self.coefficients[1:], start=1):
-            if any(sp.expand(e) != 0 for e in c):
+            if any(e != 0 and sp.expand(e) != 0 for e in c):  # (a literal 0 needs no expand)
                 return n
         return None
 
