@@ -299,3 +299,13 @@ def test_progress_called_once_per_pivot():
         M[i, i, i] = 1
     smith_valuations(M, 11, progress=lambda: calls.append(1))
     assert len(calls) == 3
+
+
+def test_large_pivot_blocks_of_short_series_recover_their_exponents():
+    # a pivot block of 25 rows known to 12 coefficients: the quotient by it is solved coefficient by
+    # coefficient (fewer coefficients than half its size), not through the Newton inverse
+    rng = np.random.default_rng(700)
+    exponents = [0] * 25 + [4] * 6 + [11] * 3
+    M = _structured(rng, 36, 34, 12, BIG_PRIME, exponents)
+    result = smith_valuations(M, BIG_PRIME)
+    assert list(result.exponents) == exponents and result.undecided == 0

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .linalg import coefficient_support, pivots, series_matmul, series_matrix_inverse
+from .linalg import coefficient_support, inverse_mod_p, matmul_mod, pivots, series_matmul, series_matrix_inverse
 
 __all__ = ["SmithValuations", "smith_valuations"]
 
@@ -63,6 +63,36 @@ class SmithValuations:
     def undecided(self) -> int:
         """Directions that are zero modulo ``eps^N``: valuation ``>= N`` or kernel."""
         return min(self.remaining_rows, self.remaining_cols)
+
+
+# Quotients by a pivot block known to at most this many coefficients, or to fewer than half its
+# size, are solved coefficient by coefficient (a product per coefficient); others through the
+# Newton inverse (a logarithmic number of series products).  Measured: a 100 x 100 block of 6
+# coefficients 7.8 against 20.7 ms, of 12 coefficients 14 against 62 ms; a 4 x 4 block of 32
+# coefficients 2.3 against 1.2 ms.
+_SHORT_QUOTIENT = 8
+
+
+def _right_quotient(left: np.ndarray, pivot: np.ndarray, p: int) -> np.ndarray:
+    """``left pivot^(-1)`` mod ``eps^M`` for series matrices ``(r, s, M)`` and ``(s, s, M)``, ``pivot(0)`` invertible.
+
+    Short series: ``X_t = (left_t - sum_{i=1..t} X_(t-i) pivot_i) pivot_0^(-1)``, one product
+    of stacked coefficients per ``t``; longer ones by :func:`series_matrix_inverse`.
+    """
+    length = left.shape[-1]
+    if length > _SHORT_QUOTIENT and 2 * length > pivot.shape[0]:
+        return series_matmul(left, series_matrix_inverse(pivot, p), p)
+    inverse = inverse_mod_p(pivot[:, :, 0], p)
+    rows, size = left.shape[0], pivot.shape[0]
+    X = np.zeros((length, rows, size), dtype=np.int64)  # X[t]: the coefficient of eps^t
+    stacked = np.moveaxis(pivot, -1, 0)  # stacked[i]: the coefficient of eps^i
+    for t in range(length):
+        rhs = left[:, :, t] % p
+        if t:  # X_(t-1) .. X_0 side by side, against pivot_1 .. pivot_t stacked
+            history = np.concatenate(list(X[t - 1::-1]), axis=1)
+            rhs = (rhs - matmul_mod(history, stacked[1:t + 1].reshape(t * size, size), p)) % p
+        X[t] = matmul_mod(rhs, inverse, p)
+    return np.moveaxis(X, 0, -1)
 
 
 def _complement(size: int, chosen) -> np.ndarray:
@@ -117,7 +147,7 @@ def smith_valuations(matrix: np.ndarray, p: int, progress=None) -> SmithValuatio
             # entries of valuation >= v, so the update is known mod eps^N
             pivot = work[np.ix_(rows, cols)][:, :, v:]
             left = work[np.ix_(other_rows, cols)][:, :, v:]
-            multiplier = series_matmul(left, series_matrix_inverse(pivot, p), p)
+            multiplier = _right_quotient(left, pivot, p)
             right = work[np.ix_(rows, other_cols)]
             work = (work[np.ix_(other_rows, other_cols)] - series_matmul(multiplier, right, p, truncation)) % p
         else:
