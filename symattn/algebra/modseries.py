@@ -293,9 +293,12 @@ class ModSeriesDomain(Domain):
                     left = tangents.transpose(2, 0, 3, 1, 4).reshape(batch_a, -1, k, n)  # (batch_a, (row, jet), k, N)
                     product = series_matmul(left, b_value, p)  # (batch, (row, jet), c, N)
                 product = product.reshape(batch, count, width_a - 1, c, n).transpose(1, 3, 0, 2, 4)
-                target = out[rows, :, :, 1:width_a]
-                target += product
+                # jets that value(a) b also reaches are added; the others are written as they are
+                shared = max(0, min(width_a, width_b) - 1)
+                target = out[rows, :, :, 1:1 + shared]
+                target += product[..., :shared, :]
                 target %= p
+                out[rows, :, :, 1 + shared:width_a] = product[..., shared:, :]
                 del product, left
         return out
 
