@@ -19,14 +19,16 @@ The table: ``l = 2`` layers, ``t = 3`` tokens, score rank ``a = 2``, widths
 * **the command with its default flags** (``symattn dimension --layers 2
   --tokens 3 --rank 2 --width 3..10``: certified, no estimate) against the
   float64 baseline, each in its own process so that each reports its own
-  peak memory (``ru_maxrss``); the times are measured inside the processes
-  (interpreter start-up and imports excluded), three runs of each side
-  interleaved, the fastest of each compared.  Issue 10 asks for at most
-  0.25x the baseline's time: reported (met / NOT met), not asserted, as it
-  is not met on a quiet machine (0.39x: 0.46 s against 1.17 s).  The
-  baseline on one BLAS thread is reported beside it: under load from other
-  processes the default (threaded) baseline is 2-3x slower, which flatters
-  the ratio (0.11x measured under load).
+  peak memory (``VmHWM``; ``ru_maxrss`` would count the forking parent's);
+  the times are measured inside the processes (interpreter start-up and
+  imports excluded), three runs of each side interleaved, the fastest of
+  each compared.  Issue 10 asks for at most 0.25x the baseline's time:
+  reported (met / NOT met), not asserted, as the margin is thin (December
+  2026, quiet machine: 0.22x, 0.27 s against 1.23 s; 0.24x under a load of
+  2; before the faster engine 0.39x, 0.46 s against 1.17 s).  The baseline
+  on one BLAS thread is reported beside it: under load from other processes
+  the default (threaded) baseline is 2-3x slower, which flatters the ratio
+  (0.11x measured under load).
 
 Run with ``python -m pytest -q -s tests/benchmarks/test_bench_dimension.py``.
 """
@@ -171,7 +173,7 @@ DIMENSION_COMMAND = ["dimension", "--layers", str(LAYERS), "--tokens", str(TOKEN
                      "--width", f"{WIDTHS[0]}..{WIDTHS[-1]}", "--json", "--quiet"]
 
 #: Issue 10: the certified command takes at most this fraction of the float64 baseline's time
-#: (reported, not yet asserted: see the module docstring).
+#: (reported, not asserted: see the module docstring).
 TARGET_RATIO = 0.25
 
 _MEASURE = """
@@ -181,7 +183,11 @@ sys.path.insert(0, {folder!r})
 started = time.perf_counter()
 {body}
 seconds = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+try:  # the high-water mark of this process's own memory (ru_maxrss also counts the forking parent's)
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) * 1024
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 print(json.dumps({{"seconds": seconds, "peak_bytes": peak, "result": result}}))
 """
 
@@ -254,6 +260,6 @@ def test_dimension_command_against_float64_jacobian_rank(table):
     assert [row[:3] for row in command["result"]] == [[d, d, True] for d in expected]
     assert all(row[3] is None for row in command["result"])  # no estimate by default
     assert baseline["result"] == expected
-    # not met on a quiet machine (0.39x, December 2026: certified 0.46 s, float64 1.17 s), so the ratio
-    # is reported against the target, not asserted; assert it here once it holds on a quiet machine
+    # met on a quiet machine with a thin margin (0.22x, December 2026: certified 0.27 s, float64 1.23 s),
+    # so the ratio is reported against the target, not asserted
     print(f"issue 10 target <= {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'} ({ratio:.2f}x)")
