@@ -247,7 +247,7 @@ def test_ctrl_c_during_a_bar_is_one_line(monkeypatch, capsys):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("symattn.identify.generic_fiber", interrupted)
+    monkeypatch.setattr("symattn.identify.report.generic_fiber", interrupted)
     assert main(["identify", "--layers", "1", "--estimate", "none"]) == 130
     text = terminal.getvalue()
     assert "Traceback" not in text

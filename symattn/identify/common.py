@@ -1,0 +1,370 @@
+"""What the identification analyses share.
+
+Limits, checks of the arguments, the Jacobian with its memory check, series
+ranks, the effective dimensions and the starting sizes of banks and truncations.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from ..algebra.valuations import smith_valuations
+from ..curves import Curve, collapse
+from ..effective import (
+    effective_block_dimensions,
+    effective_dimension,
+)
+from ..errors import DomainError, SymattnError
+from ..jacobian import (
+    all_directions,
+    compress_rows,
+    gauge_slice,
+    generator,
+    jacobian_series,
+    transcendental_constants,
+)
+from ..model import Architecture, require_architecture, require_seed
+
+__all__ = ["DIMENSION_PRIME", "SeriesRank", "hmk_dimension", "orders_memory", "series_rank"]
+
+
+#: Prime of the fast dimension certificate: below ``2**20``, so that its residues pass
+#: through float64 BLAS as one limb (:mod:`symattn.algebra.linalg` takes any prime below
+#: ``2**28`` with two).  A smaller prime can only make the certified lower bound come out low
+#: (then a new point is drawn); it can never make it wrong.
+DIMENSION_PRIME = 1048573
+
+#: Deepest truncation the adaptive searches go to.
+MAX_TRUNCATION = 256
+
+#: Deepest order the exact symbolic check of sharpness goes to, automatically and when asked
+#: (two layers at most): the polynomials of deeper coefficients outgrow memory.
+EXACT_CHECK_LIMITS = {"auto": 8, True: 12, False: -1}
+
+_ESTIMATES = ("mpmath", "float64", None)
+
+
+@dataclass(frozen=True)
+class SeriesRank:
+    """Rank of a matrix of series over ``GF(p)((eps))``, resolved below the truncation.
+
+    ``rank`` counts the Smith-form exponents below ``truncation`` (a
+    certified lower bound for the rank); ``exponents`` is their histogram.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> M = np.zeros((2, 2, 3), dtype=np.int64)
+    >>> M[0, 0, 0] = 1; M[1, 1, 2] = 3           # diag(1, 3 eps^2) over GF(5)
+    >>> result = series_rank(M, 5)
+    >>> result.rank, result.exponents, result.truncation
+    (2, {0: 1, 2: 1}, 3)
+    """
+
+    rank: int
+    exponents: dict
+    truncation: int
+
+
+def series_rank(M, p: int) -> SeriesRank:
+    """Smith-form exponents of a matrix of truncated series over GF(p), as a rank and a histogram.
+
+    The exponents of :func:`symattn.algebra.valuations.smith_valuations`
+    (below the truncation ``N``; the rank they resolve is a certified lower
+    bound for the rank over ``GF(p)((eps))``), counted by exponent.
+
+    Parameters
+    ----------
+    M : int array ``(m, n, N)``
+        Coefficients of ``eps^0 .. eps^(N-1)``.
+    p : int
+        A prime below ``2**28``.
+
+    Returns
+    -------
+    SeriesRank
+
+    Examples
+    --------
+    >>> M = np.zeros((2, 2, 4), dtype=np.int64)
+    >>> M[0, 0, 1] = 1; M[1, 1, 3] = 2; M[0, 1, 2] = 5
+    >>> series_rank(M, 7)
+    SeriesRank(rank=2, exponents={1: 1, 3: 1}, truncation=4)
+    >>> series_rank(M[:, :, :3], 7).rank      # eps^3 is not resolved mod eps^3
+    1
+    """
+    result = smith_valuations(M, p)
+    histogram: dict[int, int] = {}
+    for exponent in result.exponents:
+        histogram[exponent] = histogram.get(exponent, 0) + 1
+    return SeriesRank(result.resolved_rank, histogram, result.truncation)
+
+
+_POINT = Curve("a random point (no curve)")
+
+
+def _jacobian(arch, curve, bank, point, p, truncation, coefficient_values=None, directions=None,
+              coordinates="native") -> np.ndarray:
+    """:func:`symattn.jacobian.jacobian_series`, refused first when it would not fit in memory."""
+    chosen, count = all_directions(arch) if directions is None else directions
+    _require_jacobian_memory(arch, curve, len(bank), truncation, chosen, count)
+    return jacobian_series(arch, curve, bank, point, p, truncation, coefficient_values, (chosen, count),
+                           coordinates)
+
+
+def _directions_per_block(directions: dict) -> dict:
+    return {key: int((chosen >= 0).sum()) for key, chosen in directions.items()}
+
+
+def _dimension_memory(arch: Architecture, curve: Curve | None = None):
+    """Memory of the first Jacobian of :func:`function_space_dimension` (gauge slice, before any growth)."""
+    from ..limits import jet_jacobian_memory
+
+    upper, _ = _upper_bound(arch)
+    polynomial = _is_polynomial_arch(arch)
+    truncation = 1
+    if not polynomial:
+        route_curve = _check_curve(arch, curve)
+        scaled = _scales_parameters(route_curve, arch.layers)
+        truncation = _guess_deepest_order(arch, route_curve) + (0 if scaled else 1)
+    directions, count = gauge_slice(arch)
+    return jet_jacobian_memory(arch, _bank_size(arch, upper, on_curve=not polynomial), truncation, count,
+                               _directions_per_block(directions), computation="the dimension", jacobian_copies=3)
+
+
+def orders_memory(arch: Architecture, curve: Curve | None = None):
+    """Memory of the first Jacobians of :func:`identification_orders` (the second prime's beside the first).
+
+    What the memory guard compares with the limit before the computation starts.
+
+    Examples
+    --------
+    >>> estimate = orders_memory(Architecture.uniform(layers=2))
+    >>> estimate.series_order, estimate.bytes < 2**20
+    (7, True)
+    """
+    from ..limits import jet_jacobian_memory
+
+    curve = _check_curve(arch, curve)
+    upper, _ = _upper_bound(arch)
+    return jet_jacobian_memory(arch, _bank_size(arch, upper, on_curve=True), _guess_deepest_order(arch, curve) + 1,
+                               computation="the identification orders", jacobian_copies=4)
+
+
+def _identify_memory(arch: Architecture, curve: Curve | None = None):
+    """The larger of the two, with the deeper series: what :func:`identify` needs before any growth."""
+    from dataclasses import replace
+
+    dimension, orders = _dimension_memory(arch, curve), orders_memory(arch, curve)
+    largest = max(dimension, orders, key=lambda estimate: estimate.bytes)
+    return replace(largest, computation="identify", series_order=max(dimension.series_order, orders.series_order))
+
+
+def _require_memory(estimate_for, arch: Architecture, curve, max_series_order: int | None = None) -> None:
+    """Refuse a computation whose first step would not fit, naming the sizes that would."""
+    from ..limits import check_memory
+
+    check_memory(estimate_for(arch, curve), arch=arch, estimate_for=lambda resized: estimate_for(resized, curve),
+                 max_series_order=max_series_order)
+
+
+def _require_jacobian_memory(arch: Architecture, curve: Curve, bank: int, truncation: int, directions: dict,
+                             count: int) -> None:
+    """Refuse a jet Jacobian that would not fit in memory, before its forward pass allocates anything."""
+    from ..limits import check_memory, jet_jacobian_memory
+
+    curve = None if curve is _POINT else curve  # the polynomial route: no curve, series of length 1
+    estimate = jet_jacobian_memory(arch, bank, truncation, count, _directions_per_block(directions))
+    check_memory(estimate, arch=arch, estimate_for=lambda resized: _identify_memory(resized, curve))
+
+
+def _compress_rows(J, rows: int, p: int, seed: int) -> np.ndarray:
+    """``R J`` for a random ``rows x m`` matrix ``R`` over GF(p) (rank can only drop)."""
+    return compress_rows(J, p, generator(seed, "dimension rows", J.shape[0]), rows)
+
+
+# ---------------------------------------------------------------------------------------
+# checks of the arguments
+# ---------------------------------------------------------------------------------------
+def _check_seed(seed) -> int:
+    return require_seed(seed)
+
+
+def _check_arch(arch) -> Architecture:
+    return require_architecture(arch)
+
+
+def _check_curve(arch: Architecture, curve) -> Curve:
+    curve = collapse() if curve is None else curve
+    if not isinstance(curve, Curve):
+        raise SymattnError(f"curve must be a symattn.curves.Curve such as collapse() or input_scaling(), "
+                           f"got {curve!r}")
+    curve.validate(arch)
+    return curve
+
+
+def _check_estimate(estimate):
+    if isinstance(estimate, str) and estimate.lower() == "none":
+        estimate = None
+    if estimate not in _ESTIMATES:
+        raise SymattnError(f"estimate must be 'mpmath', 'float64' or None, got {estimate!r}")
+    return estimate
+
+
+def _is_polynomial_arch(arch: Architecture) -> bool:
+    return all(n.is_lightning or n.is_polynomial for n in arch.normalizers)
+
+
+def _check_exact_taylor(arch: Architecture) -> None:
+    """Series over GF(p) need rational Taylor coefficients (or generic symbols, or one transcendental constant)."""
+    constants = transcendental_constants(arch)
+    for n in arch.normalizers:
+        if n.is_lightning or n.is_generic:
+            continue
+        coefficients = n.taylor(8)
+        bad = [c for c in coefficients
+               if not c.is_Rational and not (len(constants) == 1 and c.has(constants[0])
+                                             and not (c.free_symbols or c.atoms(sp.NumberSymbol) - set(constants)))]
+        if bad:
+            raise DomainError(
+                f"normalizer {n.name} has irrational Taylor coefficients ({bad[0]}), so nothing about it "
+                "can be computed exactly over GF(p) or Q; use `symattn sensitivity` for numerics, or a "
+                "normalizer with rational Taylor data such as exp(x), cosh(x), 1 + x**2")
+
+
+def _uniform(arch: Architecture):
+    """``(d, a)`` when every width is ``d`` and every score rank is ``a``; else ``None``."""
+    if len(set(arch.widths)) == 1 and len(set(arch.score_ranks)) == 1:
+        return arch.widths[0], arch.score_ranks[0]
+    return None
+
+
+def hmk_dimension(layers: int, width: int, rank: int, lightning: bool = False) -> int:
+    """HMK's dimension ``l a (2d - a) + d^2`` (minus ``l`` for lightning attention), ``a <= d``.
+
+    A score rank above the width counts as the width (``What_i`` has rank at most ``d``).
+
+    Examples
+    --------
+    >>> [hmk_dimension(2, d, 2) for d in (3, 4, 10)]
+    [25, 40, 172]
+    >>> hmk_dimension(2, 3, 2, lightning=True)
+    23
+    """
+    for value, what in ((layers, "layers"), (width, "width"), (rank, "rank")):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise SymattnError(f"{what} must be a positive integer, got {value!r}")
+    a = min(rank, width)
+    return layers * a * (2 * width - a) + width * width - (layers if lightning else 0)
+
+
+@functools.lru_cache(maxsize=256)
+def _effective_dimension_of(widths: tuple, score_ranks: tuple) -> int:
+    return effective_dimension(Architecture(widths, score_ranks))
+
+
+def _effective_dim(arch: Architecture) -> int:
+    """:func:`effective_dimension`, computed once per shape (with a bottleneck it is an exact rank)."""
+    return _effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
+
+
+def _lightning_layers(arch: Architecture) -> list[int]:
+    return [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
+
+
+def _upper_bound(arch: Architecture) -> tuple[int, str]:
+    eff = _effective_dim(arch)
+    lightning = _lightning_layers(arch)
+    if arch.degenerate and not lightning:
+        values = effective_block_dimensions(arch)["values"]
+        return values, ("one token: every S(A) is the 1 x 1 matrix 1, so F = P X depends on the combined "
+                        f"value map only (dimension {values})")
+    reason = ("the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
+              + (" (an exact Jacobian rank at a random integer point: a hidden width is a bottleneck)"
+                 if min(arch.widths[1:-1], default=arch.widths[0]) < arch.widths[0] else ""))
+    if lightning:
+        reason += (f", minus {len(lightning)}: each lightning layer i has the scaling Q_i -> c Q_i, "
+                   "V_i -> V_i / c, which acts on the effective parameters with a free orbit and keeps F")
+        return eff - len(lightning), reason
+    return eff, reason
+
+
+def _expected_dimension(arch: Architecture) -> int | None:
+    uniform = _uniform(arch)
+    if uniform is None:
+        return None
+    lightning = _lightning_layers(arch)
+    if lightning and len(lightning) != arch.layers:
+        return None
+    if arch.degenerate and not lightning:
+        return None
+    d, a = uniform
+    return hmk_dimension(arch.layers, d, a, lightning=bool(lightning))
+
+
+def _score_order(curve: Curve, layers: int) -> int:
+    """Valuation in eps of the scores of layer 1 on the curve (a guess for later layers)."""
+    q = 1 if any(curve.scaled("Q", i) for i in range(1, layers + 1)) else 0
+    k = 1 if any(curve.scaled("K", i) for i in range(1, layers + 1)) else 0
+    return q + k + 2 * curve.input_power
+
+
+def _scales_parameters(curve: Curve, layers: int) -> bool:
+    return any(curve.block_power(name, i) for name in ("Q", "K") for i in range(1, layers + 1))
+
+
+def _expected_orders(arch: Architecture, curve: Curve) -> dict | None:
+    """The orders MATH.md section 4 claims on the simultaneous collapse curve (common k)."""
+    ks = {n.k for n in arch.normalizers}
+    is_collapse = (curve.query_layers is None and curve.key_layers is None and curve.input_power == 0
+                   and not curve.polynomials)
+    if not is_collapse or len(ks) != 1 or None in ks:
+        return None
+    (k,) = ks
+    out = {"values": 0}
+    for i in range(1, arch.layers + 1):
+        out[f"scores:{i}"] = 2 * k * 3 ** (i - 1)
+    return out
+
+
+def _guess_deepest_order(arch: Architecture, curve: Curve) -> int:
+    """A first truncation for the deepest block along the curve (adaptive searches deepen it)."""
+    k = max((n.k or 1) for n in arch.normalizers)
+    q = max(_score_order(curve, arch.layers), 1)
+    return q * k * 3 ** (arch.layers - 1) + curve.input_power
+
+
+def _block_dimensions(arch: Architecture) -> dict[str, int]:
+    """The dimension each block's own columns can move its effective parameters through.
+
+    ``values``: the dimension of ``P`` (:func:`effective_block_dimensions`).
+    ``scores:i``: ``(Q_i, K_i)`` move ``What_i = P_{i-1}^T W_i P_{i-1}`` with
+    ``P_{i-1}`` held fixed, through ``r (2m - r)`` dimensions, where ``m`` is the
+    generic rank of ``P_{i-1}`` (the least of ``d_0..d_{i-1}``) and
+    ``r = min(a_i, m)``; without a hidden bottleneck this is the block's
+    effective dimension ``a_i (2 d_0 - a_i)``.
+    """
+    dims = dict(effective_block_dimensions(arch))
+    for i in range(1, arch.layers + 1):
+        m = min(arch.widths[:i])
+        r = min(arch.score_ranks[i - 1], m)
+        dims[f"scores:{i}"] = r * (2 * m - r)
+    return dims
+
+
+def _bank_size(arch: Architecture, upper: int, on_curve: bool) -> int:
+    """A bank just big enough: rows >= the upper bound, and on a curve one input per
+    direction of the largest block at its leading order."""
+    d_out, t = arch.widths[-1], arch.tokens
+    per_input = d_out * max(1, t - 1)  # each input adds about d_l (t - 1) directions at a generic point
+    size = math.ceil(upper / per_input) + 1
+    if on_curve:
+        dims = effective_block_dimensions(arch)
+        scores = max((v for k, v in dims.items() if k != "values"), default=0)
+        size = max(size, scores + 1, math.ceil(dims["values"] / d_out) + 1)
+    return max(1, size)

@@ -1,0 +1,271 @@
+"""Events: collapses of parameters and special classes of inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+from ..errors import ShapeError, SymattnError
+from ..model import Architecture, require_architecture
+
+__all__ = ["Event", "all_events", "bias_coordinate", "identical_tokens", "parse_event", "score_collapse", "value_collapse", "value_rank"]
+
+
+SCORE_COLLAPSE = "score_collapse"
+VALUE_COLLAPSE = "value_collapse"
+VALUE_RANK = "value_rank"
+IDENTICAL_TOKENS = "identical_tokens"
+BIAS = "bias"
+_KINDS = (SCORE_COLLAPSE, VALUE_COLLAPSE, VALUE_RANK, IDENTICAL_TOKENS, BIAS)
+
+UNOBSERVABLE = "unobservable"
+PARTIAL = "partial"
+OBSERVABLE = "observable"
+COLLAPSED = "collapsed"
+_STATUSES = (UNOBSERVABLE, PARTIAL, OBSERVABLE, COLLAPSED)
+
+
+# -- events ---------------------------------------------------------------------------------
+@dataclass(frozen=True, order=True)
+class Event:
+    """A collapse of parameters or a special class of inputs.
+
+    Attributes
+    ----------
+    kind : str
+        ``"score_collapse"`` (``What_i = 0``, realized by ``Q_i = 0``),
+        ``"value_collapse"`` (``V_i = 0``), ``"value_rank"`` (``V_i`` of rank
+        ``rank``), ``"identical_tokens"`` (inputs ``X = x 1^T``) or ``"bias"``
+        (the last input coordinate is the same for every token).
+    layer : int or None
+        The layer of a parameter event.
+    rank : int or None
+        The rank of ``V_i`` for ``"value_rank"``.
+
+    Examples
+    --------
+    >>> value_rank(1, 1).name, score_collapse(2).name, bias_coordinate().name
+    ('value-rank:1:1', 'scores:2', 'bias')
+    >>> parse_event("value-rank:2:1") == value_rank(2, 1)
+    True
+    """
+
+    kind: str
+    layer: int | None = None
+    rank: int | None = None
+
+    def __post_init__(self):
+        if self.kind not in _KINDS:
+            raise SymattnError(f"unknown event kind {self.kind!r}; kinds are {', '.join(_KINDS)}")
+
+    @property
+    def name(self) -> str:
+        """Short name, as the CLI writes it: ``scores:2``, ``values:1``, ``value-rank:1:1``, ..."""
+        if self.kind == SCORE_COLLAPSE:
+            return f"scores:{self.layer}"
+        if self.kind == VALUE_COLLAPSE:
+            return f"values:{self.layer}"
+        if self.kind == VALUE_RANK:
+            return f"value-rank:{self.layer}:{self.rank}"
+        return "identical-tokens" if self.kind == IDENTICAL_TOKENS else "bias"
+
+    @property
+    def block(self) -> str | None:
+        """The effective block the event fixes or constrains (``None`` for input events)."""
+        if self.kind == SCORE_COLLAPSE:
+            return f"scores:{self.layer}"
+        if self.kind in (VALUE_COLLAPSE, VALUE_RANK):
+            return "values"
+        return None
+
+    @property
+    def node(self) -> str:
+        """The graph node where the event happens."""
+        if self.kind == SCORE_COLLAPSE:
+            return f"scores:{self.layer}"
+        if self.kind in (VALUE_COLLAPSE, VALUE_RANK):
+            return f"values:{self.layer}"
+        return "input"
+
+    @property
+    def on_parameters(self) -> bool:
+        return self.kind in (SCORE_COLLAPSE, VALUE_COLLAPSE, VALUE_RANK)
+
+    def describe(self) -> str:
+        """A sentence for tables and reasons."""
+        i = self.layer
+        return {
+            SCORE_COLLAPSE: f"score collapse at layer {i} (What_{i} = 0, realized by Q_{i} = 0)",
+            VALUE_COLLAPSE: f"value collapse at layer {i} (V_{i} = 0)",
+            VALUE_RANK: f"value map V_{i} of rank {self.rank}",
+            IDENTICAL_TOKENS: "inputs with identical tokens (X = x 1^T)",
+            BIAS: "inputs with a constant (bias) coordinate (last row of X constant)",
+        }[self.kind]
+
+    def latex(self) -> str:
+        i = self.layer
+        return {
+            SCORE_COLLAPSE: rf"\widehat W_{{{i}}} = 0",
+            VALUE_COLLAPSE: rf"V_{{{i}}} = 0",
+            VALUE_RANK: rf"\operatorname{{rank}} V_{{{i}}} = {self.rank}",
+            IDENTICAL_TOKENS: r"X = x\,\mathbf 1^\top",
+            BIAS: r"X_{d_0\,\cdot} = c\,\mathbf 1^\top",
+        }[self.kind]
+
+    def validate(self, arch: Architecture) -> "Event":
+        """Check the event against an architecture; return it.
+
+        Raises
+        ------
+        ShapeError
+            For a layer outside ``1..l`` or a rank outside ``1 .. min(d_i, d_{i-1}) - 1``.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> value_rank(1, 2).validate(Architecture.uniform(layers=1, width=2))
+        Traceback (most recent call last):
+        ...
+        symattn.errors.ShapeError: value-rank:1:2: V_1 is 2 x 2, so a lower rank is 1..1 (rank 0 is value collapse values:1)
+        """
+        if self.on_parameters and not (isinstance(self.layer, int) and 1 <= self.layer <= arch.layers):
+            raise ShapeError(f"event {self.name}: the architecture has layers 1..{arch.layers}")
+        if self.kind == VALUE_RANK:
+            rows, cols = arch.block_shapes(self.layer)["V"]
+            top = min(rows, cols) - 1
+            if not (isinstance(self.rank, int) and 1 <= self.rank <= top):
+                allowed = f"1..{top}" if top >= 1 else "none"
+                raise ShapeError(
+                    f"{self.name}: V_{self.layer} is {rows} x {cols}, so a lower rank is {allowed} "
+                    f"(rank 0 is value collapse values:{self.layer})")
+        if self.kind == BIAS and arch.widths[0] < 2:
+            raise ShapeError("a bias coordinate needs d_0 >= 2 (with d_0 = 1 the tokens are identical: "
+                             "use identical-tokens)")
+        return self
+
+
+def score_collapse(layer: int) -> Event:
+    """``What_i = 0`` at ``layer`` (realized by ``Q_i = 0``).
+
+    Examples
+    --------
+    >>> score_collapse(1).describe()
+    'score collapse at layer 1 (What_1 = 0, realized by Q_1 = 0)'
+    """
+    return Event(SCORE_COLLAPSE, int(layer))
+
+
+def value_collapse(layer: int) -> Event:
+    """``V_i = 0`` at ``layer``.
+
+    Examples
+    --------
+    >>> value_collapse(2).block
+    'values'
+    """
+    return Event(VALUE_COLLAPSE, int(layer))
+
+
+def value_rank(layer: int, rank: int) -> Event:
+    """``V_i`` of rank ``rank`` (below its generic rank).
+
+    Examples
+    --------
+    >>> value_rank(1, 1).describe()
+    'value map V_1 of rank 1'
+    """
+    return Event(VALUE_RANK, int(layer), int(rank))
+
+
+def identical_tokens() -> Event:
+    """Inputs whose tokens are all equal, ``X = x 1^T``.
+
+    Examples
+    --------
+    >>> identical_tokens().node
+    'input'
+    """
+    return Event(IDENTICAL_TOKENS)
+
+
+def bias_coordinate() -> Event:
+    """Inputs whose last coordinate is the same for every token (a bias feature).
+
+    Examples
+    --------
+    >>> bias_coordinate().on_parameters
+    False
+    """
+    return Event(BIAS)
+
+
+def parse_event(text) -> Event:
+    """An event from its short name: ``scores:I``, ``values:I``, ``value-rank:I:R``, ``identical-tokens``, ``bias``.
+
+    Events pass through unchanged.
+
+    Examples
+    --------
+    >>> parse_event("scores:3")
+    Event(kind='score_collapse', layer=3, rank=None)
+    >>> parse_event("keys:1")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: cannot read the event 'keys:1'; write scores:I, values:I, value-rank:I:R, identical-tokens or bias
+    """
+    if isinstance(text, Event):
+        return text
+    message = (f"cannot read the event {text!r}; write scores:I, values:I, value-rank:I:R, "
+               "identical-tokens or bias")
+    if not isinstance(text, str):
+        raise SymattnError(message)
+    parts = text.strip().lower().replace("_", "-").split(":")
+    try:
+        if parts[0] == "scores" and len(parts) == 2:
+            return score_collapse(int(parts[1]))
+        if parts[0] == "values" and len(parts) == 2:
+            return value_collapse(int(parts[1]))
+        if parts[0] == "value-rank" and len(parts) == 3:
+            return value_rank(int(parts[1]), int(parts[2]))
+    except ValueError:
+        raise SymattnError(message) from None
+    if parts == ["identical-tokens"]:
+        return identical_tokens()
+    if parts == ["bias"]:
+        return bias_coordinate()
+    raise SymattnError(message)
+
+
+def _events(arch: Architecture, events) -> tuple[Event, ...]:
+    out = []
+    for e in events or ():
+        event = parse_event(e).validate(arch)
+        if event not in out:
+            out.append(event)
+    values = [e for e in out if e.kind in (VALUE_COLLAPSE, VALUE_RANK)]
+    layers = [e.layer for e in values]
+    if len(set(layers)) != len(layers):
+        raise SymattnError("two value events at the same layer contradict each other: "
+                           + ", ".join(e.name for e in values))
+    return tuple(sorted(out))
+
+
+def all_events(arch: Architecture) -> list[Event]:
+    """Every single event of the architecture: collapses per layer, lower value ranks, input events.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> [e.name for e in all_events(Architecture.uniform(layers=2, width=2))]
+    ['scores:1', 'scores:2', 'values:1', 'values:2', 'value-rank:1:1', 'value-rank:2:1', 'identical-tokens', 'bias']
+    """
+    arch = require_architecture(arch)
+    out = [score_collapse(i) for i in range(1, arch.layers + 1)]
+    out += [value_collapse(i) for i in range(1, arch.layers + 1)]
+    for i in range(1, arch.layers + 1):
+        rows, cols = arch.block_shapes(i)["V"]
+        out += [value_rank(i, r) for r in range(1, min(rows, cols))]
+    out.append(identical_tokens())
+    if arch.widths[0] >= 2:
+        out.append(bias_coordinate())
+    return out

@@ -1,0 +1,604 @@
+"""The dependency graph of a network and the verdicts propagated through it."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import networkx as nx
+
+from ..effective import (
+    effective_block_dimensions,
+    has_bottleneck,
+    rank_matrix_dimension,
+)
+from .._format import FormattedResult, latex_escape
+from ..errors import NormalizerError, ShapeError, SymattnError
+from ..model import Architecture, require_architecture
+from ..normalizers import as_normalizer
+from .events import (
+    BIAS, COLLAPSED, Event, IDENTICAL_TOKENS, OBSERVABLE, PARTIAL, SCORE_COLLAPSE, UNOBSERVABLE, VALUE_COLLAPSE,
+    VALUE_RANK, _events, all_events, parse_event,
+)
+
+__all__ = ["BlockVerdict", "Observability", "Reason", "dependency_graph", "minimal_collapses", "propagate"]
+
+
+def _blocks(layers: int) -> list[str]:
+    return [f"scores:{i}" for i in range(1, layers + 1)] + ["values"]
+
+
+def dependency_graph(arch: Architecture) -> nx.DiGraph:
+    """The network as a directed graph: an edge ``u -> v`` means *v is computed from u*.
+
+    Nodes: ``input`` (``X = X_0``); for each layer ``i``: ``scores:i``
+    (``A_i = X_{i-1}^T K_i^T Q_i X_{i-1}``, holds ``Q_i, K_i``, effective block
+    ``What_i``), ``attention:i`` (``S(A_i)``, carries the normalizer's ``k``,
+    evenness and exponential type), ``values:i`` (``V_i X_{i-1}``, holds
+    ``V_i``, part of the effective block ``P``), ``tokens:i`` (``X_i``); and
+    ``output`` (``F = X_l``).  Node attributes: ``kind``, ``layer``,
+    ``params`` (the native parameters held), ``block`` (the effective block),
+    ``label`` and ``latex``.  The graph attribute ``architecture`` is the
+    :class:`~symattn.model.Architecture`.
+
+    Parameters
+    ----------
+    arch : Architecture
+
+    Returns
+    -------
+    networkx.DiGraph
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> G = dependency_graph(Architecture.uniform(layers=2))
+    >>> sorted(G.predecessors("tokens:1"))
+    ['attention:1', 'values:1']
+    >>> G.nodes["values:2"]["params"], G.nodes["values:2"]["block"]
+    (('V_2',), 'values')
+    >>> G.number_of_nodes(), G.number_of_edges()
+    (10, 11)
+    """
+    arch = require_architecture(arch)
+    G = nx.DiGraph(architecture=arch, name=f"symattn dependency graph: {arch.describe()}")
+    d0, t = arch.input_shape
+    G.add_node("input", kind="input", layer=0, params=(), block="", label="X",
+               latex="X", shape=(d0, t))
+    previous = "input"
+    for i in range(1, arch.layers + 1):
+        n = arch.normalizers[i - 1]
+        G.add_node(f"scores:{i}", kind="scores", layer=i, params=(f"Q_{i}", f"K_{i}"), block=f"scores:{i}",
+                   effective=f"What_{i}", label=f"A_{i}", latex=rf"A_{{{i}}}", shape=(t, t))
+        attrs = dict(kind="attention", layer=i, params=(), block="", label=f"S(A_{i})",
+                     latex=rf"S(A_{{{i}}})", shape=(t, t), normalizer=n.name,
+                     lightning=bool(n.is_lightning))
+        if not n.is_lightning:
+            attrs.update(k=int(n.k), even=bool(n.is_even), exponential=bool(n.is_exponential))
+        G.add_node(f"attention:{i}", **attrs)
+        G.add_node(f"values:{i}", kind="values", layer=i, params=(f"V_{i}",), block="values",
+                   effective="P", label=f"V_{i} X_{i - 1}", latex=rf"V_{{{i}}} X_{{{i - 1}}}",
+                   shape=(arch.widths[i], t))
+        G.add_node(f"tokens:{i}", kind="tokens", layer=i, params=(), block="", label=f"X_{i}",
+                   latex=rf"X_{{{i}}}", shape=(arch.widths[i], t))
+        G.add_edge(previous, f"scores:{i}")
+        G.add_edge(f"scores:{i}", f"attention:{i}")
+        G.add_edge(previous, f"values:{i}")
+        G.add_edge(f"values:{i}", f"tokens:{i}")
+        G.add_edge(f"attention:{i}", f"tokens:{i}")
+        previous = f"tokens:{i}"
+    G.add_node("output", kind="output", layer=arch.layers + 1, params=(), block="", label="F",
+               latex=r"F_\theta(X)", shape=(arch.widths[-1], t))
+    G.add_edge(previous, "output")
+    return G
+
+
+def _architecture(graph: nx.DiGraph) -> Architecture:
+    arch = graph.graph.get("architecture")
+    if not isinstance(arch, Architecture):
+        raise SymattnError("this graph has no architecture: build it with dependency_graph(arch)")
+    return arch
+
+
+# -- propagation ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Reason:
+    """Why a block has its verdict: a rule, a sentence, and a directed path in the dependency graph.
+
+    Rules and their paths: ``event`` (the event's node), ``uniform-attention``
+    (from the event that forces it to the uniform ``attention:j``),
+    ``zero-tokens`` (from the block to the first zero ``tokens:i``),
+    ``low-rank-values`` (from the lower-rank ``values:i`` to the block),
+    ``shift-invariance`` (from the input to ``attention:j``), ``live-path``
+    (from the block to the output).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> G = dependency_graph(Architecture.uniform(layers=2, width=2, tokens=3))
+    >>> reason = propagate(G, ["scores:1"]).verdicts["scores:2"].reasons[0]
+    >>> reason.rule, reason.condition
+    ('uniform-attention', 'every normalizer')
+    >>> reason.path
+    ('scores:1', 'attention:1', 'tokens:1', 'scores:2', 'attention:2')
+    """
+
+    rule: str
+    text: str
+    path: tuple
+    condition: str = "every normalizer"
+
+    def to_json(self) -> dict:
+        return {"rule": self.rule, "text": self.text, "path": list(self.path), "condition": self.condition}
+
+
+@dataclass(frozen=True)
+class BlockVerdict:
+    """The verdict on one effective block: status, reasons, predicted rank of its columns.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> G = dependency_graph(Architecture.uniform(layers=1, width=2, tokens=2))
+    >>> softmax = propagate(G, ["bias"]).verdicts["scores:1"]
+    >>> softmax.block, softmax.status, softmax.predicted_rank, softmax.reasons[0].rule
+    ('scores:1', 'partial', 2, 'shift-invariance')
+    >>> cosh = propagate(G, ["bias"], "cosh").verdicts["scores:1"]
+    >>> cosh.status, cosh.predicted_rank
+    ('observable', 3)
+    """
+
+    block: str
+    status: str
+    reasons: tuple
+    predicted_rank: int | None = None
+
+    def to_json(self) -> dict:
+        return {"block": self.block, "status": self.status, "predicted_rank": self.predicted_rank,
+                "reasons": [r.to_json() for r in self.reasons]}
+
+
+def _normalizer_properties(graph: nx.DiGraph, normalizer) -> list[dict]:
+    arch = _architecture(graph)
+    if normalizer is None:
+        norms = [None] * arch.layers
+    elif isinstance(normalizer, (list, tuple)):
+        if len(normalizer) != arch.layers:
+            raise ShapeError(f"{arch.layers} layers need {arch.layers} normalizers, got {len(normalizer)}")
+        norms = [as_normalizer(n) for n in normalizer]
+    else:
+        norms = [as_normalizer(normalizer)] * arch.layers
+    out = []
+    for i, n in enumerate(norms, start=1):
+        if n is None:
+            attrs = graph.nodes[f"attention:{i}"]
+            if attrs.get("lightning"):
+                raise NormalizerError(
+                    f"layer {i} uses lightning attention (no normalization): observability after "
+                    "collapse is classified for normalized attention only")
+            out.append({"name": attrs["normalizer"], "k": attrs["k"], "even": attrs["even"],
+                        "exponential": attrs["exponential"]})
+        else:
+            if n.is_lightning:
+                raise NormalizerError("lightning attention is a comparison case, not a normalizer: "
+                                      "observability after collapse is classified for normalized attention")
+            out.append({"name": n.name, "k": int(n.k), "even": bool(n.is_even),
+                        "exponential": bool(n.is_exponential)})
+    return out
+
+
+def _bottleneck(arch: Architecture, upto: int) -> int:
+    """Generic rank bound of ``P_upto = V_upto ... V_1`` (``P_0 = I``)."""
+    return min(arch.widths[: upto + 1])
+
+
+@dataclass(frozen=True)
+class Observability(FormattedResult):
+    """What the output sees of each effective block, given events and the normalizers.
+
+    Attributes
+    ----------
+    architecture : dict
+    events : tuple of Event
+    normalizers : tuple of dict
+        Per layer: name, ``k``, ``even``, ``exponential``.
+    states : dict
+        Node -> tuple of forced states (``uniform``, ``identical``, ``zero``,
+        ``column-constant``, ``collapsed``, ``rank<=r``, ``constant-coordinate``,
+        ``shift-invariant``).
+    verdicts : dict
+        Block -> :class:`BlockVerdict`.
+    normal_first_order : dict
+        Collapsed score block -> ``"positive"`` or ``0``: whether the output
+        sees, to first order, leaving the collapsed set (``k = 1``: yes;
+        ``k >= 2``: ``s'(0) = 0``, no).
+    sign_components : int
+        Sign-flip components of the fiber that stay distinct on the set:
+        ``2^(even layers whose scores are still seen)`` (generic: ``2^(even layers)``).
+    notes : tuple of str
+        Normalizer conditions that did not fire here but would change a verdict.
+    graph : networkx.DiGraph
+        The dependency graph with node attribute ``state``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> verdict = propagate(dependency_graph(Architecture.uniform(layers=2, width=2, tokens=3)), ["scores:1"])
+    >>> verdict.collapsed, verdict.unobservable, verdict.observable, verdict.lost
+    (['scores:1'], ['scores:2'], ['values'], ['scores:2'])
+    >>> verdict.states["attention:2"], verdict.normal_first_order
+    (('uniform',), {'scores:1': 'positive'})
+    """
+
+    architecture: dict
+    events: tuple
+    normalizers: tuple
+    states: dict
+    verdicts: dict
+    normal_first_order: dict
+    sign_components: int
+    generic_sign_components: int
+    notes: tuple
+    graph: nx.DiGraph = field(repr=False, compare=False)
+
+    def _with(self, status: str) -> list[str]:
+        return [b for b, v in self.verdicts.items() if v.status == status]
+
+    @property
+    def unobservable(self) -> list[str]:
+        return self._with(UNOBSERVABLE)
+
+    @property
+    def partial(self) -> list[str]:
+        return self._with(PARTIAL)
+
+    @property
+    def observable(self) -> list[str]:
+        return self._with(OBSERVABLE)
+
+    @property
+    def collapsed(self) -> list[str]:
+        return self._with(COLLAPSED)
+
+    @property
+    def lost(self) -> list[str]:
+        """Blocks the output sees only in part or not at all."""
+        return self.unobservable + self.partial
+
+    def reasons(self) -> dict:
+        """Block -> list of reasons (JSON-ready)."""
+        return {b: [r.to_json() for r in v.reasons] for b, v in self.verdicts.items()}
+
+    def to_json(self) -> dict:
+        return {
+            "architecture": self.architecture,
+            "events": [e.name for e in self.events],
+            "normalizers": list(self.normalizers),
+            "unobservable": self.unobservable,
+            "partial": self.partial,
+            "observable": self.observable,
+            "collapsed": self.collapsed,
+            "predicted_ranks": {b: v.predicted_rank for b, v in self.verdicts.items()},
+            "normal_first_order": self.normal_first_order,
+            "sign_components": self.sign_components,
+            "generic_sign_components": self.generic_sign_components,
+            "states": {n: list(s) for n, s in self.states.items() if s},
+            "reasons": self.reasons(),
+            "notes": list(self.notes),
+            "method": "propagation of forced states along the dependency graph (MATH.md section 3)",
+        }
+
+    def _rows(self):
+        for block, v in self.verdicts.items():
+            reason = v.reasons[0] if v.reasons else None
+            yield (block, v.status, "-" if v.predicted_rank is None else str(v.predicted_rank),
+                   reason.text if reason else "", " -> ".join(reason.path) if reason else "")
+
+    def __str__(self) -> str:
+        events = ", ".join(e.name for e in self.events) or "none (generic)"
+        lines = [f"observability after events: {events}"]
+        for block, status, rank, text, path in self._rows():
+            lines.append(f"  {block:<10} {status:<13} rank {rank:>3}  {text}")
+            lines.append(f"  {'':<10} path: {path}")
+        lines.append(f"sign components of the fiber: {self.sign_components} "
+                     f"(generic {self.generic_sign_components})")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        lines = ["| block | verdict | predicted rank | reason | path |", "|---|---|---:|---|---|"]
+        for block, status, rank, text, path in self._rows():
+            lines.append(f"| {block} | {status} | {rank} | {text} | {path} |")
+        lines.append("")
+        lines.append(f"- events: {', '.join(e.describe() for e in self.events) or 'none'}")
+        lines.append(f"- sign components of the fiber: {self.sign_components} "
+                     f"(generic {self.generic_sign_components})")
+        lines += [f"- note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _latex_math(self) -> str:
+        rows = [rf"\text{{{latex_escape(b)}}} & \text{{{s}}} & {r} \\" for b, s, r, _, _ in self._rows()]
+        return "\n".join([r"\begin{array}{llr}",
+                          r"\text{block} & \text{verdict} & \text{predicted rank} \\ \hline",
+                          *rows, r"\end{array}"])
+
+    def _latex_body(self) -> str:
+        """The verdicts as an ``array`` in display math (text mode)."""
+        events = ", ".join(e.name for e in self.events) or "none"
+        return _display_with_caption(self._latex_math(), f"Events: {events}.")
+
+
+def _display_with_caption(array: str, caption: str = "") -> str:
+    """Text-mode LaTeX: the ``array`` in display math, then an optional sentence."""
+    return "\\[\n" + array + "\n\\]" + (f"\n{latex_escape(caption)}" if caption else "")
+
+
+def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Observability:
+    """Mark what the events force and give each effective block its verdict and reason.
+
+    Rules (MATH.md section 3), in the order of the layers:
+
+    - score collapse at ``i`` or identical tokens entering layer ``i``: the
+      scores are constant in each column, so ``S(A_i) = J/t`` for every
+      normalizer (attention *uniform*), and the tokens ``X_i`` are identical;
+      identical tokens stay identical.  A block whose attention is uniform is
+      *unobservable*.
+    - value collapse at ``i``: ``X_i = 0`` and every later ``X_j = 0``:
+      every block is unobservable (the output is 0); ``values`` is the event's block.
+    - ``V_i`` of rank ``r`` below the generic rank of ``P_i``: later tokens
+      lie in an ``r``-dimensional subspace, later scores are *partial*.
+    - constant (bias) coordinate: attention keeps it (its columns sum to 1);
+      at a layer with an exponential normalizer the directions of ``What_j``
+      that add a column-constant term (``e_b w^T``, ``b`` the bias coordinate
+      on the key side) cancel in ``S``: the scores are *partial*.
+    - otherwise a path from the block to the output through unforced nodes
+      makes it *observable*.
+
+    Parameters
+    ----------
+    graph : networkx.DiGraph
+        From :func:`dependency_graph`.
+    events : iterable of Event or str
+    normalizer : None, str, Normalizer or list of them
+        ``None`` uses the architecture's normalizers; otherwise this one (or
+        one per layer) is used for the conditions.
+
+    Returns
+    -------
+    Observability
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> G = dependency_graph(Architecture.uniform(layers=2, width=2, rank=1))
+    >>> propagate(G, ["bias"], "softmax").partial
+    ['scores:1', 'scores:2']
+    >>> propagate(G, ["bias"], "cosh").partial
+    []
+    >>> propagate(G, ["values:1"]).unobservable
+    ['scores:1', 'scores:2']
+    """
+    arch = _architecture(graph)
+    if arch.degenerate:
+        raise ShapeError("with one token every attention matrix is the constant 1 and no score is ever "
+                         "seen: give tokens >= 2")
+    events = _events(arch, events)
+    props = _normalizer_properties(graph, normalizer)
+    kinds = {e.kind for e in events}
+    scores_collapsed = {e.layer: e for e in events if e.kind == SCORE_COLLAPSE}
+    values_zero = {e.layer: e for e in events if e.kind == VALUE_COLLAPSE}
+    values_rank = {e.layer: e for e in events if e.kind == VALUE_RANK}
+
+    states: dict[str, dict[str, str]] = {n: {} for n in graph.nodes}  # node -> {state: origin node}
+    if IDENTICAL_TOKENS in kinds:
+        states["input"]["identical"] = "input"
+    if BIAS in kinds:
+        states["input"]["constant-coordinate"] = "input"
+    rank_bound = {0: (arch.widths[0], None)}  # tokens index -> (rank bound of P_i, origin)
+    previous = "input"
+    for i in range(1, arch.layers + 1):
+        prev = states[previous]
+        scores, attention, values, tokens = f"scores:{i}", f"attention:{i}", f"values:{i}", f"tokens:{i}"
+        if i in scores_collapsed:
+            states[scores]["collapsed"] = scores
+        elif "zero" in prev:
+            states[scores]["zero"] = prev["zero"]
+        elif "identical" in prev:
+            states[scores]["column-constant"] = prev["identical"]
+        for state in ("collapsed", "zero", "column-constant"):
+            if state in states[scores]:
+                states[attention]["uniform"] = states[scores][state]
+                break
+        if "uniform" not in states[attention] and props[i - 1]["exponential"] \
+                and "constant-coordinate" in prev:
+            states[attention]["shift-invariant"] = prev["constant-coordinate"]
+        if i in values_zero:
+            states[values]["zero"] = values
+        elif i in values_rank:
+            states[values][f"rank<={values_rank[i].rank}"] = values
+        if "zero" in states[values] or "zero" in prev:
+            states[tokens]["zero"] = states[values].get("zero", prev.get("zero"))
+        else:
+            if "identical" in prev:
+                states[tokens]["identical"] = prev["identical"]
+            elif "uniform" in states[attention]:
+                states[tokens]["identical"] = states[attention]["uniform"]
+        bound, origin = rank_bound[i - 1]
+        generic = _bottleneck(arch, i)
+        if i in values_rank and values_rank[i].rank < min(bound, generic):
+            bound, origin = values_rank[i].rank, values
+        bound = min(bound, generic)
+        rank_bound[i] = (bound, origin)
+        if origin is not None and "zero" not in states[tokens]:
+            states[tokens][f"rank<={bound}"] = origin
+        if "constant-coordinate" in prev and "zero" not in states[tokens] and \
+                rank_bound[i][0] >= arch.widths[0]:
+            states[tokens]["constant-coordinate"] = prev["constant-coordinate"]
+        previous = tokens
+    if "zero" in states[previous]:
+        states["output"]["zero"] = states[previous]["zero"]
+    elif "identical" in states[previous]:
+        states["output"]["identical"] = states[previous]["identical"]
+
+    def path(source, target):
+        return tuple(nx.shortest_path(graph, source, target))
+
+    zero_nodes = {n for n, s in states.items() if "zero" in s and graph.nodes[n]["kind"] == "tokens"}
+    dims = None if has_bottleneck(arch) else effective_block_dimensions(arch)
+    verdicts = {}
+    for i in range(1, arch.layers + 1):
+        block, scores, attention = f"scores:{i}", f"scores:{i}", f"attention:{i}"
+        ref = None if dims is None else dims[block]
+        if i in scores_collapsed:
+            verdicts[block] = BlockVerdict(block, COLLAPSED, (Reason(
+                "event", f"the event fixes What_{i} = 0", (scores,)),), None)
+            continue
+        if "uniform" in states[attention]:
+            origin = states[attention]["uniform"]
+            why = ("its scores are constant in each column (zero tokens enter the layer)"
+                   if "zero" in states[scores] else
+                   "its scores are constant in each column (identical tokens enter the layer)")
+            verdicts[block] = BlockVerdict(block, UNOBSERVABLE, (Reason(
+                "uniform-attention", f"S(A_{i}) = J/t whatever What_{i} is: {why}",
+                path(origin, attention)),), 0)
+            continue
+        live = graph.subgraph(n for n in graph.nodes if n not in zero_nodes)
+        if not nx.has_path(live, scores, "output"):
+            blocker = min((n for n in zero_nodes if nx.has_path(graph, scores, n)),
+                          key=lambda n: graph.nodes[n]["layer"])
+            origin = states[blocker]["zero"]
+            verdicts[block] = BlockVerdict(block, UNOBSERVABLE, (Reason(
+                "zero-tokens", f"every path to the output passes {blocker} = 0 ({origin} = 0)",
+                path(scores, blocker)),), 0)
+            continue
+        reasons, predicted = [], ref
+        bound, origin = rank_bound[i - 1]
+        if origin is not None:
+            effective = min(arch.score_ranks[i - 1], bound)
+            reasons.append(Reason(
+                "low-rank-values",
+                f"the tokens entering layer {i} lie in a {bound}-dimensional subspace "
+                f"({graph.nodes[origin]['params'][0]} has lower rank): only the compression of W_{i} "
+                "to it reaches the output",
+                path(origin, scores)))
+            predicted = rank_matrix_dimension(bound, bound, effective) if dims is not None else None
+        if "shift-invariant" in states[attention]:
+            b = min(arch.score_ranks[i - 1], _bottleneck(arch, i - 1))
+            reasons.append(Reason(
+                "shift-invariance",
+                f"s_{i} is exponential and the tokens keep a constant coordinate: the {b} direction(s) "
+                f"e_b w^T of What_{i} add a column-constant term, and S(A + 1 u^T) = S(A)",
+                path(states[attention]["shift-invariant"], scores) + (attention,),
+                condition=f"s_{i} exponential (s(x) = C e^(ax))"))
+            if origin is None and ref is not None:
+                predicted = ref - b
+        if reasons:
+            if len(reasons) > 1:
+                predicted = None  # no formula for both losses at once
+            verdicts[block] = BlockVerdict(block, PARTIAL, tuple(reasons), predicted)
+            continue
+        verdicts[block] = BlockVerdict(block, OBSERVABLE, (Reason(
+            "live-path", "a path to the output through nodes that nothing forces",
+            path(scores, "output")),), ref)
+    value_events = [e for e in events if e.kind in (VALUE_COLLAPSE, VALUE_RANK)]
+    if value_events:
+        text = "; ".join(("the event fixes P = 0" if e.kind == VALUE_COLLAPSE else
+                          f"the event constrains P to rank <= {e.rank}") for e in value_events)
+        verdicts["values"] = BlockVerdict("values", COLLAPSED, tuple(
+            Reason("event", text, (e.node,)) for e in value_events), None)
+    else:
+        verdicts["values"] = BlockVerdict("values", OBSERVABLE, (Reason(
+            "live-path", "F = P X M_l: the value path to the output is never forced "
+            "(attention columns sum to 1)", path(f"values:{arch.layers}", "output")),),
+            None if dims is None else dims["values"])
+
+    normal = {}
+    for i, event in scores_collapsed.items():
+        # identical tokens, an earlier score collapse or any value collapse hide layer i already
+        hidden_anyway = ("identical" in states["input"] or bool(values_zero)
+                         or any(j < i for j in scores_collapsed))
+        normal[f"scores:{i}"] = 0 if hidden_anyway or props[i - 1]["k"] >= 2 else "positive"
+    seen = [j for j in range(1, arch.layers + 1)
+            if verdicts[f"scores:{j}"].status in (OBSERVABLE, PARTIAL) and props[j - 1]["even"]]
+    notes = []
+    if BIAS in kinds:
+        quiet = [j for j in range(1, arch.layers + 1) if not props[j - 1]["exponential"]
+                 and verdicts[f"scores:{j}"].status == OBSERVABLE]
+        if quiet:
+            notes.append("the constant coordinate hides nothing at layers "
+                         f"{quiet} (not exponential); with an exponential normalizer there it would "
+                         "hide the directions e_b w^T")
+    for i in scores_collapsed:
+        k = props[i - 1]["k"]
+        notes.append(f"leaving What_{i} = 0 is seen at first order only when k = 1 (here k = {k}); "
+                     f"for k >= 2, s'(0) = 0 puts the normal directions in the kernel")
+        if props[i - 1]["even"]:
+            notes.append(f"s_{i} is even: What_{i} = 0 is fixed by the sign flip What_{i} -> -What_{i}, "
+                         "where the two sheets of the fiber meet")
+    marked = graph.copy()
+    for n, s in states.items():
+        marked.nodes[n]["state"] = tuple(sorted(s))
+    return Observability(
+        architecture=arch.to_json(), events=events, normalizers=tuple(props),
+        states={n: tuple(sorted(s)) for n, s in states.items()}, verdicts=verdicts,
+        normal_first_order=normal, sign_components=2 ** len(seen),
+        generic_sign_components=2 ** sum(1 for p in props if p["even"]), notes=tuple(notes),
+        graph=marked)
+
+
+def minimal_collapses(graph: nx.DiGraph, block: str, max_size: int = 2, level: str = UNOBSERVABLE,
+                      normalizer=None, candidates=None) -> list[tuple[Event, ...]]:
+    """The smallest sets of events that would hide ``block`` (by propagation).
+
+    Every subset of ``candidates`` (default :func:`all_events`) of at most
+    ``max_size`` events is propagated; a set is kept when it hides the block
+    and contains no smaller set that does.  The block's own event (e.g.
+    ``scores:2`` for the block ``scores:2``) fixes it and does not count as
+    hiding it.
+
+    Parameters
+    ----------
+    graph : networkx.DiGraph
+    block : str
+        ``scores:i`` or ``values``.
+    max_size : int
+    level : {"unobservable", "partial"}
+        ``"partial"`` also counts sets that hide part of the block.
+    normalizer : optional, as in :func:`propagate`
+    candidates : iterable of Event, optional
+
+    Returns
+    -------
+    list of tuple of Event, smallest first.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> G = dependency_graph(Architecture.uniform(layers=2, width=2, rank=1))
+    >>> [[e.name for e in s] for s in minimal_collapses(G, "scores:2")]
+    [['scores:1'], ['values:1'], ['values:2'], ['identical-tokens']]
+    >>> [[e.name for e in s] for s in minimal_collapses(G, "scores:1", level="partial")]
+    [['values:1'], ['values:2'], ['identical-tokens'], ['bias']]
+    >>> minimal_collapses(G, "values")
+    []
+    """
+    arch = _architecture(graph)
+    if block not in _blocks(arch.layers):
+        raise SymattnError(f"block {block!r} is not one of {', '.join(_blocks(arch.layers))}")
+    if level not in (UNOBSERVABLE, PARTIAL):
+        raise SymattnError(f"level must be 'unobservable' or 'partial', got {level!r}")
+    hiding = {UNOBSERVABLE} if level == UNOBSERVABLE else {UNOBSERVABLE, PARTIAL}
+    pool = [parse_event(e).validate(arch) for e in (candidates if candidates is not None else all_events(arch))]
+    found: list[tuple[Event, ...]] = []
+    for size in range(1, max_size + 1):
+        for subset in itertools.combinations(pool, size):
+            if any(set(f) <= set(subset) for f in found):
+                continue
+            try:
+                verdict = propagate(graph, subset, normalizer)
+            except SymattnError:
+                continue  # contradictory events
+            if verdict.verdicts[block].status in hiding:
+                found.append(subset)
+    return found

@@ -1,0 +1,628 @@
+"""Exact ranks on a collapsed set, and contact orders near it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from ..adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, doubled, grown_bank
+from ..algebra.linalg import matmul_mod
+from ..effective import (
+    effective_block_dimensions,
+    effective_dimension,
+)
+from .._format import FormattedResult, latex_escape
+from ..errors import DomainError, NormalizerError, ShapeError, SymattnError
+from ..curves import input_scaling
+from ..jacobian import (
+    DEFAULT_PRIMES,
+    check_prime,
+    curve_series,
+    generator,
+    jacobian_from_series,
+    jacobian_series,
+    parameter_columns,
+    random_bank,
+    random_point,
+)
+from ..model import Architecture, require_architecture, require_seed
+from .events import (
+    BIAS, COLLAPSED, Event, IDENTICAL_TOKENS, OBSERVABLE, PARTIAL, SCORE_COLLAPSE, UNOBSERVABLE, VALUE_COLLAPSE,
+    VALUE_RANK, _events,
+)
+from .graph import _blocks, _display_with_caption
+
+__all__ = ["ContactOrders", "RankCheck", "clear_rank_cache", "contact_orders", "first_rank_memory", "rank_check"]
+
+
+def _rank_tangent_basis(B, C, p) -> np.ndarray:
+    """Vectors ``vec(dB C + B dC)`` spanning the tangent of rank-r matrices at ``B C``: shape (rows*cols, m)."""
+    rows, r = B.shape
+    cols = C.shape[1]
+    vectors = []
+    for a in range(rows):
+        for b in range(r):
+            E = np.zeros((rows, r), dtype=np.int64)
+            E[a, b] = 1
+            vectors.append(matmul_mod(E, C, p).reshape(-1))
+    for c in range(r):
+        for d in range(cols):
+            E = np.zeros((r, cols), dtype=np.int64)
+            E[c, d] = 1
+            vectors.append(matmul_mod(B, E, p).reshape(-1))
+    return np.stack(vectors, axis=1)
+
+
+def _set_point(arch, events, p, seed):
+    """A random point of the collapsed set (residues) and the tangent bases of value-rank blocks."""
+    point, coefficient_values = random_point(arch, p, seed)
+    rng = generator(seed, "value rank")
+    tangents = {}
+    for e in events:
+        if e.kind == SCORE_COLLAPSE:
+            point[("Q", e.layer)] = np.zeros_like(point[("Q", e.layer)])
+        elif e.kind == VALUE_COLLAPSE:
+            point[("V", e.layer)] = np.zeros_like(point[("V", e.layer)])
+        elif e.kind == VALUE_RANK:
+            rows, cols = arch.block_shapes(e.layer)["V"]
+            B = rng.integers(1, p, size=(rows, e.rank), dtype=np.int64)
+            C = rng.integers(1, p, size=(e.rank, cols), dtype=np.int64)
+            point[("V", e.layer)] = matmul_mod(B, C, p)
+            tangents[("V", e.layer)] = (B, C)
+    return point, coefficient_values, tangents
+
+
+def _set_bank(arch, events, size, p, seed) -> np.ndarray:
+    bank = random_bank(arch, size, p, seed)
+    kinds = {e.kind for e in events}
+    if IDENTICAL_TOKENS in kinds:
+        bank[:, :, :] = bank[:, :, :1]
+    if BIAS in kinds:
+        bank[:, -1, :] = 1  # the same bias value in every token and every input
+    return bank
+
+
+def _rank(M, p) -> int:
+    from ..algebra.valuations import smith_valuations
+
+    if M.shape[1] == 0 or M.shape[0] == 0:
+        return 0
+    return smith_valuations(M, p).resolved_rank
+
+
+def _combine(J, columns, basis, p):
+    """Columns ``J[:, columns] @ basis`` (series times a constant matrix), mod p."""
+    block = J[:, columns, :]
+    out = np.zeros((J.shape[0], basis.shape[1], J.shape[2]), dtype=np.int64)
+    for c in range(len(columns)):
+        out = (out + block[:, c:c + 1, :] * (basis[c][None, :, None] % p)) % p
+    return out
+
+
+def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
+    """Block ranks of the native Jacobian at a random point of the collapsed set."""
+    _require_rank_memory(arch, bank_size, truncation)
+    point, coefficient_values, tangents = _set_point(arch, events, p, seed)
+    bank = _set_bank(arch, events, bank_size, p, seed)
+    # the input scaled, X -> eps X: every score vanishes at eps = 0, whatever the normalizer
+    J = jacobian_series(arch, input_scaling(), bank, point, p, truncation, coefficient_values)
+    columns = parameter_columns(arch)
+    fixed = {("Q", e.layer) for e in events if e.kind == SCORE_COLLAPSE}
+    fixed |= {("V", e.layer) for e in events if e.kind == VALUE_COLLAPSE}
+    pieces, owner = [], []  # tangent columns of the set and the block each belongs to
+    for i in range(1, arch.layers + 1):
+        for name in ("Q", "K", "V"):
+            key = (name, i)
+            block = "values" if name == "V" else f"scores:{i}"
+            if key in fixed:
+                continue
+            if key in tangents:
+                B, C = tangents[key]
+                piece = _combine(J, columns[key], _rank_tangent_basis(B, C, p), p)
+            else:
+                piece = J[:, columns[key], :]
+            pieces.append(piece)
+            owner += [block] * piece.shape[1]
+    T = np.concatenate(pieces, axis=1)
+    owner = np.array(owner)
+    blocks = {}
+    score_mask = owner != "values"
+    for block in _blocks(arch.layers):
+        if block == "values":
+            continue
+        blocks[block] = _rank(T[:, owner == block, :], p)
+    tangent_total = _rank(T, p)
+    blocks["values"] = tangent_total - _rank(T[:, score_mask, :], p)
+    normal = {}
+    for e in events:
+        if e.kind == SCORE_COLLAPSE:
+            normal[f"scores:{e.layer}"] = _rank(J[:, columns[("Q", e.layer)], :], p)
+    from ..algebra.valuations import smith_valuations
+
+    full = smith_valuations(J, p)
+    return {"blocks": blocks, "normal": normal, "total": full.resolved_rank, "tangent_total": tangent_total,
+            "deepest": (max(full.exponents) + 1) if full.exponents else 0}
+
+
+def _same_ranks(a: dict, b: dict) -> bool:
+    return all(a[key] == b[key] for key in ("blocks", "normal", "total", "tangent_total"))
+
+
+def _generic_input_scaling_order(arch: Architecture) -> int:
+    """The deepest exponent of the generic spectrum along ``X -> eps X``: ``2 k 3^(l-1) + 1``."""
+    k = max(n.k for n in arch.normalizers)
+    return 2 * k * 3 ** (arch.layers - 1) + 1
+
+
+_DIMENSION_CACHE: dict = {}
+
+
+def _effective_dimension(arch: Architecture) -> int:
+    key = (tuple(arch.widths), tuple(arch.score_ranks))  # independent of tokens and normalizers
+    if key not in _DIMENSION_CACHE:
+        _DIMENSION_CACHE[key] = effective_dimension(arch)
+    return _DIMENSION_CACHE[key]
+
+
+def _default_bank(arch: Architecture) -> int:
+    eff = _effective_dimension(arch)
+    score_dims = eff - effective_block_dimensions(arch)["values"]
+    return max(arch.widths[0] + 1, math.ceil(eff / (arch.widths[-1] * arch.tokens)) + 2, score_dims + 2)
+
+
+def first_rank_memory(arch: Architecture, bank="auto", truncation="auto", confirm: bool = True):
+    """Memory of the largest exact rank :func:`rank_check` computes before any growth (the confirmation).
+
+    What the memory guard compares with the limit before the computation starts.
+
+    Examples
+    --------
+    >>> estimate = first_rank_memory(Architecture.uniform(layers=2))
+    >>> estimate.series_order, estimate.bank, estimate.bytes < 2 * 2**20
+    (16, 12, True)
+    """
+    from ..limits import rank_check_memory
+
+    size = _default_bank(arch) if bank == "auto" else int(bank)
+    N = 2 * _generic_input_scaling_order(arch) + 2 if truncation == "auto" else int(truncation)
+    return rank_check_memory(arch, grown_bank(size) if confirm else size, N)
+
+
+def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, max_order: int | None = None):
+    """Refuse an exact rank that would not fit in memory, before its forward pass allocates anything."""
+    from ..limits import MAX_BANK, check_count, check_memory, rank_check_memory
+
+    check_count(bank_size, MAX_BANK, "the bank")
+    check_memory(rank_check_memory(arch, bank_size, truncation), arch=arch,
+                 estimate_for=lambda resized: first_rank_memory(resized), max_series_order=max_order)
+
+
+@dataclass(frozen=True)
+class RankCheck(FormattedResult):
+    """Exact ranks of the native Jacobian, generic and on the collapsed set, block by block.
+
+    Attributes
+    ----------
+    events : tuple of Event
+    generic : dict
+        Block -> rank of its columns at a generic point (``values``: the
+        rank its columns add to those of all scores): the reference.
+    on_set : dict
+        Block -> the same on the set, columns restricted to the tangent of
+        the set (a collapsed block's remaining directions).
+    normal : dict
+        Collapsed score block -> rank of the directions that leave the set.
+    generic_total, set_total : int
+        Rank of the whole native Jacobian, generic and on the set.
+    fiber_dim_jump : int
+        ``generic_total - set_total``: how much the fiber's dimension grows on the set.
+    statuses : dict
+        Block -> verdict read off the ranks (``collapsed`` for event blocks).
+    truncation, bank, primes, confirmed, method
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> check = rank_check(Architecture.uniform(layers=1, width=2, tokens=2), ["scores:1"], confirm=False)
+    >>> check.generic, check.on_set, check.normal, check.fiber_dim_jump
+    ({'scores:1': 3, 'values': 4}, {'scores:1': 0, 'values': 4}, {'scores:1': 2}, 1)
+    >>> print(check)
+    exact ranks on the set scores:1
+    block       generic  on set        status
+    scores:1          3       0     collapsed
+    values            4       4    observable
+    normal directions of scores:1: rank 2
+    total rank 6 (generic 7): fiber dimension jump 1
+    truncation eps^8, bank 5, primes [268435399], confirmed: False
+    """
+
+    architecture: dict
+    events: tuple
+    generic: dict
+    on_set: dict
+    normal: dict
+    generic_total: int
+    set_total: int
+    fiber_dim_jump: int
+    statuses: dict
+    truncation: int
+    generic_resolved_at: int
+    bank: int
+    primes: tuple
+    confirmed: bool
+    method: str
+
+    def to_json(self) -> dict:
+        return {
+            "events": [e.name for e in self.events],
+            "generic_ranks": self.generic,
+            "ranks_on_set": self.on_set,
+            "normal_ranks": self.normal,
+            "generic_total": self.generic_total,
+            "set_total": self.set_total,
+            "fiber_dim_jump": self.fiber_dim_jump,
+            "statuses": self.statuses,
+            "truncation": self.truncation,
+            "generic_resolved_at": self.generic_resolved_at,
+            "bank": self.bank,
+            "primes": list(self.primes),
+            "confirmed": self.confirmed,
+            "method": self.method,
+        }
+
+    def __str__(self) -> str:
+        lines = [f"exact ranks on the set {', '.join(e.name for e in self.events) or '(generic)'}",
+                 f"{'block':<10} {'generic':>8} {'on set':>7} {'status':>13}"]
+        for block in self.generic:
+            lines.append(f"{block:<10} {self.generic[block]:>8} {self.on_set[block]:>7} {self.statuses[block]:>13}")
+        for block, r in self.normal.items():
+            lines.append(f"normal directions of {block}: rank {r}")
+        lines.append(f"total rank {self.set_total} (generic {self.generic_total}): fiber dimension jump "
+                     f"{self.fiber_dim_jump}")
+        lines.append(f"truncation eps^{self.truncation}, bank {self.bank}, primes {list(self.primes)}, "
+                     f"confirmed: {self.confirmed}")
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        lines = ["| block | generic rank | rank on the set | verdict |", "|---|---:|---:|---|"]
+        for block in self.generic:
+            lines.append(f"| {block} | {self.generic[block]} | {self.on_set[block]} | {self.statuses[block]} |")
+        lines.append("")
+        for block, r in self.normal.items():
+            lines.append(f"- directions leaving the set at {block}: rank {r}")
+        lines.append(f"- total rank {self.set_total} (generic {self.generic_total}); fiber dimension jump "
+                     f"{self.fiber_dim_jump}")
+        lines.append(f"- method: {self.method}")
+        return "\n".join(lines)
+
+    def _latex_math(self) -> str:
+        rows = [rf"\text{{{latex_escape(b)}}} & {self.generic[b]} & {self.on_set[b]} & \text{{{self.statuses[b]}}} \\"
+                for b in self.generic]
+        return "\n".join([r"\begin{array}{lrrl}",
+                          r"\text{block} & \text{generic} & \text{on the set} & \text{verdict} \\ \hline",
+                          *rows, r"\end{array}"])
+
+    def _latex_body(self) -> str:
+        """The ranks as an ``array`` in display math (text mode)."""
+        return _display_with_caption(self._latex_math(), f"Fiber dimension jump {self.fiber_dim_jump}.")
+
+
+def _status_from_rank(block, rank, reference, events) -> str:
+    if any(e.block == block for e in events):
+        return COLLAPSED
+    if rank == 0:
+        return UNOBSERVABLE
+    if rank < reference:
+        return PARTIAL
+    if rank == reference:
+        return OBSERVABLE
+    raise SymattnError(f"rank {rank} of {block} on the set exceeds its generic rank {reference}: "
+                       "the generic bank is too small")
+
+
+_GENERIC_CACHE: dict = {}
+
+
+def clear_rank_cache() -> None:
+    """Forget the generic ranks :func:`rank_check` keeps per architecture (to measure a cold run).
+
+    Examples
+    --------
+    >>> clear_rank_cache()
+    >>> len(_GENERIC_CACHE)
+    0
+    """
+    _GENERIC_CACHE.clear()
+
+
+def _generic_ranks(arch, p, seed, bank_size, truncation):
+    key = (repr(arch), tuple(id(n) if n.is_generic else n.name for n in arch.normalizers), p, seed,
+           bank_size, truncation)
+    if key not in _GENERIC_CACHE:
+        _GENERIC_CACHE[key] = _set_ranks(arch, (), p, seed, bank_size, truncation)
+    return _GENERIC_CACHE[key]
+
+
+def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="auto", truncation="auto",
+               primes=None, confirm: bool = True, max_order: int = 512, max_bank: int = 64,
+               progress: bool = False, max_memory=None) -> RankCheck:
+    """Exact ranks of the native Jacobian at a generic point of the collapsed set, block by block.
+
+    The parameters are random residues mod ``p`` except the collapsed
+    blocks (``Q_i = 0``, ``V_i = 0``, ``V_i = B C`` of rank ``r``); the bank
+    is random, with identical tokens or a constant last row for the input
+    events; the input is scaled, ``X -> eps X``, so that every score
+    vanishes at ``eps = 0`` and :class:`~symattn.algebra.modseries.ModSeriesDomain`
+    computes ``J(eps)`` mod ``eps^N`` for any normalizer with rational
+    Taylor coefficients.  The rank of ``J(eps)`` over ``GF(p)((eps))`` is the
+    generic rank on the set (the points ``(theta, eps X)``, ``eps != 0``, are
+    generic points of it); each rank is the number of Smith-form pivots
+    below ``eps^N``, a certified lower bound.  ``N`` is at least twice the
+    order at which the generic rank is fully resolved, so a direction
+    counted as lost has no term below ``eps^N`` (valuation ``>= N`` or
+    kernel).  A second prime, point and larger bank confirm.
+
+    Parameters
+    ----------
+    arch : Architecture
+    events : iterable of Event or str
+    seed : int
+    bank : "auto" or int
+    truncation : "auto" or int
+    primes : sequence of int, optional
+        Default :data:`symattn.jacobian.DEFAULT_PRIMES`.
+    confirm : bool
+    progress : bool
+        Show a bar over the ranks (generic, on the set, confirmation) on a terminal.
+    max_memory : int or str, optional
+        Memory limit (default ``$SYMATTN_MAX_MEMORY`` or half the machine): each
+        rank is estimated first (:func:`symattn.limits.rank_check_memory`) and
+        refused with a ResourceLimitError when over it, as is a truncation
+        beyond ``max_order``.
+
+    Returns
+    -------
+    RankCheck
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="softmax")
+    >>> check = rank_check(arch, ["scores:1"], confirm=False)
+    >>> check.generic, check.on_set
+    ({'scores:1': 3, 'scores:2': 3, 'values': 4}, {'scores:1': 0, 'scores:2': 0, 'values': 4})
+    >>> check.normal, check.fiber_dim_jump
+    ({'scores:1': 2}, 4)
+    """
+    arch = require_architecture(arch)
+    seed = require_seed(seed)
+    events = _events(arch, events)
+    if arch.degenerate:
+        raise ShapeError("with one token every attention matrix is the constant 1 and no score is ever "
+                         "seen: give tokens >= 2")
+    if any(n.is_lightning for n in arch.normalizers):
+        raise NormalizerError("lightning attention is a comparison case: rank_check classifies "
+                              "normalized attention only")
+    primes = tuple(check_prime(p) for p in (primes or DEFAULT_PRIMES))
+    eff = _effective_dimension(arch)
+    if truncation == "auto":
+        N, auto_order = 2 * _generic_input_scaling_order(arch) + 2, True
+    elif isinstance(truncation, (int, np.integer)) and not isinstance(truncation, bool) and truncation >= 2:
+        N, auto_order = int(truncation), False
+    else:
+        raise SymattnError(f"truncation must be 'auto' or an integer >= 2, got {truncation!r}")
+    if bank == "auto":
+        size, auto_bank = _default_bank(arch), True
+    elif isinstance(bank, (int, np.integer)) and not isinstance(bank, bool) and bank >= 1:
+        size, auto_bank = int(bank), False
+    else:
+        raise SymattnError(f"bank must be 'auto' or a positive integer, got {bank!r}")
+    from ..limits import memory_limit_set, progress_bar
+
+    with memory_limit_set(max_memory), progress_bar(progress, total=3 if confirm else 2, desc="exact ranks",
+                                                    unit="rank") as bar:
+        # the first ranks, before any growth, must fit (the later ones are checked as they come)
+        _require_rank_memory(arch, grown_bank(size) if confirm else size, N,
+                             max_order if auto_order else None)
+        return _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order,
+                           size, auto_bank, bar)
+
+
+def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order, size, auto_bank,
+                bar) -> RankCheck:
+    p = primes[0]
+    try:
+        _set_ranks(arch, (), p, seed, 1, 2)  # can the series engine apply the normalizers?
+    except DomainError as err:
+        raise DomainError(f"exact ranks need the Taylor coefficients of s/s(0) in GF(p): {err} "
+                          "(propagate() still gives the graph's verdict)") from None
+    bar.set_postfix_str("generic")
+
+    def before_step(step, previous):
+        if previous is not None:  # the first ranks were checked before the progress bar started
+            _require_rank_memory(arch, grown_bank(step.bank) if confirm else step.bank, step.truncation)
+
+    adapted = adapt(lambda step: _generic_ranks(arch, p, seed, step.bank, step.truncation), Step(size, N),
+                    lambda generic, step, history: [GROW_BANK, DEEPEN] if generic["total"] < eff else [],
+                    Growth(max_bank=max_bank if auto_bank else None, max_truncation=max_order if auto_order else None,
+                           grow_bank=doubled),
+                    before_step=before_step)
+    generic, size, N = adapted.outcome, adapted.step.bank, adapted.step.truncation
+    if not adapted.concluded:
+        raise SymattnError(
+            f"the generic rank {generic['total']} stays below the effective dimension {eff} "
+            f"(bank {size}, truncation eps^{N}): raise the bank or the truncation")
+    resolved_at = generic["deepest"]
+    bar.update()
+    bar.set_postfix_str("on the set")
+    main = _set_ranks(arch, events, p, seed, size, N)
+    bar.update()
+    bar.set_postfix_str("confirmation")
+    confirmed = False
+    if confirm and len(primes) > 1:
+        larger = grown_bank(size)
+        check = _set_ranks(arch, events, primes[1], seed + 1, larger, N)
+        confirmed = _same_ranks(check, main)
+        if not confirmed and auto_bank and larger <= max_bank:
+            # the bank may have been too small on the set: use the larger one
+            main, size = _set_ranks(arch, events, p, seed, larger, N), larger
+            check = _set_ranks(arch, events, primes[1], seed + 1, grown_bank(larger), N)
+            confirmed = _same_ranks(check, main)
+        bar.update()
+    reference = dict(generic["blocks"])
+    statuses = {b: _status_from_rank(b, main["blocks"][b], reference[b], events) for b in reference}
+    method = (f"Smith-form ranks of J(eps) mod eps^{N} over GF({p}) at a random point of the set, along "
+              f"X -> eps X (rank over GF(p)((eps)) = generic rank on the set); the generic rank "
+              f"{generic['total']} = effective dimension resolves by eps^{resolved_at}; bank {size}"
+              + (f"; confirmed at GF({primes[1]}), another point and a larger bank" if confirmed else "")
+              + f"; generic rank, adaptive steps: {adapted.describe()}")
+    return RankCheck(
+        architecture=arch.to_json(), events=events, generic=reference, on_set=dict(main["blocks"]),
+        normal=dict(main["normal"]), generic_total=generic["total"], set_total=main["total"],
+        fiber_dim_jump=generic["total"] - main["total"], statuses=statuses, truncation=N,
+        generic_resolved_at=resolved_at, bank=size,
+        primes=primes[:2] if confirm and len(primes) > 1 else primes[:1], confirmed=confirmed, method=method)
+
+
+# -- contact orders near the set ------------------------------------------------------------
+@dataclass(frozen=True)
+class ContactOrders:
+    """How fast the output's dependence on each block vanishes as the parameters approach the set.
+
+    Along ``theta_delta`` = a point of the set plus ``delta`` times a generic
+    normal direction (``Q_i = delta Qt_i`` for score collapse, so
+    ``What_i ~ delta``; ``V_i = delta Vt_i``; ``V_i = B C + delta E``), the
+    singular values of a block's columns behave as ``delta^c``.  ``orders``
+    maps each block to ``{c: multiplicity}``; ``c = 0`` are the directions
+    still seen on the set.
+
+    Computed exactly: with the input also scaled (``X -> eps X``) and
+    ``delta = eps^m``, the Smith exponents are ``m c + a`` once ``m`` is past
+    the breaks of their Newton polygons; ``c`` is their growth from ``m`` to
+    ``m + 1``, and ``stable`` says it is the same from ``m + 1`` to ``m + 2``
+    (three points agree: a check, not a proof that no later break exists).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> near = contact_orders(Architecture.uniform(layers=1, width=2, tokens=2), "scores:1")
+    >>> near.orders, near.stable
+    ({'scores:1': {0: 2, 1: 1}, 'values': {0: 4}}, True)
+    >>> near.distance, near.m
+    ('Q_1 = delta Qt, so What_1 ~ delta', (2, 3, 4))
+    """
+
+    event: Event
+    orders: dict
+    distance: str
+    m: tuple
+    stable: bool
+    truncation: int
+
+    def to_json(self) -> dict:
+        return {"event": self.event.name, "distance": self.distance,
+                "orders": {b: {str(c): n for c, n in h.items()} for b, h in self.orders.items()},
+                "m": list(self.m), "stable": self.stable, "truncation": self.truncation}
+
+    def __str__(self) -> str:
+        parts = [f"{b}: " + ", ".join(f"delta^{c} x{n}" for c, n in h.items()) for b, h in self.orders.items()]
+        return f"contact orders near {self.event.name} ({self.distance}): " + "; ".join(parts)
+
+
+def _near_set_exponents(arch, event, m, p, seed, size, N):
+    from ..algebra.valuations import smith_valuations
+
+    _require_rank_memory(arch, size, N)
+    point, coefficient_values = random_point(arch, p, seed)
+    bank = random_bank(arch, size, p, seed)
+    series, inputs = curve_series(arch, input_scaling(), point, bank, p, N)
+    rng = generator(seed, "near set")
+    key = ("Q", event.layer) if event.kind == SCORE_COLLAPSE else ("V", event.layer)
+    moved = np.zeros_like(series[key])
+    if event.kind == VALUE_RANK:
+        rows, cols = arch.block_shapes(event.layer)["V"]
+        B = rng.integers(1, p, size=(rows, event.rank), dtype=np.int64)
+        C = rng.integers(1, p, size=(event.rank, cols), dtype=np.int64)
+        moved[..., 0] = matmul_mod(B, C, p)
+    if m < N:
+        moved[..., m] = point[key]
+    series[key] = moved
+    J = jacobian_from_series(arch, series, inputs, p, N, coefficient_values)
+    columns = parameter_columns(arch)
+    out, score_columns = {}, []
+    for i in range(1, arch.layers + 1):
+        own = columns[("Q", i)] + columns[("K", i)]
+        score_columns += own
+        out[f"scores:{i}"] = list(smith_valuations(J[:, own, :], p).exponents)
+    everything = list(smith_valuations(J, p).exponents)
+    scores_only = list(smith_valuations(J[:, score_columns, :], p).exponents)
+    for e in scores_only:
+        everything.remove(e)
+    out["values"] = everything
+    return out
+
+
+def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes=None, m_start: int = 2,
+                   max_order: int = 2048) -> ContactOrders:
+    """Exact contact orders of every block near the set of a parameter event.
+
+    Parameters
+    ----------
+    arch : Architecture
+    event : Event or str
+        ``scores:i``, ``values:i`` or ``value-rank:i:r`` (input events have no
+        parameter distance and are refused).
+    m_start : int
+        The exponents are computed at ``delta = eps^m`` for ``m = m_start, m_start + 1, m_start + 2``.
+
+    Returns
+    -------
+    ContactOrders
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="softmax")
+    >>> contact_orders(arch, "scores:1").orders
+    {'scores:1': {0: 2, 1: 1}, 'scores:2': {2: 3}, 'values': {0: 4}}
+    """
+    arch = require_architecture(arch)
+    seed = require_seed(seed)
+    (event,) = _events(arch, [event])
+    if not event.on_parameters:
+        raise SymattnError(f"{event.name} is a class of inputs: contact orders are computed for "
+                           "parameter events (scores:I, values:I, value-rank:I:R)")
+    p = check_prime((primes or DEFAULT_PRIMES)[0])
+    size = _default_bank(arch) if bank == "auto" else int(bank)
+    generic = rank_check(arch, (), seed=seed, bank=size, confirm=False).generic
+    m0 = int(m_start)
+    if m0 < 1:
+        raise SymattnError(f"m_start must be a positive integer, got {m_start!r}")
+    N = 2 * _generic_input_scaling_order(arch) + 8 * (m0 + 2)
+
+    def every_direction_found(runs):
+        return all(len(run[b]) == generic[b] for run in runs for b in generic)
+
+    adapted = adapt(lambda step: [_near_set_exponents(arch, event, m, p, seed, step.bank, step.truncation)
+                                  for m in (m0, m0 + 1, m0 + 2)],
+                    Step(size, N), lambda runs, step, history: [] if every_direction_found(runs) else [DEEPEN],
+                    Growth(max_truncation=max_order))
+    runs, N = adapted.outcome, adapted.step.truncation
+    complete = adapted.concluded
+    orders, stable = {}, complete
+    for block in generic:
+        a, b, c = (sorted(run[block]) for run in runs)
+        first = [y - x for x, y in zip(a, b)]
+        second = [y - x for x, y in zip(b, c)]
+        stable = stable and first == second
+        histogram: dict[int, int] = {}
+        for value in first:
+            histogram[value] = histogram.get(value, 0) + 1
+        orders[block] = dict(sorted(histogram.items()))
+    distance = {SCORE_COLLAPSE: f"Q_{event.layer} = delta Qt, so What_{event.layer} ~ delta",
+                VALUE_COLLAPSE: f"V_{event.layer} = delta Vt",
+                VALUE_RANK: f"V_{event.layer} = B C + delta E (rank {event.rank} plus delta)"}[event.kind]
+    return ContactOrders(event, orders, distance, (m0, m0 + 1, m0 + 2), stable, N)
