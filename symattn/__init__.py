@@ -1,10 +1,21 @@
 """symattn: identifiability and observability of deep normalized attention.
 
+The everyday API is here, as in sympy and networkx: build an
+:class:`Architecture`, then ask :func:`expand`, :func:`leading_coefficient`,
+:func:`decay_spectrum`, :func:`identify`, :func:`observe` or
+:func:`check_expression`; :func:`symbols` gives the package's symbols by name.
+The analyses are imported on first use, so ``import symattn`` stays quick.
+
 Examples
 --------
 >>> import symattn
 >>> symattn.Architecture.uniform(layers=2).param_count
 16
+>>> from symattn import Architecture, Normalizer, expand, symbols
+>>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
+>>> F = expand(arch, order=2, normalizer=Normalizer.generic(1))
+>>> F.subs(symbols("c_1", arch, normalizer=Normalizer.generic(1)), 0)[2]
+Matrix([[0, 0]])
 """
 
 import os
@@ -23,11 +34,49 @@ from .normalizers import Normalizer  # noqa: E402
 
 __version__ = "0.1.0"
 
+#: The analyses, imported on first use: public name -> (module, attribute or None for the module).
+#: ``expand``, ``identify`` and ``observe`` are modules that call their function when called.
+_LAZY = {
+    "expand": ("symattn.expand", None),
+    "leading_coefficient": ("symattn.expand", "leading_coefficient"),
+    "symbols": ("symattn.expand", "symbols"),
+    "check_expression": ("symattn.check", "check_expression"),
+    "decay_spectrum": ("symattn.spectrum", "decay_spectrum"),
+    "identify": ("symattn.identify", None),
+    "function_space_dimension": ("symattn.identify", "function_space_dimension"),
+    "observe": ("symattn.observe", None),
+    "full_report": ("symattn.report", "full_report"),
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'symattn' has no attribute {name!r}")
+    import importlib
+
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name)
+    return module if attribute is None else getattr(module, attribute)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
     "Architecture",
     "Normalizer",
     "forward",
     "closed_form",
+    "expand",
+    "leading_coefficient",
+    "symbols",
+    "check_expression",
+    "decay_spectrum",
+    "identify",
+    "function_space_dimension",
+    "observe",
+    "full_report",
     "SymattnError",
     "NormalizerError",
     "ParseError",

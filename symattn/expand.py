@@ -52,6 +52,7 @@ from .algebra.exactseries import (
     to_fmpq,
 )
 from ._format import FormattedResult, markdown_table
+from ._modules import make_callable
 from .curves import Curve, collapse
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
 from .jacobian import degree_bound, series_output
@@ -338,6 +339,105 @@ def package_symbols(arch: Architecture, order: int = 2, normalizer=None) -> dict
     out = {s.name: s for m in (*base.Q, *base.K, *base.V, used.input_symbols()) for s in m}
     out.update(_normalizer_symbols(used, order))
     return out
+
+
+def matrix_symbols(arch: Architecture) -> dict:
+    """The named matrices of the matrix forms of ``arch``, by name.
+
+    ``X`` (the input, ``d_0 x t``), ``Qt1, Kt1, Vt1, ...`` (the base point of
+    the collapse curve, one matrix per block), ``P`` (``Vt_l ... Vt_1``),
+    ``What1, ...`` (``What_i = Pt_{i-1}^T Kt_i^T Qt_i Pt_{i-1}``, also under
+    ``What_1``), ``C_1, ...`` (``X^T What_i X``), ``H`` and ``J``: the
+    symbols :func:`leading_coefficient` and formula claims use.
+
+    Examples
+    --------
+    >>> names = matrix_symbols(Architecture.uniform(layers=2, width=2, tokens=3))
+    >>> names["C_2"].shape, names["What_1"] is names["What1"], names["P"].shape
+    ((3, 3), True, (2, 2))
+    """
+    _check_arch(arch)
+    d0, t = arch.widths[0], arch.tokens
+    out = {"X": sp.MatrixSymbol("X", d0, t), "P": sp.MatrixSymbol("P", arch.widths[-1], d0),
+           "H": sp.MatrixSymbol("H", t, t), "J": sp.MatrixSymbol("J", t, t)}
+    for i in range(1, arch.layers + 1):
+        shapes = arch.block_shapes(i)
+        for block in ("Q", "K", "V"):
+            out[f"{block}t{i}"] = sp.MatrixSymbol(f"{block}t{i}", *shapes[block])
+        out[f"What{i}"] = out[f"What_{i}"] = sp.MatrixSymbol(f"What{i}", d0, d0)
+        out[f"C_{i}"] = sp.MatrixSymbol(f"C_{i}", t, t)
+    return out
+
+
+def symbols(names, arch: Architecture, *, normalizer=None, order: int | None = None):
+    """The package's symbols by name, with their assumptions: one, or a tuple as :func:`sympy.symbols`.
+
+    The one public way to the symbols the package uses, so that substitutions
+    and comparisons meet the same objects as the results (the package's
+    scalars are ``real=True``, so ``sympy.Symbol("c_1")`` is a different
+    symbol).  Known names: the native parameters ``Q1_11, K1_11, V1_11, ...``,
+    the base point of a curve ``Qt1_11, ...``, the input ``x_11, ...``, a
+    generic normalizer's coefficients ``c_k, c_{k+1}, ...``, the matrices of
+    the matrix forms (:func:`matrix_symbols`: ``X, P, H, J, What_i, C_i,
+    Qt1, ...``) and the scalars ``alpha_i``.
+
+    Parameters
+    ----------
+    names : str or iterable of str
+        Names separated by spaces or commas (``"c_1 x_11"``), or a list.
+    arch : Architecture
+    normalizer : Normalizer, optional
+        Replaces the architecture's normalizers (``Normalizer.generic(k)``
+        for the coefficients ``c_k``).
+    order : int, optional
+        Up to which Taylor coefficient ``c_{order+1}`` generic coefficients
+        are known; by default as far as the names ask.
+
+    Raises
+    ------
+    SymattnError
+        For a name the architecture does not use (it lists the known ones).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> from symattn.normalizers import Normalizer
+    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
+    >>> c1, x11 = symbols("c_1 x_11", arch, normalizer=Normalizer.generic(1))
+    >>> c1 == sp.Symbol("c_1"), c1.is_real, c1.is_nonzero
+    (False, True, True)
+    >>> F = expand(arch, order=2, normalizer=Normalizer.generic(1))
+    >>> c1 in F[2].free_symbols
+    True
+    >>> symbols("What_1", arch).shape
+    (1, 1)
+    >>> symbols("Q1_11 K1_11", arch)
+    (Q1_11, K1_11)
+    """
+    if isinstance(names, str):
+        wanted = names.replace(",", " ").split()
+    else:
+        try:
+            wanted = list(names)
+        except TypeError:
+            raise SymattnError(f"names must be a string or a list of strings, got {names!r}") from None
+    bad = [n for n in wanted if not isinstance(n, str)]
+    if bad or not wanted:
+        raise SymattnError(f"names must be a nonempty string or list of strings, got {names!r}")
+    if order is None:
+        # c_n is known from the expansions of order n - 1 on
+        asked = [int(n[2:]) for n in wanted if n.startswith("c_") and n[2:].isdigit()]
+        order = max([2] + [min(n, MAX_ORDER + 1) - 1 for n in asked])
+    used = _with_normalizer(arch, normalizer)
+    known = {s.name: s for m in (*used.symbols().Q, *used.symbols().K, *used.symbols().V) for s in m}
+    known.update(package_symbols(used, order))
+    known.update(matrix_symbols(used))
+    known.update({f"alpha_{i}": sp.Symbol(f"alpha_{i}") for i in range(2, used.layers + 1)})
+    for name in wanted:
+        if name not in known:
+            raise _unknown(name, known, f"this architecture ({used.describe()})")
+    found = tuple(known[n] for n in wanted)
+    return found[0] if len(found) == 1 else found
 
 
 def _identifier(text: str) -> bool:
@@ -1077,8 +1177,8 @@ def _report_layers(domain, layer_done) -> None:
     """Call ``layer_done()`` after each ``domain.attention``: once per normalized layer of the forward pass."""
     attention = domain.attention
 
-    def attention_then_report(scores, normalizer):
-        weights = attention(scores, normalizer)
+    def attention_then_report(scores, normalizer, **mask):
+        weights = attention(scores, normalizer, **mask)
         layer_done()
         return weights
 
@@ -1830,14 +1930,11 @@ def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> Lead
     cs = [_normalizer_coefficient(n, k) for n, k in zip(used.normalizers, ks)]
     orders, _ = _orders(ks)
     t = used.tokens
-    d0 = used.widths[0]
-    X = sp.MatrixSymbol("X", d0, t)
+    named = matrix_symbols(used)
+    X = named["X"]
     Qt, Kt, Vt, symbols = {}, {}, {}, [X]
     for i in range(1, layers + 1):
-        shapes = used.block_shapes(i)
-        Qt[i] = sp.MatrixSymbol(f"Qt{i}", *shapes["Q"])
-        Kt[i] = sp.MatrixSymbol(f"Kt{i}", *shapes["K"])
-        Vt[i] = sp.MatrixSymbol(f"Vt{i}", *shapes["V"])
+        Qt[i], Kt[i], Vt[i] = named[f"Qt{i}"], named[f"Kt{i}"], named[f"Vt{i}"]
         symbols += [Qt[i], Kt[i], Vt[i]] if i <= layer else [Vt[i]]
 
     def W(i):
@@ -1882,8 +1979,8 @@ def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> Lead
     steps.append((f"F_{n} - F_{n}|W_{layer}=0", formula))
 
     # in the effective parameters
-    P = sp.MatrixSymbol("P", used.widths[-1], d0)
-    What = {i: sp.MatrixSymbol(f"What{i}", d0, d0) for i in range(1, layer + 1)}
+    P = named["P"]
+    What = {i: named[f"What{i}"] for i in range(1, layer + 1)}
     C = {i: X.T * What[i] * X for i in What}
     effective_steps = [("H", H), ("C_1", C[1])]
     if layer == 1:
@@ -1952,17 +2049,14 @@ def _matrix_form(used: Architecture, layer: int, ks, cs, n: int):
     ``P``, ``What_i``, ``C_i`` and, when some ``k_i > 1``, the scalars ``alpha_i``.
     """
     t = used.tokens
-    d0 = used.widths[0]
-    X = sp.MatrixSymbol("X", d0, t)
-    P = sp.MatrixSymbol("P", used.widths[-1], d0)
-    H, J = sp.MatrixSymbol("H", t, t), sp.MatrixSymbol("J", t, t)
-    What = {i: sp.MatrixSymbol(f"What{i}", d0, d0) for i in range(1, layer + 1)}
-    C = {i: sp.MatrixSymbol(f"C_{i}", t, t) for i in What}
+    named = matrix_symbols(used)
+    X, P, H, J = named["X"], named["P"], named["H"], named["J"]
+    What = {i: named[f"What{i}"] for i in range(1, layer + 1)}
+    C = {i: named[f"C_{i}"] for i in What}
     ones = sp.OneMatrix(t, 1)
     definitions = [("H", sp.Identity(t) - sp.OneMatrix(t, t) / t), ("J", sp.OneMatrix(t, t)),
-                   ("P", sp.MatMul(*[sp.MatrixSymbol(f"Vt{i}", *used.block_shapes(i)["V"])
-                                     for i in range(used.layers, 0, -1)]) if used.layers > 1
-                    else sp.MatrixSymbol("Vt1", *used.block_shapes(1)["V"]))]
+                   ("P", sp.MatMul(*[named[f"Vt{i}"] for i in range(used.layers, 0, -1)]) if used.layers > 1
+                    else named["Vt1"])]
     for i in What:
         definitions.append((f"What{i}", _what_definition(used, i)))
         definitions.append((f"C_{i}", X.T * What[i] * X))
@@ -1995,11 +2089,11 @@ def _matrix_form(used: Architecture, layer: int, ks, cs, n: int):
 
 def _what_definition(used: Architecture, i: int):
     """``What_i = Pt_{i-1}^T Kt_i^T Qt_i Pt_{i-1}`` with ``Pt_{i-1} = Vt_{i-1} ... Vt_1``."""
-    shapes = used.block_shapes(i)
-    W = sp.MatrixSymbol(f"Kt{i}", *shapes["K"]).T * sp.MatrixSymbol(f"Qt{i}", *shapes["Q"])
+    named = matrix_symbols(used)
+    W = named[f"Kt{i}"].T * named[f"Qt{i}"]
     if i == 1:
         return W
-    prefix = sp.MatMul(*[sp.MatrixSymbol(f"Vt{j}", *used.block_shapes(j)["V"]) for j in range(i - 1, 0, -1)])
+    prefix = sp.MatMul(*[named[f"Vt{j}"] for j in range(i - 1, 0, -1)])
     return prefix.T * W * prefix
 
 
@@ -2419,3 +2513,6 @@ def check_formula_claim(arch: Architecture, claim: str, *, seed: int = 0, points
               f"expansion (verify_leading_coefficient): " + result.method)
     return ClaimCheck(claim, "leading", layer, str(claimed), str(lc.matrix_form), result.verdict, method,
                       result.counterexample)
+
+# `from symattn import expand` gives this module (it shares the function's name): calling it calls expand()
+make_callable(__name__, "expand")

@@ -35,6 +35,7 @@ Examples
 True
 """
 
+from .._modules import make_callable
 from .common import DIMENSION_PRIME, SeriesRank, hmk_dimension, orders_memory, series_rank
 from .dimension import DimensionResult, DimensionRow, DimensionTable, dimension_table, function_space_dimension
 from .orders import BlockOrder, OrdersResult, identification_orders
@@ -64,3 +65,6 @@ __all__ = [
     "gauge_slice",
     "DIMENSION_PRIME",
 ]
+
+# `from symattn import identify` gives this module (it shares the function's name): calling it calls identify()
+make_callable(__name__, "identify")

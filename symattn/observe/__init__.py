@@ -38,6 +38,7 @@ Examples
 ('tokens:2', 'scores:3', 'attention:3')
 """
 
+from .._modules import make_callable
 from .events import (
     Event, all_events, bias_coordinate, identical_tokens, parse_event, score_collapse, value_collapse,
     value_rank,
@@ -87,3 +88,6 @@ __all__ = [
     "draw",
     "export_graph",
 ]
+
+# `from symattn import observe` gives this module (it shares the function's name): calling it calls observe()
+make_callable(__name__, "observe")
