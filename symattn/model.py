@@ -1,10 +1,13 @@
-"""Deep single-head attention: the architecture, its parameters, and one forward pass.
+"""Deep attention: the architecture, its parameters, and one forward pass.
 
 Layer ``i`` maps ``X_{i-1}`` (``d_{i-1} x t``, one token per column) to
 ``X_i = V_i X_{i-1} S(X_{i-1}^T K_i^T Q_i X_{i-1})``, where ``S`` normalizes
-each column with the layer's normalizer.  :func:`forward` is written once
-against the :class:`~symattn.algebra.domains.Domain` interface and runs on
-every domain of :mod:`symattn.algebra`.
+each column with the layer's normalizer.  Three variants combine freely:
+``h_i`` heads per layer (``X_i = sum_h V_{i,h} X_{i-1} S(A_{i,h})``), a
+causal mask (query ``k`` attends to keys ``j <= k`` only) and a residual
+stream (``X_i = X_{i-1} + ...``).  :func:`forward` is written once against
+the :class:`~symattn.algebra.domains.Domain` interface and runs on every
+domain of :mod:`symattn.algebra`.
 
 Examples
 --------
@@ -151,9 +154,39 @@ def _positive_ints(values, what: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _heads_per_layer(heads, layers: int) -> tuple[int, ...]:
+    """``heads`` (one positive int, or one per layer) as a tuple of ``layers`` ints; a ShapeError otherwise."""
+    accepted = (f"heads must be a positive integer (the same for every layer) or a list of {layers} "
+                "positive integers (one per layer)")
+    if _is_count(heads):
+        values = [heads]
+    elif isinstance(heads, (list, tuple)) or (isinstance(heads, np.ndarray) and heads.ndim == 1):
+        values = list(heads)
+        if len(values) != layers:
+            raise ShapeError(f"{accepted}; got {len(values)} entries: {_short_repr(values)}")
+    else:
+        raise ShapeError(f"{accepted}; got {type(heads).__name__} {_short_repr(heads)}")
+    for v in values:
+        if not _is_count(v) or v < 1:
+            raise ShapeError(f"{accepted}; got {_short_repr(heads)}")
+        if v > MAX_LAYERS:
+            raise ShapeError(f"heads must be at most {MAX_LAYERS} per layer, got {v}")
+    return tuple(int(v) for v in values) * (layers if len(values) == 1 else 1)
+
+
+def _flag(value, what: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ShapeError(f"{what} must be True or False, got {type(value).__name__} {_short_repr(value)}")
+    return bool(value)
+
+
 @dataclass(frozen=True)
 class Parameters:
-    """Native parameters ``Q_i, K_i, V_i`` for every layer (any matrix type).
+    """Native parameters ``Q, K, V`` of every attention head (any matrix type).
+
+    The tuples run over the heads of layer 1, then those of layer 2, ...
+    (:meth:`Architecture.units`); with one head per layer entry ``i - 1`` is
+    layer ``i``'s block.
 
     Examples
     --------
@@ -171,10 +204,11 @@ class Parameters:
 
     @property
     def layers(self) -> int:
+        """The number of heads in all (the number of layers when every layer has one head)."""
         return len(self.Q)
 
     def flat(self) -> list:
-        """All entries, layer by layer, ``Q_i`` then ``K_i`` then ``V_i``, row-major."""
+        """All entries, head by head, ``Q`` then ``K`` then ``V``, row-major."""
         out = []
         for q, k, v in zip(self.Q, self.K, self.V):
             for m in (q, k, v):
@@ -194,6 +228,14 @@ class Architecture:
     tokens : int
         ``t``, the number of tokens (columns of the input).
     normalizer : str, Normalizer, or a sequence of them (one per layer)
+    heads : int or sequence of int
+        ``h_i``, the heads of each layer (one int for all layers); head ``h``
+        of layer ``i`` has its own ``Q_{i,h}, K_{i,h}`` (``a_i x d_{i-1}``)
+        and ``V_{i,h}`` (``d_i x d_{i-1}``).
+    causal : bool
+        Mask the scores causally: query ``k`` attends to keys ``j <= k`` only.
+    residual : bool
+        ``X_i = X_{i-1} + (attention output)``; needs ``d_i = d_{i-1}``.
 
     Raises
     ------
@@ -209,10 +251,16 @@ class Architecture:
     Traceback (most recent call last):
     ...
     symattn.errors.ShapeError: 1 layer (widths [2, 2]) needs 1 score rank, got 2: [1, 1]
+    >>> Architecture([2, 2, 2], [1, 1], heads=[1, 2], causal=True).param_count
+    24
+    >>> Architecture([2, 3], [1], residual=True)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ShapeError: a residual stream X_i = X_{i-1} + ... needs d_i = d_{i-1} at every layer; layer 1 maps width 2 to width 3 (widths [2, 3])
     """
 
     def __init__(self, widths: Sequence[int], score_ranks: Sequence[int], tokens: int = 3,
-                 normalizer="softmax"):
+                 normalizer="softmax", heads=1, causal: bool = False, residual: bool = False):
         widths = _integer_list(widths, "widths")
         score_ranks = _integer_list(score_ranks, "score ranks")
         if len(widths) < 2:
@@ -234,22 +282,34 @@ class Architecture:
         if len(normalizers) != layers:
             raise ShapeError(f"{layers} layers need {layers} normalizers, got {len(normalizers)}")
         self.normalizers = tuple(normalizers)
+        self.heads = _heads_per_layer(heads, layers)
+        self.causal = _flag(causal, "causal")
+        self.residual = _flag(residual, "residual")
+        if self.residual:
+            for i in range(1, layers + 1):
+                if self.widths[i] != self.widths[i - 1]:
+                    raise ShapeError(
+                        f"a residual stream X_i = X_{{i-1}} + ... needs d_i = d_{{i-1}} at every layer; layer {i} "
+                        f"maps width {self.widths[i - 1]} to width {self.widths[i]} (widths {list(self.widths)})")
 
     @classmethod
     def uniform(cls, layers: int = 3, width: int = 2, rank: int = 1, tokens: int = 3,
-                normalizer="softmax") -> "Architecture":
-        """Constant widths and score ranks.
+                normalizer="softmax", heads=1, causal: bool = False, residual: bool = False) -> "Architecture":
+        """Constant widths and score ranks (``heads``, ``causal``, ``residual`` as for the class).
 
         Examples
         --------
         >>> Architecture.uniform(layers=3).widths
         (2, 2, 2, 2)
+        >>> Architecture.uniform(layers=2, heads=2, residual=True).describe()
+        '2 layer(s), widths [2, 2, 2], score ranks [1, 1], 3 tokens, normalizer softmax, 2 heads per layer, residual stream'
         """
         if not _is_count(layers) or layers < 1:
             raise ShapeError(f"layers must be a positive integer, got {_short_repr(layers)}")
         if layers > MAX_LAYERS:
             raise ShapeError(f"layers must be at most {MAX_LAYERS}, got {layers}")
-        return cls([width] * (layers + 1), [rank] * layers, tokens, normalizer)
+        return cls([width] * (layers + 1), [rank] * layers, tokens, normalizer, heads=heads, causal=causal,
+                   residual=residual)
 
     # -- sizes ----------------------------------------------------------------------
     @property
@@ -261,23 +321,90 @@ class Architecture:
         """One token: every attention matrix is the constant 1."""
         return self.tokens == 1
 
+    @property
+    def is_plain(self) -> bool:
+        """One head per layer, no mask, no residual stream: the model of the paper.
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=2).is_plain, Architecture.uniform(layers=2, causal=True).is_plain
+        (True, False)
+        """
+        return not self.causal and not self.residual and all(h == 1 for h in self.heads)
+
     def block_shapes(self, layer: int) -> dict[str, tuple[int, int]]:
-        """Shapes of ``Q_i, K_i, V_i`` for layer ``i`` (1-based)."""
+        """Shapes of ``Q_i, K_i, V_i`` for layer ``i`` (1-based; the same for every head)."""
         d_in, d_out, a = self.widths[layer - 1], self.widths[layer], self.score_ranks[layer - 1]
         return {"Q": (a, d_in), "K": (a, d_in), "V": (d_out, d_in)}
 
+    def units(self) -> list[tuple[int, int]]:
+        """``(layer, head)`` of every attention head, in parameter order (both 1-based).
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=2, heads=[2, 1]).units()
+        [(1, 1), (1, 2), (2, 1)]
+        """
+        return [(i, h) for i in range(1, self.layers + 1) for h in range(1, self.heads[i - 1] + 1)]
+
+    def block_key(self, name: str, layer: int, head: int = 1) -> tuple:
+        """The key of a parameter block: ``(name, layer)`` in a one-head layer, else ``(name, layer, head)``.
+
+        Examples
+        --------
+        >>> arch = Architecture.uniform(layers=2, heads=[2, 1])
+        >>> arch.block_key("Q", 1, 2), arch.block_key("V", 2)
+        (('Q', 1, 2), ('V', 2))
+        """
+        return (name, layer) if self.heads[layer - 1] == 1 else (name, layer, head)
+
+    def block_label(self, key: tuple) -> str:
+        """The name of a block as written in results: ``Q_1`` or, with heads, ``Q_{1,2}``.
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=1, heads=2).block_label(("K", 1, 2))
+        'K_{1,2}'
+        """
+        return f"{key[0]}_{key[1]}" if len(key) == 2 else f"{key[0]}_{{{key[1]},{key[2]}}}"
+
+    def blocks(self) -> list[tuple[tuple, tuple[int, int]]]:
+        """``(key, shape)`` of every parameter block in flat order: per layer, per head, ``Q, K, V``.
+
+        Examples
+        --------
+        >>> [key for key, _ in Architecture.uniform(layers=1, heads=2).blocks()]
+        [('Q', 1, 1), ('K', 1, 1), ('V', 1, 1), ('Q', 1, 2), ('K', 1, 2), ('V', 1, 2)]
+        """
+        return [(self.block_key(name, i, h), shape) for i, h in self.units()
+                for name, shape in self.block_shapes(i).items()]
+
+    def parameters_from_blocks(self, blocks: dict) -> "Parameters":
+        """Parameters from ``{block key: matrix}`` (every key of :meth:`blocks`), in any representation.
+
+        Examples
+        --------
+        >>> arch = Architecture.uniform(layers=1, width=1, heads=2)
+        >>> arch.parameters_from_blocks({key: [[n]] for n, (key, _) in enumerate(arch.blocks())}).V
+        ([[2]], [[5]])
+        """
+        out = {"Q": [], "K": [], "V": []}
+        for key, _ in self.blocks():
+            out[key[0]].append(blocks[key])
+        return Parameters(tuple(out["Q"]), tuple(out["K"]), tuple(out["V"]))
+
     @property
     def param_count(self) -> int:
-        """Number of native parameters (entries of every ``Q_i, K_i, V_i``)."""
-        return sum(r * c for i in range(1, self.layers + 1) for r, c in self.block_shapes(i).values())
+        """Number of native parameters (entries of every ``Q, K, V`` of every head)."""
+        return sum(r * c for _, (r, c) in self.blocks())
 
-    def parameter_index(self) -> list[tuple[str, int, int, int]]:
-        """``(name, layer, row, col)`` for each native parameter, in flat order."""
-        out = []
-        for i in range(1, self.layers + 1):
-            for name, (rows, cols) in self.block_shapes(i).items():
-                out.extend((name, i, r, c) for r in range(rows) for c in range(cols))
-        return out
+    def parameter_index(self) -> list[tuple]:
+        """``(*block key, row, col)`` for each native parameter, in flat order.
+
+        ``(name, layer, row, col)`` in a one-head layer, ``(name, layer, head,
+        row, col)`` in a layer with several heads.
+        """
+        return [(*key, r, c) for key, (rows, cols) in self.blocks() for r in range(rows) for c in range(cols)]
 
     @property
     def input_shape(self) -> tuple[int, int]:
@@ -296,12 +423,14 @@ class Architecture:
         Matrix([[Q1_11, Q1_12]])
         """
         kind = sp.ImmutableMatrix if immutable else sp.Matrix
-        blocks = {"Q": [], "K": [], "V": []}
-        for i in range(1, self.layers + 1):
-            for name, (rows, cols) in self.block_shapes(i).items():
-                blocks[name].append(kind(rows, cols, lambda r, c: sp.Symbol(
-                    f"{name}{marker}{i}_{r + 1}{c + 1}", real=True)))
-        return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+
+        def block(key, rows, cols):
+            # heads: Q1h2_11 is entry (1, 1) of Q_{1,2}; one head keeps the names Q1_11
+            head = "" if len(key) == 2 else f"h{key[2]}"
+            return kind(rows, cols, lambda r, c: sp.Symbol(f"{key[0]}{marker}{key[1]}{head}_{r + 1}{c + 1}",
+                                                           real=True))
+
+        return self.parameters_from_blocks({key: block(key, *shape) for key, shape in self.blocks()})
 
     def input_symbols(self) -> sp.Matrix:
         """The symbolic input ``X`` (entries ``x_11`` ... , one token per column)."""
@@ -309,17 +438,20 @@ class Architecture:
         return sp.Matrix(d0, t, lambda r, c: sp.Symbol(f"x_{r + 1}{c + 1}", real=True))
 
     def parameters_from(self, Q, K, V) -> Parameters:
-        """Parameters from lists of matrices, checked against the shapes."""
+        """Parameters from lists of matrices (one per head, :meth:`units` order), checked against the shapes."""
         blocks = {"Q": list(Q), "K": list(K), "V": list(V)}
+        units = self.units()
         for name, mats in blocks.items():
-            if len(mats) != self.layers:
-                raise ShapeError(f"{name} needs {self.layers} matrices (one per layer), got {len(mats)}")
-            for i, m in enumerate(mats, start=1):
+            if len(mats) != len(units):
+                what = "one per layer" if len(units) == self.layers else f"one per head: heads {list(self.heads)}"
+                raise ShapeError(f"{name} needs {len(units)} matrices ({what}), got {len(mats)}")
+            for (i, h), m in zip(units, mats):
                 shape = np.shape(np.array(sp.Matrix(m).tolist() if isinstance(m, sp.MatrixBase) else m,
                                           dtype=object))
                 expected = self.block_shapes(i)[name]
                 if tuple(shape) != expected:
-                    raise ShapeError(f"{name}_{i} must be {expected[0]} x {expected[1]}, got shape {tuple(shape)}")
+                    label = self.block_label(self.block_key(name, i, h))
+                    raise ShapeError(f"{label} must be {expected[0]} x {expected[1]}, got shape {tuple(shape)}")
         return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
 
     def parameters_from_flat(self, values: Sequence) -> Parameters:
@@ -327,14 +459,42 @@ class Architecture:
         values = list(values)
         if len(values) != self.param_count:
             raise ShapeError(f"expected {self.param_count} parameter values, got {len(values)}")
-        blocks = {"Q": [], "K": [], "V": []}
+        blocks = {}
         position = 0
-        for i in range(1, self.layers + 1):
-            for name, (rows, cols) in self.block_shapes(i).items():
-                block = [values[position + r * cols: position + (r + 1) * cols] for r in range(rows)]
-                blocks[name].append(block)
-                position += rows * cols
-        return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+        for key, (rows, cols) in self.blocks():
+            blocks[key] = [values[position + r * cols: position + (r + 1) * cols] for r in range(rows)]
+            position += rows * cols
+        return self.parameters_from_blocks(blocks)
+
+    def variant_json(self) -> dict:
+        """The variant keys of :meth:`to_json`: empty for the plain model (whose JSON stays as it was).
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=2, heads=[1, 2], causal=True).variant_json()
+        {'heads': [1, 2], 'causal': True, 'residual': False}
+        """
+        if self.is_plain:
+            return {}
+        return {"heads": list(self.heads), "causal": self.causal, "residual": self.residual}
+
+    def describe_variant(self) -> str:
+        """The variant in words (empty for the plain model).
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=2, heads=[1, 2], causal=True).describe_variant()
+        'heads [1, 2], causal mask'
+        """
+        parts = []
+        if any(h != 1 for h in self.heads):
+            parts.append(f"{self.heads[0]} heads per layer" if len(set(self.heads)) == 1
+                         else f"heads {list(self.heads)}")
+        if self.causal:
+            parts.append("causal mask")
+        if self.residual:
+            parts.append("residual stream")
+        return ", ".join(parts)
 
     def to_json(self) -> dict:
         return {
@@ -344,17 +504,24 @@ class Architecture:
             "tokens": self.tokens,
             "normalizers": [n.name for n in self.normalizers],
             "degenerate": self.degenerate,
+            **self.variant_json(),
         }
 
     def describe(self) -> str:
         norms = {n.name for n in self.normalizers}
         norm = norms.pop() if len(norms) == 1 else ", ".join(n.name for n in self.normalizers)
+        variant = self.describe_variant()
         return (f"{self.layers} layer(s), widths {list(self.widths)}, score ranks "
-                f"{list(self.score_ranks)}, {self.tokens} tokens, normalizer {norm}")
+                f"{list(self.score_ranks)}, {self.tokens} tokens, normalizer {norm}"
+                + (f", {variant}" if variant else ""))
 
     def __repr__(self) -> str:
+        extra = ""
+        if not self.is_plain:
+            heads = self.heads[0] if len(set(self.heads)) == 1 else list(self.heads)
+            extra = f", heads={heads}, causal={self.causal}, residual={self.residual}"
         return (f"Architecture(widths={list(self.widths)}, score_ranks={list(self.score_ranks)}, "
-                f"tokens={self.tokens}, normalizer={[n.name for n in self.normalizers]})")
+                f"tokens={self.tokens}, normalizer={[n.name for n in self.normalizers]}{extra})")
 
 
 def _check_input(arch: Architecture, X) -> None:
@@ -400,6 +567,14 @@ def forward(arch: Architecture, params: Parameters, X, domain, convert: bool = T
     array([[Fraction(1, 2), Fraction(2, 3)]], dtype=object)
     >>> forward(arch, params, [[0, 1]], FloatDomain())
     array([[0.5, 0.6666666666666666]], dtype=object)
+
+    A causal mask leaves the first token only itself to attend to, and a
+    residual stream adds the layer's input:
+
+    >>> masked = Architecture.uniform(layers=1, width=1, tokens=2, normalizer="1 + x**2", causal=True,
+    ...                               residual=True)
+    >>> forward(masked, params, [[0, 1]], RationalDomain())
+    array([[Fraction(0, 1), Fraction(5, 3)]], dtype=object)
     """
     if convert:
         _check_input(arch, X)
@@ -409,15 +584,25 @@ def forward(arch: Architecture, params: Parameters, X, domain, convert: bool = T
         V = [domain.matrix(m) for m in params.V]
     else:
         Q, K, V = params.Q, params.K, params.V
+    # the mask is passed only when there is one, so that a domain's attention keeps its plain signature
+    mask = {"causal": True} if arch.causal else {}
     hidden = X
+    unit = 0
     for layer in range(arch.layers):
-        keys = domain.matmul(K[layer], hidden)
-        queries = domain.matmul(Q[layer], hidden)
-        scores = domain.matmul(domain.transpose(keys), queries)
         normalizer = arch.normalizers[layer]
-        # lightning attention (HMK) uses the scores themselves as weights
-        weights = scores if normalizer.is_lightning else domain.attention(scores, normalizer)
-        hidden = domain.matmul(domain.matmul(V[layer], hidden), weights)
+        output = None
+        for _ in range(arch.heads[layer]):
+            keys = domain.matmul(K[unit], hidden)
+            queries = domain.matmul(Q[unit], hidden)
+            scores = domain.matmul(domain.transpose(keys), queries)
+            if normalizer.is_lightning:  # lightning attention (HMK) uses the (masked) scores as weights
+                weights = domain.causal_mask(scores) if arch.causal else scores
+            else:
+                weights = domain.attention(scores, normalizer, **mask)
+            head = domain.matmul(domain.matmul(V[unit], hidden), weights)
+            output = head if output is None else domain.add(output, head)
+            unit += 1
+        hidden = domain.add(hidden, output) if arch.residual else output
     return hidden
 
 

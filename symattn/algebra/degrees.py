@@ -99,7 +99,16 @@ class DegreeBoundDomain(Domain):
             closure = np.maximum(closure, power)
         return closure, power
 
-    def attention(self, scores, normalizer):
+    def add(self, a, b):
+        return np.maximum(a, b)
+
+    def causal_mask(self, a):
+        out = a.copy()
+        out[np.tril_indices(a.shape[0], -1, a.shape[1])] = NONE
+        return out
+
+    def attention(self, scores, normalizer, causal: bool = False):
+        # a causal mask drops terms of the column sums: the unmasked bounds still hold
         coefficient_degree = 1.0 if (normalizer.is_generic or self.generic_coefficients) else 0.0
         weights = self._power_series_degree(scores, coefficient_degree)
         totals = weights.max(axis=0, keepdims=True)

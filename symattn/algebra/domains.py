@@ -104,9 +104,34 @@ class Domain:
     def reciprocal(self, value):
         return 1 / value
 
-    def attention(self, scores, normalizer):
-        """Column normalization ``S(A)``: every column of the result sums to 1."""
+    def add(self, a, b):
+        """The sum of two matrices of the same shape (heads, residual streams)."""
+        return a + b
+
+    def causal_mask(self, a):
+        """``a`` with the entries below the diagonal (key ``j`` after query ``k``) set to exact zeros.
+
+        Examples
+        --------
+        >>> RationalDomain().causal_mask(RationalDomain().matrix([[1, 2], [3, 4]]))
+        array([[Fraction(1, 1), Fraction(2, 1)],
+               [Fraction(0, 1), Fraction(4, 1)]], dtype=object)
+        """
+        out = a.copy()
+        rows, cols = np.tril_indices(out.shape[0], -1, out.shape[1])
+        for r, c in zip(rows, cols):
+            out[r, c] = self.convert(0)
+        return out
+
+    def attention(self, scores, normalizer, causal: bool = False):
+        """Column normalization ``S(A)``: every column of the result sums to 1.
+
+        With ``causal``, column ``k`` is normalized over the keys ``j <= k``
+        and the entries ``j > k`` are exact zeros.
+        """
         weights = self.apply_normalizer(scores, normalizer)
+        if causal:
+            weights = self.causal_mask(weights)
         totals = weights.sum(axis=0)
         inverse = np.array([self.reciprocal(v) for v in totals], dtype=object)
         return weights * inverse[None, :]
@@ -355,10 +380,14 @@ class MpmathDomain(Domain):
         with self._mpmath.workdps(self.dps):
             return normalizer.numeric(value)
 
-    def attention(self, scores, normalizer):
+    def attention(self, scores, normalizer, causal: bool = False):
         with self._mpmath.workdps(self.dps):
-            return super().attention(scores, normalizer)
+            return super().attention(scores, normalizer, causal)
 
     def matmul(self, a, b):
         with self._mpmath.workdps(self.dps):
             return a.dot(b)
+
+    def add(self, a, b):
+        with self._mpmath.workdps(self.dps):
+            return a + b

@@ -500,10 +500,26 @@ class ModSeriesDomain(Domain):
             inverse[..., :precision] = self._series_mul(head, correction)
         return inverse
 
-    def attention(self, scores, normalizer):
+    def add(self, a, b):
+        """The sum of two matrices of series (jet axes of different lengths, batches broadcast)."""
+        width = max(a.shape[-2], b.shape[-2])
+        out = self._zeros((*np.broadcast_shapes(a.shape[:3], b.shape[:3]), width, a.shape[-1]))
+        out[..., :a.shape[-2], :] += a
+        out[..., :b.shape[-2], :] += b
+        return self._reduce(out)
+
+    def causal_mask(self, a):
+        """Entries ``j > k`` (key after query) set to zero series."""
+        out = a.copy()
+        out[np.tril_indices(a.shape[0], -1, a.shape[1])] = 0
+        return out
+
+    def attention(self, scores, normalizer, causal: bool = False):
         if self.schoolbook or scores.shape[-2] == 1 or \
                 (normalizer.is_polynomial and self._any_nonzero(scores[..., :1, 0])):
             weights = self.apply_normalizer(scores, normalizer)
+            if causal:
+                weights = self.causal_mask(weights)
             totals = self._reduce(weights.sum(axis=0, keepdims=True))
             return self._mul(weights, self.reciprocal_matrix(totals))
         # S = W R with W = s(A), R = 1 / (column sums of W); its jets
@@ -511,6 +527,8 @@ class ModSeriesDomain(Domain):
         # two products of a series with the jets instead of four (exact identities in GF(p)[[eps]])
         value = scores[..., :1, :]
         weights, derivative = self._normalizer_series(value, normalizer)
+        if causal:  # masked weights and their derivatives: the masked entries of S and its jets vanish
+            weights, derivative = self.causal_mask(weights), self.causal_mask(derivative)
         totals = self._reduce(weights.sum(axis=0, keepdims=True))
         inverse = self.reciprocal_matrix(totals)
         out_value = self._series_mul(weights, inverse)

@@ -309,9 +309,22 @@ class NumericJetDomain(Domain):
             out[..., 1:] = a[..., 0, None] * b[..., 1:] + a[..., 1:] * b[..., 0, None]
             return out
 
-    def attention(self, scores, normalizer):
-        """Column normalization ``S(A)`` of a matrix of jets: every column sums to 1."""
+    def add(self, a, b):
+        """The sum of two matrices of jets."""
+        with mpmath.workdps(self.dps):
+            return a + b
+
+    def causal_mask(self, a):
+        """Entries ``j > k`` (key after query) set to zero jets."""
+        out = a.copy()
+        out[np.tril_indices(a.shape[0], -1, a.shape[1])] = self.convert(0)
+        return out
+
+    def attention(self, scores, normalizer, causal: bool = False):
+        """Column normalization ``S(A)`` of a matrix of jets: every column sums to 1 (over ``j <= k`` if causal)."""
         weights = self.apply_normalizer(scores, normalizer)
+        if causal:
+            weights = self.causal_mask(weights)
         with mpmath.workdps(self.dps):
             totals = weights.sum(axis=0)  # (cols, 1 + P): sums of jets are jets
         inverse = self._reciprocal_array(totals)
