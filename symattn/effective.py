@@ -35,6 +35,9 @@ __all__ = [
     "ClosedForm",
     "closed_form_result",
     "gauge_action",
+    "hidden_gauge_layers",
+    "head_permutation",
+    "head_permutation_order",
     "sign_flip",
     "effective_dimension",
     "effective_jacobian_rank",
@@ -238,11 +241,45 @@ def closed_form_result(arch: Architecture) -> ClosedForm:
     return ClosedForm(arch.layers, tuple(lines))
 
 
-def gauge_action(params: Parameters, G, H) -> Parameters:
-    """Act with ``G_i`` in GL(a_i) and ``H_i`` in GL(d_i) (hidden widths, ``i < l``).
+def hidden_gauge_layers(arch: Architecture) -> list[int]:
+    """The hidden layers ``i`` whose change of basis ``H_i`` in GL(d_i) keeps ``F``: ``1..l-1``, or none.
 
-    ``Q_i -> G_i Q_i``, ``K_i -> G_i^{-T} K_i``; ``V_i -> H_i V_i`` and
-    ``Q_{i+1}, K_{i+1}, V_{i+1} -> (.) H_i^{-1}``.  The output does not change.
+    Without a residual stream, ``X_i -> H_i X_i`` is undone by layer
+    ``i + 1`` (``Q, K, V -> (.) H_i^{-1}`` in every head).  With one,
+    ``X_i = X_{i-1} + (attention output)`` forces ``H_i X_{i-1}`` to be
+    the transformed ``X_{i-1}``, i.e. ``H_i = H_{i-1}``, down to the fixed
+    input (``H_0 = I``): no hidden change of basis survives.  (That no
+    other continuous symmetry appears is computed, not proved: the kernel
+    of the native Jacobian is compared with this orbit in
+    :func:`symattn.identify.fiber.generic_fiber`.)
+
+    Examples
+    --------
+    >>> hidden_gauge_layers(Architecture.uniform(layers=3)), hidden_gauge_layers(Architecture.uniform(layers=3, residual=True))
+    ([1, 2], [])
+    """
+    return [] if arch.residual else list(range(1, arch.layers))
+
+
+def gauge_action(params: Parameters, G, H, arch: Architecture | None = None) -> Parameters:
+    """Act with ``G`` in GL(a_i) per head and ``H_i`` in GL(d_i) per hidden layer; ``F`` does not change.
+
+    ``Q_{i,h} -> G_{i,h} Q_{i,h}``, ``K_{i,h} -> G_{i,h}^{-T} K_{i,h}``;
+    ``V_{i,h} -> H_i V_{i,h}`` and ``Q_{i+1,h}, K_{i+1,h}, V_{i+1,h} ->
+    (.) H_i^{-1}`` for the layers of :func:`hidden_gauge_layers` (none with
+    a residual stream).
+
+    Parameters
+    ----------
+    params : Parameters
+    G : sequence of matrices
+        One per head, in :meth:`~symattn.model.Architecture.units` order
+        (one per layer without ``arch``).
+    H : sequence of matrices
+        One per layer of :func:`hidden_gauge_layers`.
+    arch : Architecture, optional
+        Needed for heads and residual streams; without it, one head per
+        layer and no residual stream.
 
     Examples
     --------
@@ -250,34 +287,90 @@ def gauge_action(params: Parameters, G, H) -> Parameters:
     >>> p = Architecture.uniform(layers=1, width=1).symbols()
     >>> gauge_action(p, [sp.Matrix([[2]])], []).K[0]
     Matrix([[K1_11/2]])
+    >>> residual = Architecture.uniform(layers=2, width=1, residual=True)
+    >>> gauge_action(residual.symbols(), [sp.Matrix([[2]])] * 2, [sp.Matrix([[3]])], residual)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ShapeError: need 2 matrices G_i and 0 matrices H_i (none with a residual stream), got 2 and 1
     """
-    layers = params.layers
+    if arch is None:
+        units = [(i, 1) for i in range(1, params.layers + 1)]
+        hidden = list(range(1, params.layers))
+    else:
+        arch = require_architecture(arch)
+        units, hidden = arch.units(), hidden_gauge_layers(arch)
     G = [_mat(g) for g in G]
     H = [_mat(h) for h in H]
-    if len(G) != layers or len(H) != layers - 1:
-        raise ShapeError(f"need {layers} matrices G_i and {layers - 1} matrices H_i, got {len(G)} and {len(H)}")
+    if len(G) != len(units) or len(H) != len(hidden) or params.layers != len(units):
+        per_head = "" if len(units) == len({i for i, _ in units}) else " (one per head)"
+        residual = " (none with a residual stream)" if arch is not None and arch.residual else ""
+        raise ShapeError(f"need {len(units)} matrices G_i{per_head} and {len(hidden)} matrices H_i{residual}, "
+                         f"got {len(G)} and {len(H)}")
+    by_layer = dict(zip(hidden, H))
     Q, K, V = [], [], []
-    for i in range(layers):
-        q, k, v = _mat(params.Q[i]), _mat(params.K[i]), _mat(params.V[i])
-        if G[i].shape != (q.shape[0], q.shape[0]):
-            raise ShapeError(f"G_{i+1} must be {q.shape[0]} x {q.shape[0]}, got {G[i].shape}")
-        if i > 0:
-            h_inv = H[i - 1].inv()
+    for u, (i, _) in enumerate(units):
+        q, k, v = _mat(params.Q[u]), _mat(params.K[u]), _mat(params.V[u])
+        if G[u].shape != (q.shape[0], q.shape[0]):
+            label = f"G_{i}" if len(units) == len({j for j, _ in units}) else f"G_{{{i},{units[u][1]}}}"
+            raise ShapeError(f"{label} must be {q.shape[0]} x {q.shape[0]}, got {G[u].shape}")
+        if i - 1 in by_layer:
+            h_inv = by_layer[i - 1].inv()
             q, k, v = q * h_inv, k * h_inv, v * h_inv
-        if i < layers - 1:
-            if H[i].shape != (v.shape[0], v.shape[0]):
-                raise ShapeError(f"H_{i+1} must be {v.shape[0]} x {v.shape[0]}, got {H[i].shape}")
-            v = H[i] * v
-        Q.append(G[i] * q)
-        K.append(G[i].inv().T * k)
+        if i in by_layer:
+            if by_layer[i].shape != (v.shape[0], v.shape[0]):
+                raise ShapeError(f"H_{i} must be {v.shape[0]} x {v.shape[0]}, got {by_layer[i].shape}")
+            v = by_layer[i] * v
+        Q.append(G[u] * q)
+        K.append(G[u].inv().T * k)
         V.append(v)
     return Parameters(tuple(Q), tuple(K), tuple(V))
+
+
+def head_permutation(arch: Architecture, params: Parameters, layer: int, permutation) -> Parameters:
+    """The heads of ``layer`` reordered: head ``h`` gets the blocks of head ``permutation[h - 1]``.
+
+    ``X_i = sum_h V_{i,h} X_{i-1} S(A_{i,h})`` is a sum over the heads, so
+    ``F`` does not change.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=1, width=1, heads=2)
+    >>> head_permutation(arch, arch.symbols(), 1, [2, 1]).Q
+    (Matrix([[Q1h2_11]]), Matrix([[Q1h1_11]]))
+    """
+    arch = require_architecture(arch)
+    if not (isinstance(layer, int) and 1 <= layer <= arch.layers):
+        raise ShapeError(f"layer must be an integer in 1..{arch.layers}, got {layer!r}")
+    heads = arch.heads[layer - 1]
+    permutation = list(permutation)
+    if sorted(permutation) != list(range(1, heads + 1)):
+        raise ShapeError(f"a permutation of the {heads} heads of layer {layer} lists 1..{heads} once each, "
+                         f"got {permutation}")
+    units = arch.units()
+    index = {unit: u for u, unit in enumerate(units)}
+    order = [index[(i, permutation[h - 1])] if i == layer else index[(i, h)] for i, h in units]
+    return Parameters(*(tuple(blocks[u] for u in order) for blocks in (params.Q, params.K, params.V)))
+
+
+def head_permutation_order(arch: Architecture) -> int:
+    """The order of the group of head permutations: ``prod_i h_i!``.
+
+    Examples
+    --------
+    >>> head_permutation_order(Architecture.uniform(layers=2, heads=[2, 3]))
+    12
+    """
+    import math
+
+    return math.prod(math.factorial(h) for h in arch.heads)
 
 
 def sign_flip(params: Parameters, layers) -> Parameters:
     """Flip ``What_i -> -What_i`` for the given (1-based) layers by ``Q_i -> -Q_i``.
 
-    For an even normalizer the output does not change.
+    For an even normalizer the output does not change.  With several heads
+    per layer the numbers count heads in parameter order
+    (:meth:`~symattn.model.Architecture.units`), each head flipped alone.
 
     Examples
     --------
@@ -383,33 +476,45 @@ def effective_dimension(arch: Architecture) -> int:
 
 
 def gauge_dimension(arch: Architecture) -> int:
-    """Dimension of the gauge group: ``sum_i a_i^2 + sum_{i<l} d_i^2``.
+    """Dimension of the gauge group: ``sum_i h_i a_i^2 + sum_{i<l} d_i^2``.
+
+    One GL(a_i) per head; the hidden GL(d_i) only without a residual stream
+    (:func:`hidden_gauge_layers`).
 
     Examples
     --------
     >>> gauge_dimension(Architecture.uniform(layers=3, width=2, rank=1))
     11
+    >>> gauge_dimension(Architecture.uniform(layers=3, width=2, rank=1, heads=2, residual=True))
+    6
     """
-    return sum(a * a for a in arch.score_ranks) + sum(d * d for d in arch.widths[1:-1])
+    return (sum(h * a * a for h, a in zip(arch.heads, arch.score_ranks))
+            + sum(arch.widths[i] ** 2 for i in hidden_gauge_layers(arch)))
 
 
 def _sign_flip_layers(arch: Architecture) -> tuple[list[int], list[int]]:
-    """``(free, lightning)``: layers whose flip alone keeps ``F``, and lightning layers.
+    """``(free, lightning)``: heads whose flip alone keeps ``F``, and lightning layers that flip in pairs.
 
     The one classification behind :func:`flip_preserves_output` and
-    :func:`sign_group_order`.  A normalized layer's flip is free when ``s``
-    is even (``S(-A) = S(A)``) or there is one token (``S(A) = 1``).  A
-    lightning layer (``S(A) = A``) flipped alone negates its output, and the
-    sign reaches ``F`` (every later layer is odd in its input: linear in the
-    values, even in the scores), so lightning flips keep ``F`` in pairs.
-    Any other flip changes ``F`` for generic parameters.
+    :func:`sign_group_order`; heads are numbered in parameter order
+    (:meth:`~symattn.model.Architecture.units`, the layers themselves with
+    one head per layer).  A normalized head's flip is free when ``s`` is
+    even (``S(-A) = S(A)``, masked or not) or there is one token
+    (``S(A) = 1``).  A lightning layer (``S(A) = A``) with all its heads
+    flipped negates its output, and the sign reaches ``F`` (every later layer
+    is odd in its input: linear in the values, even in the scores), so
+    lightning layers flip in pairs.  A residual stream adds the unflipped
+    ``X_{i-1}``, so no lightning flip keeps ``F`` there.  Any other flip
+    changes ``F`` for generic parameters.
     """
     free, lightning = [], []
-    for i, n in enumerate(arch.normalizers, start=1):
+    for u, (i, h) in enumerate(arch.units(), start=1):
+        n = arch.normalizers[i - 1]
         if n.is_lightning:
-            lightning.append(i)
+            if h == 1 and not arch.residual:
+                lightning.append(i)
         elif n.is_even or arch.degenerate:
-            free.append(i)
+            free.append(u)
     return free, lightning
 
 
@@ -442,12 +547,16 @@ def flip_preserves_output(arch: Architecture, layers) -> bool:
     (False, True)
     """
     layers = set(layers)
-    bad = [i for i in layers if not (isinstance(i, int) and 1 <= i <= arch.layers)]
+    units = arch.units()
+    bad = [i for i in layers if not (isinstance(i, int) and 1 <= i <= len(units))]
     if bad:
-        raise ShapeError(f"layers to flip must be integers in 1..{arch.layers}, got {bad}")
+        what = "layers" if len(units) == arch.layers else "heads (numbered in parameter order)"
+        raise ShapeError(f"{what} to flip must be integers in 1..{len(units)}, got {bad}")
     free, lightning = _sign_flip_layers(arch)
-    flipped_lightning = layers & set(lightning)
-    return layers <= set(free) | flipped_lightning and len(flipped_lightning) % 2 == 0
+    heads_of = {i: {u for u, (j, _) in enumerate(units, start=1) if j == i} for i in lightning}
+    whole = [i for i in lightning if heads_of[i] <= layers]  # lightning layers flipped with all their heads
+    covered = set().union(*(heads_of[i] for i in whole))
+    return layers <= set(free) | covered and len(whole) % 2 == 0
 
 
 def sign_group_order(arch: Architecture) -> int:

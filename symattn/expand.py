@@ -515,7 +515,7 @@ def _with_normalizer(arch: Architecture, normalizer) -> Architecture:
         normalizer = [as_normalizer(n) for n in normalizer]
     else:
         normalizer = as_normalizer(normalizer)
-    return Architecture(arch.widths, arch.score_ranks, arch.tokens, normalizer)
+    return arch.replace(normalizer=normalizer)
 
 
 def _check_arch(arch) -> None:

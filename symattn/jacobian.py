@@ -48,7 +48,8 @@ from .algebra.modseries import MAX_PRIME, ModSeriesDomain
 from .algebra.numeric_jets import NumericJetDomain, as_fraction, to_mpf
 from .curves import EPS, Curve, collapse
 from .errors import BankError, DomainError, SymattnError
-from .model import Architecture, Parameters, forward, require_architecture, require_seed
+from .effective import hidden_gauge_layers
+from .model import Architecture, forward, require_architecture, require_seed
 
 __all__ = [
     "DEFAULT_PRIMES",
@@ -65,6 +66,7 @@ __all__ = [
     "transcendental_constants",
     "parameter_columns",
     "block_columns",
+    "score_block_name",
     "all_directions",
     "gauge_slice",
     "curve_series",
@@ -157,9 +159,8 @@ def random_point(arch: Architecture, p: int, seed: int):
     """
     rng = generator(seed, "point")
     blocks = {}
-    for i in range(1, arch.layers + 1):
-        for name, shape in arch.block_shapes(i).items():
-            blocks[(name, i)] = rng.integers(1, p, size=shape, dtype=np.int64)
+    for key, shape in arch.blocks():  # per layer, per head, Q, K, V: the draws of one head are as before
+        blocks[key] = rng.integers(1, p, size=shape, dtype=np.int64)
     coefficient_values = {}
     for constant in transcendental_constants(arch):
         coefficient_values[constant] = int(rng.integers(1, p))
@@ -205,10 +206,7 @@ def small_integer_point(arch: Architecture, seed: int, bound: int = 3, bank_size
         values = rng.integers(1, bound + 1, size=shape) * rng.choice([-1, 1], size=shape)
         return values.astype(np.int64)
 
-    point = {}
-    for i in range(1, arch.layers + 1):
-        for name, shape in arch.block_shapes(i).items():
-            point[(name, i)] = draw(shape)
+    point = {key: draw(shape) for key, shape in arch.blocks()}
     bank = np.stack([draw(arch.input_shape) for _ in range(bank_size)])
     return point, bank
 
@@ -243,11 +241,10 @@ def random_real_point(arch: Architecture, seed: int, bank_size: int, stream: str
     """
     rng = generator(seed, stream)
     params = []
-    for i in range(1, arch.layers + 1):
-        scale = 1 / math.sqrt(arch.widths[i - 1]) if width_scaled else None
-        for rows, cols in arch.block_shapes(i).values():
-            values = rng.standard_normal(rows * cols)
-            params += list(values if scale is None else values * scale)
+    for key, (rows, cols) in arch.blocks():
+        scale = 1 / math.sqrt(arch.widths[key[1] - 1]) if width_scaled else None
+        values = rng.standard_normal(rows * cols)
+        params += list(values if scale is None else values * scale)
     bank = [rng.standard_normal(arch.input_shape) for _ in range(bank_size)]
     if decimals is None:
         return [float(v) for v in params], [X.tolist() for X in bank]
@@ -411,37 +408,58 @@ def transcendental_constants(arch: Architecture) -> list:
 
 # -- the native parameters as columns --------------------------------------------------------------
 def parameter_columns(arch: Architecture) -> dict:
-    """The Jacobian columns of each native block: ``{(name, layer): [positions]}``.
+    """The Jacobian columns of each native block: ``{block key: [positions]}``.
 
     Columns follow :meth:`~symattn.model.Architecture.parameter_index`:
-    layer by layer, ``Q_i`` then ``K_i`` then ``V_i``, each row-major.
+    layer by layer, head by head, ``Q`` then ``K`` then ``V``, each
+    row-major; keys are :meth:`~symattn.model.Architecture.block_key`
+    (``(name, layer)``, or ``(name, layer, head)`` in a layer with heads).
 
     Examples
     --------
     >>> from symattn.model import Architecture
     >>> parameter_columns(Architecture.uniform(layers=1, width=2, rank=1))
     {('Q', 1): [0, 1], ('K', 1): [2, 3], ('V', 1): [4, 5, 6, 7]}
+    >>> list(parameter_columns(Architecture.uniform(layers=1, width=1, heads=2)))
+    [('Q', 1, 1), ('K', 1, 1), ('V', 1, 1), ('Q', 1, 2), ('K', 1, 2), ('V', 1, 2)]
     """
     out: dict = {}
-    for position, (name, layer, _, _) in enumerate(arch.parameter_index()):
-        out.setdefault((name, layer), []).append(position)
+    for position, entry in enumerate(arch.parameter_index()):
+        out.setdefault(tuple(entry[:-2]), []).append(position)
     return out
 
 
 def block_columns(arch: Architecture) -> dict[str, list[int]]:
     """The columns of each effective block: ``scores:i`` (``Q_i`` and ``K_i``) and ``values`` (every ``V_i``).
 
+    In a layer with several heads each head's scores are a block of their
+    own, ``scores:i:h``.
+
     Examples
     --------
     >>> from symattn.model import Architecture
     >>> block_columns(Architecture.uniform(layers=2, width=1, rank=1))
     {'scores:1': [0, 1], 'scores:2': [3, 4], 'values': [2, 5]}
+    >>> block_columns(Architecture.uniform(layers=1, width=1, rank=1, heads=2))
+    {'scores:1:1': [0, 1], 'scores:1:2': [3, 4], 'values': [2, 5]}
     """
-    columns: dict[str, list[int]] = {f"scores:{i}": [] for i in range(1, arch.layers + 1)}
+    columns: dict[str, list[int]] = {score_block_name(arch, i, h): [] for i, h in arch.units()}
     columns["values"] = []
-    for (name, layer), positions in parameter_columns(arch).items():
-        columns["values" if name == "V" else f"scores:{layer}"] += positions
+    for key, positions in parameter_columns(arch).items():
+        columns["values" if key[0] == "V" else score_block_name(arch, *key[1:])] += positions
     return columns
+
+
+def score_block_name(arch: Architecture, layer: int, head: int = 1) -> str:
+    """The name of the effective scores of a head: ``scores:i``, or ``scores:i:h`` in a layer with heads.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> score_block_name(Architecture.uniform(layers=1, heads=3), 1, 2)
+    'scores:1:2'
+    """
+    return f"scores:{layer}" if arch.heads[layer - 1] == 1 else f"scores:{layer}:{head}"
 
 
 def all_directions(arch: Architecture) -> tuple[dict, int]:
@@ -454,12 +472,9 @@ def all_directions(arch: Architecture) -> tuple[dict, int]:
     >>> directions[("V", 1)].tolist(), count
     ([[4, 5], [6, 7]], 8)
     """
-    out = {}
-    for i in range(1, arch.layers + 1):
-        for name, shape in arch.block_shapes(i).items():
-            out[(name, i)] = np.zeros(shape, dtype=np.int64)
-    for key, positions in parameter_columns(arch).items():
-        out[key] = np.array(positions, dtype=np.int64).reshape(out[key].shape)
+    shapes = dict(arch.blocks())
+    out = {key: np.array(positions, dtype=np.int64).reshape(shapes[key])
+           for key, positions in parameter_columns(arch).items()}
     return out, arch.param_count
 
 
@@ -471,7 +486,10 @@ def gauge_slice(arch: Architecture) -> tuple[dict, int]:
     differentiating in the other entries only misses gauge directions: the
     Jacobian restricted to them has the same rank generically, with
     ``#params - gauge_dim`` columns (when ``a_i <= d_{i-1}`` and
-    ``d_i <= d_{i-1}``; otherwise fewer entries are dropped).
+    ``d_i <= d_{i-1}``; otherwise fewer entries are dropped).  With heads,
+    each head's ``G_{i,h}`` fixes its own ``Q_{i,h}`` and ``H_i`` fixes the
+    first head's ``V_{i,1}``; a residual stream has no ``H_i``
+    (:func:`symattn.effective.hidden_gauge_layers`), so no ``V`` entry is fixed.
 
     Returns
     -------
@@ -493,18 +511,20 @@ def gauge_slice(arch: Architecture) -> tuple[dict, int]:
     [[-1, -1, 0], [-1, -1, 1]]
     """
     arch = require_architecture(arch)
+    hidden = hidden_gauge_layers(arch)
     out, position = {}, 0
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            fixed = np.zeros((rows, cols), dtype=bool)
-            if rows <= cols and (name == "Q" or (name == "V" and i < arch.layers)):
-                fixed[:, :rows] = True
-            directions = np.full((rows, cols), -1, dtype=np.int64)
-            free = int((~fixed).sum())
-            directions[~fixed] = position + np.arange(free)
-            position += free
-            out[(name, i)] = directions
+    for key, (rows, cols) in arch.blocks():
+        name, i, head = key[0], key[1], (key[2] if len(key) == 3 else 1)
+        fixed = np.zeros((rows, cols), dtype=bool)
+        if rows <= cols and (name == "Q" or (name == "V" and i in hidden and head == 1)):
+            fixed[:, :rows] = True
+        directions = np.full((rows, cols), -1, dtype=np.int64)
+        free = int((~fixed).sum())
+        directions[~fixed] = position + np.arange(free)
+        position += free
+        out[key] = directions
     return out, position
+
 
 
 # -- series along a curve, and the Jacobian there ----------------------------------------------------
@@ -587,22 +607,21 @@ def jacobian_from_series(arch: Architecture, parameter_series: dict, input_serie
     tangent_powers = tangent_powers or {}
     domain = ModSeriesDomain(p, truncation, directions=count, coefficient_values=coefficient_values)
     N = domain.truncation
-    blocks = {"Q": [], "K": [], "V": []}
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            chosen = directions[(name, i)]
-            # the jet axis is as long as this block's last direction: later ones stay implicit zeros
-            width = 1 + (int(chosen.max()) + 1 if (chosen >= 0).any() else 0)
-            block = np.zeros((rows, cols, 1, width, N), dtype=np.int64)
-            coefficients = np.asarray(parameter_series[(name, i)])[..., :N]
-            block[:, :, 0, 0, :coefficients.shape[-1]] = coefficients % p
-            power = tangent_powers.get((name, i), 0)
-            if power < N:
-                for (r, c), k in np.ndenumerate(chosen):
-                    if k >= 0:
-                        block[r, c, 0, 1 + k, power] = 1
-            blocks[name].append(block)
-    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    blocks = {}
+    for key, (rows, cols) in arch.blocks():
+        chosen = directions[key]
+        # the jet axis is as long as this block's last direction: later ones stay implicit zeros
+        width = 1 + (int(chosen.max()) + 1 if (chosen >= 0).any() else 0)
+        block = np.zeros((rows, cols, 1, width, N), dtype=np.int64)
+        coefficients = np.asarray(parameter_series[key])[..., :N]
+        block[:, :, 0, 0, :coefficients.shape[-1]] = coefficients % p
+        power = tangent_powers.get(key, 0)
+        if power < N:
+            for (r, c), k in np.ndenumerate(chosen):
+                if k >= 0:
+                    block[r, c, 0, 1 + k, power] = 1
+        blocks[key] = block
+    params = arch.parameters_from_blocks(blocks)
     output = forward(arch, params, domain.from_coefficients(input_series), domain, convert=False)
     tangents = domain.tangents(output)  # (d_l, t, B, count, N)
     return np.moveaxis(tangents, 2, 0).reshape(-1, count, N)
@@ -696,11 +715,8 @@ def series_output(arch: Architecture, curve: Curve, point, bank, domain) -> np.n
     ['a/2', '0', 'a**3/4']
     """
     parameters, inputs = curve_series(arch, curve, point, bank, domain.p, domain.truncation)
-    blocks = {"Q": [], "K": [], "V": []}
-    for i in range(1, arch.layers + 1):
-        for name in ("Q", "K", "V"):
-            blocks[name].append(domain.from_coefficients(parameters[(name, i)][:, :, None, :]))
-    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    params = arch.parameters_from_blocks({key: domain.from_coefficients(parameters[key][:, :, None, :])
+                                          for key, _ in arch.blocks()})
     return domain.coefficients(forward(arch, params, domain.from_coefficients(inputs), domain, convert=False))
 
 
@@ -773,21 +789,21 @@ def real_jacobian(arch: Architecture, params_tilde, bank, eps, curve: Curve | No
     domain = NumericJetDomain(base, dps=dps, directions=P)
     inputs = validate_bank(arch, bank)
     polynomials = {(b, i): m for b, i, m in curve.polynomials}
-    blocks = {"Q": [], "K": [], "V": []}
+    blocks = {}
     position = 0
-    for i in range(1, arch.layers + 1):
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            power = curve.block_power(name, i)
-            if power is None:  # a user polynomial replaces the block
-                values = [[_polynomial_at(polynomials[(name, i)][r, c], eps, dps) for c in range(cols)]
-                          for r in range(rows)]
-                scale = None
-            else:
-                values = [params_tilde[position + r * cols: position + (r + 1) * cols] for r in range(rows)]
-                scale = _power_of(eps, power)
-            blocks[name].append(domain.matrix(values, first_direction=position, scale=scale))
-            position += rows * cols
-    params = Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
+    for key, (rows, cols) in arch.blocks():
+        name, i = key[:2]
+        power = curve.block_power(name, i)
+        if power is None:  # a user polynomial replaces the block
+            values = [[_polynomial_at(polynomials[(name, i)][r, c], eps, dps) for c in range(cols)]
+                      for r in range(rows)]
+            scale = None
+        else:
+            values = [params_tilde[position + r * cols: position + (r + 1) * cols] for r in range(rows)]
+            scale = _power_of(eps, power)
+        blocks[key] = domain.matrix(values, first_direction=position, scale=scale)
+        position += rows * cols
+    params = arch.parameters_from_blocks(blocks)
     input_scale = _power_of(eps, curve.input_power)
     rows_per_input = arch.widths[-1] * arch.tokens
     out = domain._zeros((rows_per_input * len(inputs), P))
@@ -804,6 +820,9 @@ def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, trunca
     One vector per basis element of ``gl(a_i)`` (``Q_i -> G Q_i``,
     ``K_i -> G^{-T} K_i``) and of ``gl(d_i)``, ``i < l`` (``V_i -> H V_i``,
     layer ``i + 1`` blocks ``-> (.) H^{-1}``), all exact mod ``(p, eps^N)``.
+    With heads, one ``gl(a_i)`` per head, and ``H_i`` acts on every head's
+    ``V_{i,h}`` and on every head of layer ``i + 1``; a residual stream has
+    no ``gl(d_i)`` part (:func:`symattn.effective.gauge_dimension`).
 
     Examples
     --------
@@ -815,10 +834,8 @@ def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, trunca
     (6, 16, 3)
     """
     residue = ModSeriesDomain(p, truncation).residue
-    series = {}
-    for i in range(1, arch.layers + 1):
-        for name in ("Q", "K", "V"):
-            series[(name, i)] = curve.block_coefficients(name, i, point[(name, i)], residue, truncation)
+    series = {key: curve.block_coefficients(key[0], key[1], point[key], residue, truncation)
+              for key, _ in arch.blocks()}
     columns = parameter_columns(arch)
     vectors = []
 
@@ -844,18 +861,23 @@ def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, trunca
                 E[r, c] = 1
                 yield E
 
-    for i in range(1, arch.layers + 1):  # G_i in GL(a_i): Q_i -> G Q_i, K_i -> G^{-T} K_i
+    for i, h in arch.units():  # G_{i,h} in GL(a_i): Q_{i,h} -> G Q_{i,h}, K_{i,h} -> G^{-T} K_{i,h}
+        q, k = arch.block_key("Q", i, h), arch.block_key("K", i, h)
         for E in elementary(arch.score_ranks[i - 1]):
             v = blank()
-            put(v, ("Q", i), left(E, series[("Q", i)]))
-            put(v, ("K", i), (-left(E.T, series[("K", i)])) % p)
+            put(v, q, left(E, series[q]))
+            put(v, k, (-left(E.T, series[k])) % p)
             vectors.append(v)
-    for i in range(1, arch.layers):  # H_i in GL(d_i): V_i -> H V_i, layer i+1 blocks -> (.) H^{-1}
+    for i in hidden_gauge_layers(arch):  # H_i in GL(d_i): V_{i,h} -> H V_{i,h}, layer i+1 blocks -> (.) H^{-1}
         for E in elementary(arch.widths[i]):
             v = blank()
-            put(v, ("V", i), left(E, series[("V", i)]))
-            for name in ("Q", "K", "V"):
-                put(v, (name, i + 1), (-right(series[(name, i + 1)], E)) % p)
+            for h in range(1, arch.heads[i - 1] + 1):
+                key = arch.block_key("V", i, h)
+                put(v, key, left(E, series[key]))
+            for h in range(1, arch.heads[i] + 1):
+                for name in ("Q", "K", "V"):
+                    key = arch.block_key(name, i + 1, h)
+                    put(v, key, (-right(series[key], E)) % p)
             vectors.append(v)
     if not vectors:
         return np.zeros((0, arch.param_count, truncation), dtype=np.int64)
@@ -863,7 +885,7 @@ def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, trunca
 
 
 def scaling_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
-    """Tangents of ``Q_i -> c Q_i, V_i -> V_i / c`` for each lightning layer: shape ``(m, #params, N)``.
+    """Tangents of ``Q_i -> c Q_i, V_i -> V_i / c`` for each lightning head: shape ``(m, #params, N)``.
 
     Lightning attention has no normalization, so these scalings keep the
     output: they join the gauge tangents in the kernel of ``J(eps)``.
@@ -877,14 +899,15 @@ def scaling_tangent_series(arch: Architecture, curve: Curve, point, p: int, trun
     >>> scaling_tangent_series(arch, collapse(), point, 101, 2)[0].tolist()   # (eps Qt, 0, -Vt)
     [[0, 2], [0, 0], [96, 0]]
     """
-    layers = [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
-    out = np.zeros((len(layers), arch.param_count, truncation), dtype=np.int64)
+    units = [(i, h) for i, h in arch.units() if arch.normalizers[i - 1].is_lightning]
+    out = np.zeros((len(units), arch.param_count, truncation), dtype=np.int64)
     residue = ModSeriesDomain(p, truncation).residue
     columns = parameter_columns(arch)
-    for row, i in enumerate(layers):
+    for row, (i, h) in enumerate(units):
         for name, sign in (("Q", 1), ("V", -1)):
-            positions = columns[(name, i)]
-            series = curve.block_coefficients(name, i, point[(name, i)], residue, truncation)
+            key = arch.block_key(name, i, h)
+            positions = columns[key]
+            series = curve.block_coefficients(name, i, point[key], residue, truncation)
             out[row, positions] = (sign * series.reshape(len(positions), truncation)) % p
     return out
 
@@ -923,16 +946,11 @@ def degree_bound(arch: Architecture, curve: Curve, truncation: int, variable_con
             out[..., power] = 1.0
         return out
 
-    Q, K, V = [], [], []
-    for i in range(1, arch.layers + 1):
-        shapes = arch.block_shapes(i)
-        Q.append(block("Q", i, shapes["Q"]))
-        K.append(block("K", i, shapes["K"]))
-        V.append(block("V", i, shapes["V"]))
+    params = arch.parameters_from_blocks({key: block(key[0], key[1], shape) for key, shape in arch.blocks()})
     X = np.full((*arch.input_shape, truncation), NONE)
     if curve.input_power < truncation:
         X[..., curve.input_power] = 1.0
-    output = forward(arch, Parameters(tuple(Q), tuple(K), tuple(V)), X, domain, convert=False)
+    output = forward(arch, params, X, domain, convert=False)
     finite = output[np.isfinite(output)]
     return int(finite.max()) if finite.size else 0
 

@@ -524,15 +524,12 @@ def _flags(arch) -> str:
 
 
 def _resized(arch, flag: str, value: int):
-    from .model import Architecture
-
     if flag == "--tokens":
-        return Architecture(arch.widths, arch.score_ranks, value, list(arch.normalizers))
+        return arch.replace(tokens=value)
     if flag == "--width":
-        return Architecture([value] * len(arch.widths), [min(a, value) for a in arch.score_ranks], arch.tokens,
-                            list(arch.normalizers))
-    return Architecture([arch.widths[0]] * (value + 1), [arch.score_ranks[0]] * value, arch.tokens,
-                        arch.normalizers[0])
+        return arch.replace(widths=[value] * len(arch.widths), score_ranks=[min(a, value) for a in arch.score_ranks])
+    return arch.replace(widths=[arch.widths[0]] * (value + 1), score_ranks=[arch.score_ranks[0]] * value,
+                        normalizer=arch.normalizers[0])
 
 
 def _what_fits(arch, fits: Callable, estimate_for, bank: int | None) -> list[str]:

@@ -466,6 +466,30 @@ class Architecture:
             position += rows * cols
         return self.parameters_from_blocks(blocks)
 
+    def replace(self, **changes) -> "Architecture":
+        """A copy with some of ``widths, score_ranks, tokens, normalizer, heads, causal, residual`` changed.
+
+        Heads that are the same in every layer follow a change of depth.
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=2, heads=2, causal=True).replace(widths=[3, 3, 3], score_ranks=[2, 2])
+        Architecture(widths=[3, 3, 3], score_ranks=[2, 2], tokens=3, normalizer=['softmax', 'softmax'], heads=2, causal=True, residual=False)
+        """
+        unknown = set(changes) - {"widths", "score_ranks", "tokens", "normalizer", "heads", "causal", "residual"}
+        if unknown:
+            raise ShapeError(f"Architecture.replace takes widths, score_ranks, tokens, normalizer, heads, causal "
+                             f"and residual, got {sorted(unknown)}")
+        heads = self.heads[0] if len(set(self.heads)) == 1 else list(self.heads)
+        values = {"widths": list(self.widths), "score_ranks": list(self.score_ranks), "tokens": self.tokens,
+                  "normalizer": list(self.normalizers), "heads": heads, "causal": self.causal,
+                  "residual": self.residual, **changes}
+        if "normalizer" not in changes and len(values["score_ranks"]) != self.layers:
+            names = {n.name for n in self.normalizers}
+            values["normalizer"] = self.normalizers[0] if len(names) == 1 else values["normalizer"]
+        return Architecture(values["widths"], values["score_ranks"], values["tokens"], values["normalizer"],
+                            heads=values["heads"], causal=values["causal"], residual=values["residual"])
+
     def variant_json(self) -> dict:
         """The variant keys of :meth:`to_json`: empty for the plain model (whose JSON stays as it was).
 

@@ -20,7 +20,8 @@ from ..normalizers import as_normalizer
 
 __all__ = [
     "DEFAULT_LAYERS", "DEFAULT_WIDTH", "DEFAULT_RANK", "DEFAULT_TOKENS", "DEFAULT_NORMALIZER",
-    "add_common_arguments", "architecture_from_args", "width_values", "width_spec", "auto_or_int", "one_of",
+    "add_common_arguments", "architecture_from_args", "width_values", "width_spec", "heads_spec", "auto_or_int",
+    "one_of",
     "memory_size", "parse_command",
 ]
 
@@ -54,6 +55,28 @@ def width_spec(text: str):
         raise argparse.ArgumentTypeError(
             f"--width must be a positive integer (or, for `symattn dimension`, a range A..B or a list), "
             f"got {text!r}") from None
+
+
+def heads_spec(text: str):
+    """``--heads``: one integer (every layer), or comma-separated integers (one per layer).
+
+    Examples
+    --------
+    >>> heads_spec("2"), heads_spec("1,3")
+    (2, [1, 3])
+    >>> heads_spec("two")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: --heads must be a positive integer or comma-separated positive integers (one per layer) such as 1,2, got 'two'
+    """
+    try:
+        values = [int(part) for part in text.strip().split(",")]
+    except ValueError:
+        values = []
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"--heads must be a positive integer or comma-separated positive integers "
+                                         f"(one per layer) such as 1,2, got {text!r}")
+    return values[0] if len(values) == 1 and "," not in text else values
 
 
 def auto_or_int(flag: str):
@@ -132,6 +155,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     >>> args = parser.parse_args(["--widths", "2,3,2", "--latex"])
     >>> args.widths, args.latex, args.layers, args.normalizer
     ('2,3,2', True, None, 'softmax')
+    >>> args = parser.parse_args(["--heads", "1,2", "--causal", "--residual"])
+    >>> args.heads, args.causal, args.residual
+    ([1, 2], True, True)
     """
     net = parser.add_argument_group("network")
     net.add_argument("--layers", metavar="L", type=int, default=None,
@@ -154,6 +180,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                      help="a preset (softmax, cosh, quadratic, gauss, softplus, sigmoid, lightning) or an "
                           f"expression in x such as '1 + x**2' (default {DEFAULT_NORMALIZER}); "
                           "see the docs page 'Accepted input and limits'")
+    net.add_argument("--heads", metavar="H|h1,...,hl", type=heads_spec, default=1,
+                     help="attention heads per layer: one integer for every layer, or l comma-separated "
+                          "integers (default 1); head h of layer i has its own Q_{i,h}, K_{i,h}, V_{i,h}")
+    net.add_argument("--causal", action="store_true",
+                     help="causal mask: query k attends to keys j <= k only")
+    net.add_argument("--residual", action="store_true",
+                     help="residual stream X_i = X_{i-1} + (attention output); needs d_i = d_{i-1}")
     net.add_argument("--assume-positive", action="store_true",
                      help="accept a normalizer whose positivity on R symattn cannot decide "
                           "(s(0) > 0 and finite Taylor coefficients are still required)")
@@ -216,6 +249,8 @@ def architecture_from_args(args: argparse.Namespace) -> Architecture:
     >>> add_common_arguments(parser)
     >>> architecture_from_args(parser.parse_args(["--widths", "2,3,2"]))
     Architecture(widths=[2, 3, 2], score_ranks=[1, 1], tokens=3, normalizer=['softmax', 'softmax'])
+    >>> architecture_from_args(parser.parse_args(["--layers", "2", "--heads", "2", "--causal"]))
+    Architecture(widths=[2, 2, 2], score_ranks=[1, 1], tokens=3, normalizer=['softmax', 'softmax'], heads=2, causal=True, residual=False)
     >>> architecture_from_args(parser.parse_args(["--layers", "3", "--widths", "2,3,2"]))
     Traceback (most recent call last):
     ...
@@ -253,7 +288,12 @@ def architecture_from_args(args: argparse.Namespace) -> Architecture:
     if ranks is None:
         ranks = [DEFAULT_RANK if args.rank is None else args.rank] * layers
     normalizer = as_normalizer(args.normalizer, assume_positive=getattr(args, "assume_positive", False))
-    return Architecture(widths, ranks, tokens=args.tokens, normalizer=normalizer)
+    heads = getattr(args, "heads", 1)
+    if isinstance(heads, list) and len(heads) != layers:
+        raise ShapeError(f"--heads {','.join(map(str, heads))} lists {len(heads)} layers, the network has "
+                         f"{_layers(layers)}; give one integer for every layer or one per layer")
+    return Architecture(widths, ranks, tokens=args.tokens, normalizer=normalizer, heads=heads,
+                        causal=bool(getattr(args, "causal", False)), residual=bool(getattr(args, "residual", False)))
 
 
 def parse_command(configure, argv) -> tuple[argparse.Namespace, Architecture]:

@@ -352,7 +352,7 @@ def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_ch
 
     normalizer = arch.normalizers[0]
     generic = normalizer if normalizer.is_generic else Normalizer.generic(normalizer.k, even=bool(normalizer.is_even))
-    generic_arch = Architecture(arch.widths, arch.score_ranks, arch.tokens, generic)
+    generic_arch = arch.replace(normalizer=generic)
     # coefficients below the deepest order suffice: the dependence *at* each order is
     # already certified mod p (a nonzero residue is a nonzero rational)
     truncation = max(deepest, 1)
