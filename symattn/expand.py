@@ -896,8 +896,8 @@ class Expansion(FormattedResult):
         [(1, 2, '(1/4)*P*X*H*C_1*J'), (2, 6, '(1/16)*P*X*H*C_1*H*C_1.T*H*C_2*J')]
         """
         arch = self.architecture
-        if self._describe() != collapse().describe(arch.layers):
-            return ()
+        if self._describe() != collapse().describe(arch.layers) or not arch.is_plain:
+            return ()  # derived for the collapse of the plain model only: no formula claimed for the variants
         try:
             orders = leading_orders(arch)
         except SymattnError:  # a lightning layer
@@ -945,6 +945,10 @@ class Expansion(FormattedResult):
                  f"- {self.method}", f"- {self.seconds:.2f} s", "",
                  markdown_table(("n", "nonzero entries", "terms"), rows, align="rrr")]
         forms = self.matrix_forms()
+        if not self.architecture.is_plain:
+            lines += ["", f"Leading coefficients: no formula claimed for {self.architecture.describe_variant()} "
+                          "(the matrix forms are derived for one head, no mask, no residual stream); the "
+                          "coefficients above are computed."]
         if forms:
             t = self.architecture.tokens
             lines += ["", f"Leading coefficients (matrix forms, t = {t}):", ""]
@@ -1156,9 +1160,10 @@ def _series_coefficients(used: Architecture, curve: Curve, order: int, values: d
         domains = [PolynomialSeriesDomain(truncation, ring, coefficient_values, max_terms, description)]
         domains.append(SymbolicSeriesDomain(truncation, coefficient_values, max(1, max_terms // 200),
                                              description))
-    point = {(name, i): np.array(matrix.tolist(), dtype=object)
+    keys = {name: [key for key, _ in used.blocks() if key[0] == name] for name in "QKV"}  # one per head
+    point = {key: np.array(matrix.tolist(), dtype=object)
              for name, blocks in (("Q", base.Q), ("K", base.K), ("V", base.V))
-             for i, matrix in enumerate(blocks, start=1)}
+             for key, matrix in zip(keys[name], blocks)}
     bank = np.array([X.tolist()], dtype=object)
     for attempt, domain in enumerate(domains):
         if layer_done is not None:
@@ -1925,6 +1930,10 @@ def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> Lead
     layers = used.layers
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= layers:
         raise ShapeError(f"layer must be an integer in 1..{layers}, got {layer!r}")
+    if not used.is_plain:
+        raise SymattnError(f"the leading coefficients are derived for one head per layer, no mask and no residual "
+                           f"stream; no formula is claimed for {used.describe_variant()}: expand the network "
+                           "entrywise instead (symattn.expand.expand)")
     layer = int(layer)
     ks = _layer_k(used)
     cs = [_normalizer_coefficient(n, k) for n, k in zip(used.normalizers, ks)]

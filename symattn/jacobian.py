@@ -76,6 +76,7 @@ __all__ = [
     "real_jacobian",
     "gauge_tangent_series",
     "scaling_tangent_series",
+    "symmetry_orbit_bound",
     "degree_bound",
     "compress_rows",
 ]
@@ -674,7 +675,7 @@ def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p
     parameters, inputs = curve_series(arch, curve, point, bank, p, truncation)
     powers = {}
     if coordinates == "curve":
-        powers = {key: curve.block_power(*key) or 0 for key in parameters}
+        powers = {key: curve.block_power(*key[:2]) or 0 for key in parameters}
     return jacobian_from_series(arch, parameters, inputs, p, truncation, coefficient_values, directions, powers)
 
 
@@ -910,6 +911,35 @@ def scaling_tangent_series(arch: Architecture, curve: Curve, point, p: int, trun
             series = curve.block_coefficients(name, i, point[key], residue, truncation)
             out[row, positions] = (sign * series.reshape(len(positions), truncation)) % p
     return out
+
+
+def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: int = 0) -> int:
+    """``#params`` minus the rank of the symmetry-orbit tangents at a random point mod ``p``.
+
+    The gauge orbit (and the scalings of lightning heads) lies in every
+    fiber, so its tangents lie in the kernel of the native Jacobian: the rank
+    of ``J`` is at most ``#params`` minus their rank.  A rank mod ``p`` at a
+    random point is at most the generic one, so the bound stays a bound.  It
+    is the rank the variants are compared with (no effective dimension is
+    derived for them).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> symmetry_orbit_bound(Architecture.uniform(layers=2, width=2, rank=1))        # 16 - 6
+    10
+    >>> symmetry_orbit_bound(Architecture.uniform(layers=2, width=2, rank=1, residual=True))   # 16 - 2
+    14
+    """
+    from .algebra.valuations import smith_valuations
+
+    point, _ = random_point(arch, p, seed)
+    still = Curve("a random point (no curve)")
+    tangents = [t for t in (gauge_tangent_series(arch, still, point, p, 1),
+                            scaling_tangent_series(arch, still, point, p, 1)) if len(t)]
+    if not tangents:
+        return arch.param_count
+    return arch.param_count - smith_valuations(np.concatenate(tangents), p).resolved_rank
 
 
 def degree_bound(arch: Architecture, curve: Curve, truncation: int, variable_constants: bool = True) -> int:

@@ -332,9 +332,10 @@ def _block_directions(arch, block_directions=None) -> list:
     widths, used = [], 0
     for i in range(1, arch.layers + 1):
         after = {}
-        for name, (rows, cols) in arch.block_shapes(i).items():
-            used += rows * cols if block_directions is None else block_directions[(name, i)]
-            after[name] = 1 + used
+        for h in range(1, arch.heads[i - 1] + 1):  # with heads: the widths after the layer's last head
+            for name, (rows, cols) in arch.block_shapes(i).items():
+                used += rows * cols if block_directions is None else block_directions[arch.block_key(name, i, h)]
+                after[name] = 1 + used
         widths.append(after)
     return widths
 

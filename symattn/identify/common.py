@@ -18,6 +18,8 @@ from ..curves import Curve, collapse
 from ..effective import (
     effective_block_dimensions,
     effective_dimension,
+    hidden_gauge_layers,
+    rank_matrix_dimension,
 )
 from ..errors import DomainError, SymattnError
 from ..jacobian import (
@@ -26,6 +28,7 @@ from ..jacobian import (
     gauge_slice,
     generator,
     jacobian_series,
+    symmetry_orbit_bound,
     transcendental_constants,
 )
 from ..model import Architecture, require_architecture, require_seed
@@ -269,8 +272,18 @@ def _effective_dimension_of(widths: tuple, score_ranks: tuple) -> int:
 
 
 def _effective_dim(arch: Architecture) -> int:
-    """:func:`effective_dimension`, computed once per shape (with a bottleneck it is an exact rank)."""
+    """:func:`effective_dimension`, computed once per shape (with a bottleneck it is an exact rank).
+
+    For the variants (heads, causal mask, residual stream) no effective
+    parameters are derived: the symmetry-orbit bound of :func:`_orbit_bound`.
+    """
+    if not arch.is_plain:
+        return _orbit_bound(arch)
     return _effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
+
+
+def _orbit_bound(arch: Architecture) -> int:
+    return symmetry_orbit_bound(arch)
 
 
 def _lightning_layers(arch: Architecture) -> list[int]:
@@ -278,6 +291,13 @@ def _lightning_layers(arch: Architecture) -> list[int]:
 
 
 def _upper_bound(arch: Architecture) -> tuple[int, str]:
+    if not arch.is_plain:
+        return _orbit_bound(arch), (
+            f"#params minus the dimension of the symmetry orbit of {arch.describe_variant()} (one GL(a_i) per "
+            "head" + (", GL(d_i) per hidden layer" if hidden_gauge_layers(arch) else
+                      ", no hidden GL(d_i): a residual stream breaks it" if arch.residual else "")
+            + (", the scalings of lightning heads" if _lightning_layers(arch) else "")
+            + "), a rank at a random point mod p; the orbit lies in every fiber")
     eff = _effective_dim(arch)
     lightning = _lightning_layers(arch)
     if arch.degenerate and not lightning:
@@ -295,6 +315,8 @@ def _upper_bound(arch: Architecture) -> tuple[int, str]:
 
 
 def _expected_dimension(arch: Architecture) -> int | None:
+    if not arch.is_plain:
+        return None  # no formula claimed for the variants
     uniform = _uniform(arch)
     if uniform is None:
         return None
@@ -319,7 +341,9 @@ def _scales_parameters(curve: Curve, layers: int) -> bool:
 
 
 def _expected_orders(arch: Architecture, curve: Curve) -> dict | None:
-    """The orders MATH.md section 4 claims on the simultaneous collapse curve (common k)."""
+    """The orders MATH.md section 4 claims on the simultaneous collapse curve (common k); none for the variants."""
+    if not arch.is_plain:
+        return None
     ks = {n.k for n in arch.normalizers}
     is_collapse = (curve.query_layers is None and curve.key_layers is None and curve.input_power == 0
                    and not curve.polynomials)
@@ -349,11 +373,31 @@ def _block_dimensions(arch: Architecture) -> dict[str, int]:
     ``r = min(a_i, m)``; without a hidden bottleneck this is the block's
     effective dimension ``a_i (2 d_0 - a_i)``.
     """
+    if not arch.is_plain:
+        return _variant_block_dimensions(arch)
     dims = dict(effective_block_dimensions(arch))
     for i in range(1, arch.layers + 1):
         m = min(arch.widths[:i])
         r = min(arch.score_ranks[i - 1], m)
         dims[f"scores:{i}"] = r * (2 * m - r)
+    return dims
+
+
+def _variant_block_dimensions(arch: Architecture) -> dict[str, int]:
+    """Block dimensions for the variants: what each block can move, not claimed effective dimensions.
+
+    ``scores:i[:h]``: a head's scores depend on ``(Q_{i,h}, K_{i,h})`` only through
+    ``W_{i,h} = K^T Q`` (``d_{i-1} x d_{i-1}`` of rank ``<= a_i``), ``r (2 d_{i-1} - r)``
+    dimensions with ``r = min(a_i, d_{i-1})``.  ``values``: every ``V_{i,h}`` entry minus
+    the hidden GL(d_i) (none with a residual stream).
+    """
+    from ..jacobian import score_block_name
+
+    dims = {score_block_name(arch, i, h): rank_matrix_dimension(arch.widths[i - 1], arch.widths[i - 1],
+                                                                 arch.score_ranks[i - 1])
+            for i, h in arch.units()}
+    dims["values"] = (sum(h * arch.widths[i] * arch.widths[i - 1] for i, h in enumerate(arch.heads, start=1))
+                      - sum(arch.widths[i] ** 2 for i in hidden_gauge_layers(arch)))
     return dims
 
 

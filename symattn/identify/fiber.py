@@ -14,6 +14,7 @@ from ..algebra.modseries import ModSeriesDomain
 from ..curves import Curve
 from ..effective import (
     flip_preserves_output,
+    hidden_gauge_layers,
     gauge_dimension,
     sign_flip,
     sign_group_order,
@@ -74,15 +75,18 @@ class SignFlipCheck:
                 "witness": self.witness}
 
 
-def _flip_point(point: dict, layers) -> dict:
-    return {key: (-value if key[0] == "Q" and key[1] in layers else value) for key, value in point.items()}
+def _flip_point(arch: Architecture, point: dict, layers) -> dict:
+    """``Q -> -Q`` for the given heads (numbered in parameter order: the layers when each has one head)."""
+    flipped = {arch.block_key("Q", *arch.units()[u - 1]) for u in layers}
+    return {key: (-value if key in flipped else value) for key, value in point.items()}
 
 
 def _flip_subsets(arch: Architecture) -> list[tuple]:
-    layers = list(range(1, arch.layers + 1))
-    even = [i for i in layers if arch.normalizers[i - 1].is_even]
-    if arch.layers <= 4:
-        return [s for r in range(1, arch.layers + 1) for s in itertools.combinations(layers, r)]
+    units = arch.units()
+    layers = list(range(1, len(units) + 1))  # heads in parameter order (the layers with one head each)
+    even = [u for u in layers if arch.normalizers[units[u - 1][0] - 1].is_even]
+    if len(units) <= 4:
+        return [s for r in range(1, len(units) + 1) for s in itertools.combinations(layers, r)]
     subsets = {(i,) for i in layers}
     if len(even) <= 4:
         subsets |= {s for r in range(1, len(even) + 1) for s in itertools.combinations(even, r)}
@@ -137,8 +141,7 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
 
     def rational_output(subset):
         QQ = RationalDomain()
-        params = arch.parameters_from(*[[point[(name, i)].tolist() for i in range(1, arch.layers + 1)]
-                                        for name in ("Q", "K", "V")])
+        params = arch.parameters_from_blocks({key: point[key].tolist() for key, _ in arch.blocks()})
         params = sign_flip(params, subset)  # Q_i -> -Q_i
         return [forward(arch, params, X.tolist(), QQ) for X in bank]
 
@@ -147,8 +150,8 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
         # the one rule of effective.sign_group_order: even (or one-token) layers flip freely,
         # lightning layers in pairs
         expected = flip_preserves_output(arch, subset)
-        flipped = _flip_point(point, subset)
-        flipped_normalizers = [arch.normalizers[i - 1] for i in subset]
+        flipped = _flip_point(arch, point, subset)
+        flipped_normalizers = [arch.normalizers[arch.units()[u - 1][0] - 1] for u in subset]
         use_rational = all(n.is_lightning or (n.is_even and n.is_polynomial) for n in flipped_normalizers) and \
             _is_polynomial_arch(arch)
         if use_rational:
@@ -192,7 +195,9 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
 
 
 def _point_json(point: dict) -> dict:
-    return {f"{name}{layer}t": value.tolist() for (name, layer), value in sorted(point.items())}
+    # Q1t, or Q1h2t for head 2 of a layer with heads
+    return {f"{key[0]}{key[1]}{'h' + str(key[2]) if len(key) == 3 else ''}t": value.tolist()
+            for key, value in sorted(point.items())}
 
 
 @dataclass(frozen=True)
@@ -290,8 +295,8 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     N = Jc.shape[-1]
     # native columns: a collapsed block's curve column is eps times its native column
     scaled = np.zeros(arch.param_count, dtype=bool)
-    for position, (name, layer, _, _) in enumerate(arch.parameter_index()):
-        scaled[position] = curve.block_power(name, layer) == 1
+    for position, entry in enumerate(arch.parameter_index()):
+        scaled[position] = curve.block_power(entry[0], entry[1]) == 1
     native_truncation = N - 1 if scaled.any() else N
     native = np.where(scaled[None, :, None], np.roll(Jc, -1, axis=-1), Jc)[:, :, :native_truncation]
     upper, _ = _upper_bound(arch)
@@ -347,7 +352,9 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     verified = 1 + sum(1 for c in checks if c.preserved and flip_preserves_output(arch, c.layers))
     method = (f"ranks over GF({p})((eps)) resolved below eps^{native_truncation} at the random point of the "
               f"orders (native Jacobian on {bank_size} inputs, rows compressed); gauge tangents of "
-              "G_i in GL(a_i), H_i in GL(d_i)"
+              + ("G_i in GL(a_i), H_i in GL(d_i)" if arch.is_plain else
+                 "G_{i,h} in GL(a_i) per head" + (", H_i in GL(d_i)" if hidden_gauge_layers(arch) else
+                                                  " (no hidden GL(d_i): residual stream)"))
               + (", and the scalings of lightning layers" if scaling_count else "")
               + "; their product with J(eps) computed exactly; the kernel equals the orbit's tangent space when "
                 "rank J + rank(tangents) = #params")

@@ -237,7 +237,7 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
     bank_size = bank if bank is not None else _bank_size(arch, upper, on_curve=True)
     if isinstance(bank_size, bool) or not isinstance(bank_size, (int, np.integer)) or bank_size < 1:
         raise SymattnError(f"bank must be a positive integer, got {bank!r}")
-    names = [f"scores:{i}" for i in range(1, arch.layers + 1)] + ["values"]
+    names = list(columns)  # scores:1 .. scores:l (per head where a layer has several), then values
 
     def run(step):
         J, point, coefficient_values = _curve_jacobian(arch, curve, p, seed, step.truncation, step.bank)
@@ -289,7 +289,7 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
     results = {}
     for name in names:
         order = orders[name]
-        layer = None if name == "values" else int(name.split(":")[1])
+        layer = None if name == "values" else int(name.split(":")[1])  # scores:i or scores:i:h
         confirmed = confirmed_orders is not None and confirmed_orders[name] == order
         exact_ok = exact.get(name)
         rank_ok = order is not None and block_ranks[name] == dims[name]
@@ -362,9 +362,10 @@ def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_ch
     symbols = params.flat() + list(X) + coefficients
     domain = PolynomialSeriesDomain(truncation, symbols)
 
-    point = {(name, i): np.array(sp.Matrix(matrix).tolist(), dtype=object)
-             for i in range(1, arch.layers + 1)
-             for name, matrix in (("Q", params.Q[i - 1]), ("K", params.K[i - 1]), ("V", params.V[i - 1]))}
+    units = arch.units()
+    point = {arch.block_key(name, i, h): np.array(sp.Matrix(matrix).tolist(), dtype=object)
+             for u, (i, h) in enumerate(units)
+             for name, matrix in (("Q", params.Q[u]), ("K", params.K[u]), ("V", params.V[u]))}
     bank = np.array([X.tolist()], dtype=object)
     coefficient_array = series_output(generic_arch, curve, point, bank, domain)  # (d_l, t, 1, N)
     index = {str(s): j for j, s in enumerate(symbols)}
@@ -382,8 +383,9 @@ def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_ch
         if name == "values":
             block_symbols = [s for V in params.V for s in V]
         else:
-            layer = int(name.split(":")[1])
-            block_symbols = list(params.Q[layer - 1]) + list(params.K[layer - 1])
+            parts = name.split(":")  # scores:i, or scores:i:h in a layer with heads
+            u = units.index((int(parts[1]), int(parts[2]) if len(parts) == 3 else 1))
+            block_symbols = list(params.Q[u]) + list(params.K[u])
         positions = [index[str(s)] for s in block_symbols]
         out[name] = bool(all(not degrees[m][positions].any() for m in range(order)))
     return out
