@@ -37,14 +37,19 @@ __all__ = [
     "markdown_table",
     "latex_tabular",
     "latex_array",
+    "latex_tabularx",
+    "latex_longtable",
+    "latex_method",
+    "markdown_method",
     "text_table",
+    "Figure",
     "FormattedResult",
     "Section",
 ]
 
 _LATEX_SPECIALS = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-    "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\~{}", "^": r"\^{}", "<": r"$<$", ">": r"$>$", "|": r"$|$",
 }
 
 
@@ -64,17 +69,37 @@ def latex_escape(text) -> str:
     --------
     >>> print(latex_escape("scores:1 & 50% of {x_1}"))
     scores:1 \\& 50\\% of \\{x\\_1\\}
-    >>> print(latex_escape(r"a\\b ~ c^2 $5 #3"))
-    a\\textbackslash{}b \\textasciitilde{} c\\textasciicircum{}2 \\$5 \\#3
+    >>> print(latex_escape(r"a\\b ~ c^2 $5 #3 <= 1 -> x | y"))
+    a\\textbackslash{}b \\~{} c\\^{}2 \\$5 \\#3 $<$= 1 -$>$ x $|$ y
     """
     return "".join(_LATEX_SPECIALS.get(char, char) for char in str(text))
+
+
+#: The preamble of every standalone document: page geometry, tables that fit the page
+#: (``tabularx``, ``longtable``), landscape pages, figures and floats.
+LATEX_PREAMBLE = (
+    "\\documentclass[11pt]{article}\n"
+    "\\usepackage[a4paper,margin=2.2cm]{geometry}\n"
+    "\\usepackage{amsmath}\n"
+    "\\usepackage{graphicx}\n"
+    "\\usepackage{array}\n"
+    "\\usepackage{tabularx}\n"
+    "\\usepackage{longtable}\n"
+    "\\usepackage{pdflscape}\n"
+    "\\usepackage[font=small]{caption}\n"
+    "\\setlength{\\emergencystretch}{3em}\n"
+    "\\newcolumntype{L}{>{\\raggedright\\arraybackslash}X}\n"
+)
 
 
 def latex_document(body: str) -> str:
     """Wrap a LaTeX fragment (text mode) in a standalone ``article`` document.
 
-    The document loads ``amsmath`` (for ``gather*``, ``aligned``, ...) and
-    ``graphicx`` (for figures that ``symattn ... --out DIR`` draws beside it).
+    The document (:data:`LATEX_PREAMBLE`) loads ``geometry`` (A4, 2.2 cm margins),
+    ``amsmath`` (for ``gather*``, ``aligned``, ...), ``graphicx`` (for figures
+    that ``symattn ... --out DIR`` draws beside it), ``array``, ``tabularx`` and
+    ``longtable`` (tables as wide as the text, over several pages; the column
+    type ``L`` is a ragged-right ``X`` column), ``pdflscape`` and ``caption``.
 
     Parameters
     ----------
@@ -88,18 +113,15 @@ def latex_document(body: str) -> str:
 
     Examples
     --------
-    >>> print(latex_document("Hello."))
-    \\documentclass{article}
-    \\usepackage{amsmath}
-    \\usepackage{graphicx}
+    >>> document = latex_document("Hello.")
+    >>> print(document.splitlines()[0])
+    \\documentclass[11pt]{article}
+    >>> print("\\n".join(document.splitlines()[-3:]))
     \\begin{document}
     Hello.
     \\end{document}
     """
-    return (
-        "\\documentclass{article}\n\\usepackage{amsmath}\n\\usepackage{graphicx}\n\\begin{document}\n"
-        f"{body.rstrip()}\n\\end{{document}}"
-    )
+    return f"{LATEX_PREAMBLE}\\begin{{document}}\n{body.rstrip()}\n\\end{{document}}"
 
 
 def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str = "") -> str:
@@ -177,6 +199,149 @@ def latex_tabular(rows: Iterable[Sequence], columns: str, header: Sequence | Non
     lines += [" & ".join(str(cell) for cell in row) + r" \\" for row in rows]
     lines += [r"\hline", *footer, r"\end{tabular}"]
     return "\n".join(lines)
+
+
+def latex_tabularx(rows: Iterable[Sequence], columns: str, header: Sequence | None = None,
+                   footer: Sequence[str] = ()) -> str:
+    """A ``tabularx`` as wide as the text; ``X``/``L`` columns wrap (cells are LaTeX already).
+
+    Use it when a column holds sentences (reasons, conditions, methods), so
+    that the table never runs past the right margin.  ``L`` is a ragged-right
+    ``X`` column (defined in :data:`LATEX_PREAMBLE`).
+
+    Examples
+    --------
+    >>> print(latex_tabularx([("scores:1", "lost for every normalizer")], "lL", header=("block", "why")))
+    \\begin{tabularx}{\\linewidth}{lL}
+    \\hline
+    block & why \\\\
+    \\hline
+    scores:1 & lost for every normalizer \\\\
+    \\hline
+    \\end{tabularx}
+    """
+    return latex_tabular(rows, columns, header, footer).replace(
+        "\\begin{tabular}{", "\\begin{tabularx}{\\linewidth}{", 1).replace("\\end{tabular}", "\\end{tabularx}")
+
+
+def latex_longtable(rows: Iterable[Sequence], columns: str, header: Sequence, caption: str = "") -> str:
+    """A ``longtable`` (breaks across pages, header repeated); use ``p{...}`` columns for text.
+
+    ``caption`` (LaTeX already) is set under the table as a plain paragraph.
+
+    Examples
+    --------
+    >>> print(latex_longtable([(1, 2)], "rr", ("a", "b")))
+    \\begin{longtable}{rr}
+    \\hline
+    a & b \\\\
+    \\hline
+    \\endhead
+    1 & 2 \\\\
+    \\hline
+    \\end{longtable}
+    """
+    lines = [f"\\begin{{longtable}}{{{columns}}}", r"\hline",
+             " & ".join(str(cell) for cell in header) + r" \\", r"\hline", r"\endhead"]
+    lines += [" & ".join(str(cell) for cell in row) + r" \\" for row in rows]
+    lines += [r"\hline", r"\end{longtable}"]
+    if caption:
+        lines.insert(-1, rf"\multicolumn{{{_column_count(columns)}}}{{p{{0.95\linewidth}}}}{{\small {caption}}} \\")
+    return "\n".join(lines)
+
+
+def _column_count(columns: str) -> int:
+    """How many columns a specification like ``"lp{3cm}>{\\raggedright}Lr"`` has."""
+    count, depth = 0, 0
+    for char in columns:
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+        elif depth == 0 and char.isalpha():
+            count += 1
+    return count
+
+
+def latex_method(text: str, label: str = "Method") -> str:
+    """A note under a table: ``label: text.`` in small type (the text is plain and escaped here).
+
+    Examples
+    --------
+    >>> print(latex_method("ranks over GF(p) at 2 primes_"))
+    \\par\\smallskip\\noindent{\\small \\textit{Method:} ranks over GF(p) at 2 primes\\_.}\\par
+    """
+    text = str(text).rstrip(".")
+    return rf"\par\smallskip\noindent{{\small \textit{{{latex_escape(label)}:}} {latex_escape(text)}.}}\par"
+
+
+def markdown_method(text: str, label: str = "method") -> str:
+    """The Markdown list item of a method note (the last line of every result's Markdown).
+
+    Examples
+    --------
+    >>> markdown_method("exact over Q")
+    '- method: exact over Q'
+    """
+    return f"- {label}: {str(text).rstrip('.')}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure of a report: the file stem, how to draw it, and its caption.
+
+    ``draw(path)`` writes the figure to ``path`` in the format of its
+    extension; :meth:`write` draws it as PNG (for Markdown and screens) and
+    as PDF and SVG beside it (vector, for papers).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> def draw(path):
+    ...     open(path, "w").write("figure")
+    >>> figure = Figure("plot", draw, "A plot.")
+    >>> folder = tempfile.mkdtemp()
+    >>> [os.path.basename(p) for p in figure.write(folder)]
+    ['plot.png', 'plot.pdf', 'plot.svg']
+    >>> print(figure.markdown(1))
+    ![Figure 1: A plot.](plot.png)
+    <BLANKLINE>
+    *Figure 1.* A plot. (Vector versions: [plot.pdf](plot.pdf), [plot.svg](plot.svg).)
+    """
+
+    stem: str
+    draw: Any
+    caption: str
+    #: The caption in LaTeX text mode (formulas in ``$...$``); default: ``caption`` escaped.
+    caption_latex: str = ""
+    #: The formats :meth:`write` draws, the first one for Markdown, ``latex_format`` for LaTeX.
+    formats: tuple = ("png", "pdf", "svg")
+    latex_format: str = "pdf"
+
+    def files(self) -> list[str]:
+        """The file names :meth:`write` draws."""
+        return [f"{self.stem}.{ext}" for ext in self.formats]
+
+    def write(self, directory) -> list:
+        """Draw every format into ``directory``; return the paths."""
+        from pathlib import Path
+
+        paths = [Path(directory) / name for name in self.files()]
+        for path in paths:
+            self.draw(str(path))
+        return paths
+
+    def markdown(self, number: int) -> str:
+        """The figure as a Markdown image with a numbered caption."""
+        vectors = ", ".join(f"[{name}]({name})" for name in self.files()[1:])
+        return (f"![Figure {number}: {self.caption}]({self.files()[0]})\n\n*Figure {number}.* {self.caption}"
+                + (f" (Vector versions: {vectors}.)" if vectors else ""))
+
+    def latex(self, width: str = r"\linewidth") -> str:
+        """The figure as a LaTeX float with its caption (the caption is escaped)."""
+        return "\n".join([r"\begin{figure}[htbp]", r"\centering",
+                          rf"\includegraphics[width={width}]{{{self.stem}.{self.latex_format}}}",
+                          rf"\caption{{{self.caption_latex or latex_escape(self.caption)}}}", r"\end{figure}"])
 
 
 def latex_array(header: Sequence, rows: Iterable[Sequence]) -> str:
@@ -303,9 +468,10 @@ class Section:
         LaTeX body (text mode: a ``tabular``, or math in ``\\[ ... \\]``), without the heading.
     text : str, optional
         Plain-text body for ``str(report)``; defaults to ``markdown``.
-    figures : tuple, optional
-        ``(file name, draw)`` pairs: ``draw(path)`` writes a figure, which
-        ``symattn ... --out DIR`` saves beside the report.
+    figures : tuple of Figure, optional
+        The section's figures (:class:`Figure`): ``symattn ... --out DIR``
+        draws them beside the report (PNG, PDF, SVG) and places them, with
+        their captions, after the section's body.
 
     Examples
     --------

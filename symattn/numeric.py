@@ -35,7 +35,7 @@ import numpy as np
 import sympy as sp
 
 from .algebra.numeric_jets import NumericJetDomain, as_fraction, to_float, to_mpf
-from ._format import FormattedResult
+from ._format import FormattedResult, latex_longtable, latex_method, markdown_method, markdown_table
 from .errors import BankError, DomainError, ShapeError, SymattnError
 from .jacobian import random_real_point, real_jacobian, validate_bank
 from .model import Architecture, Parameters, require_architecture, require_seed
@@ -264,7 +264,7 @@ class Sensitivity(FormattedResult):
     >>> result.to_json()["exact_spectrum"], result.to_json()["float64_lost"]
     ({'0': 4, '1': 3}, [])
     >>> print(result.to_latex().splitlines()[0])
-    \\begin{tabular}{rrrr}
+    \\begin{longtable}{rrrr}
     """
 
     architecture: dict
@@ -328,6 +328,19 @@ class Sensitivity(FormattedResult):
                          self.float64_slopes[j] if j < len(self.float64_slopes) else float("nan")))
         return rows
 
+    def _summary(self) -> list[str]:
+        lost = ", ".join(str(e) for e in self.float64_lost) or "none"
+        return [
+            f"curve: {self.curve}",
+            f"eps = {', '.join(f'{e:g}' for e in self.eps)}; mpmath {self.dps} digits; bank {self.bank} inputs; "
+            f"{self.params} parameters",
+            f"exact rank {self.exact_rank}, kernel {self.kernel}; mpmath ranks per eps {list(self.mpmath_ranks)}; "
+            f"slopes recovered: {self.recovered}",
+            f"float64 loses exponents: {lost}; float64 resolves per eps {list(self.float64_resolved)}",
+            f"float64 rank estimate at eps = {self.float64_rank_eps:g} (numpy default tolerance): "
+            f"{self.float64_rank_estimate} (exact {self.exact_rank})",
+        ]
+
     def __str__(self) -> str:
         lines = [f"numerical sensitivity along {self.curve}",
                  f"eps = {', '.join(f'{e:g}' for e in self.eps)}; mpmath {self.dps} digits; "
@@ -344,6 +357,27 @@ class Sensitivity(FormattedResult):
                      f"{self.float64_rank_estimate} (exact {self.exact_rank})")
         return "\n".join(lines)
 
+    def to_markdown(self) -> str:
+        """A Markdown table of the exact exponent and the mpmath and float64 slopes per singular value.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> result = sensitivity(Architecture.uniform(layers=1), eps_values=["0.01", "0.001"])
+        >>> print("\\n".join(result.to_markdown().splitlines()[:4]))
+        | j | exact e_j | mpmath slope | float64 slope |
+        |---:|---:|---:|---:|
+        | 1 | 0 | 0.000 | 0.000 |
+        | 2 | 0 | 0.000 | 0.000 |
+        """
+        rows = []
+        for j, exact, slope, slope64 in self._rows():
+            rows.append((j, "kernel" if exact is None else exact, f"{slope:.3f}",
+                         "-" if math.isnan(slope64) else f"{slope64:.3f}"))
+        lines = [markdown_table(("j", "exact e_j", "mpmath slope", "float64 slope"), rows, align="rrrr"), ""]
+        lines += [f"- {line}" for line in self._summary()] + [markdown_method(self.method)]
+        return "\n".join(lines)
+
     def _table_rows(self, kernel_label: str):
         out = []
         for j, exact, slope, slope64 in self._rows():
@@ -352,22 +386,24 @@ class Sensitivity(FormattedResult):
         return out
 
     def _latex_body(self) -> str:
-        """A LaTeX table: exact exponent against mpmath and float64 slopes per singular value."""
+        """A LaTeX table: exact exponent against mpmath and float64 slopes per singular value, and the method."""
         lost = ", ".join(str(e) for e in self.float64_lost) or "none"
-        body = "\n".join([
-            r"\begin{tabular}{rrrr}",
-            r"\hline",
-            r"$j$ & exact $e_j$ & mpmath slope & float64 slope \\",
-            r"\hline",
-            *self._table_rows("kernel"),
-            r"\hline",
-            rf"\multicolumn{{4}}{{l}}{{exact rank {self.exact_rank}, kernel {self.kernel}; "
-            rf"mpmath {self.dps} digits, recovered: {'yes' if self.recovered else 'no'}}} \\",
-            rf"\multicolumn{{4}}{{l}}{{float64 loses: {lost}; rank estimate at "
-            rf"$\varepsilon = {self.float64_rank_eps:g}$: {self.float64_rank_estimate}}} \\",
-            r"\end{tabular}",
-        ])
-        return body
+        eps = ", ".join(_latex_number(e) for e in self.eps)
+        table = latex_longtable(
+            [row.removesuffix(" \\\\").split(" & ") for row in self._table_rows("kernel")], "rrrr",
+            header=(r"$j$", r"exact $e_j$", "mpmath slope", "float64 slope"))
+        notes = [
+            rf"$\varepsilon = {eps}$; mpmath {self.dps} digits; bank of {self.bank} inputs; "
+            rf"{self.params} parameters.",
+            rf"Exact rank {self.exact_rank}, kernel {self.kernel}; mpmath ranks per $\varepsilon$: "
+            rf"{', '.join(map(str, self.mpmath_ranks))}; slopes recovered: {'yes' if self.recovered else 'no'}.",
+            rf"float64 loses the exponents {lost}; it resolves {', '.join(map(str, self.float64_resolved))} "
+            rf"singular values per $\varepsilon$; its rank estimate at $\varepsilon = {self.float64_rank_eps:g}$ "
+            rf"is {self.float64_rank_estimate} (exact {self.exact_rank}).",
+        ]
+        items = "\n".join(rf"\item {note}" for note in notes)
+        return "\n".join([table, "\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small", items, "\\end{itemize}",
+                          latex_method(self.method)])
 
     def _latex_math(self) -> str:
         rows = self._table_rows(r"\text{kernel}")
@@ -378,11 +414,46 @@ class Sensitivity(FormattedResult):
             r"\end{array}",
         ])
 
-    def plot(self, path):
-        """Draw ``log10 sigma_j`` against ``log10 eps`` and save a PNG to ``path``.
+    def caption(self) -> str:
+        """The figure's caption (plain text), for reports.
 
-        mpmath solid, float64 dashed, one colour per singular value; kernel
-        directions thin grey; the float64 round-off floor dotted.
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> result = sensitivity(Architecture.uniform(layers=1), eps_values=["0.01", "0.001"])
+        >>> result.caption().split(";")[0]
+        'Singular values sigma_j of the native Jacobian J(eps) along the collapse curve, log-log'
+        """
+        return ("Singular values sigma_j of the native Jacobian J(eps) along the collapse curve, log-log; "
+                f"left: mpmath with {self.dps} digits, right: float64. The colour is the exact decay exponent "
+                "e_j of each singular value (slope of its line); grey lines are kernel directions, the dotted "
+                "line is the float64 round-off floor (1e-16 of the largest singular value), below which float64 "
+                "returns noise")
+
+    def caption_latex(self) -> str:
+        """:meth:`caption` in LaTeX text mode, for the report's figure.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> result = sensitivity(Architecture.uniform(layers=1), eps_values=["0.01", "0.001"])
+        >>> result.caption_latex().split(";")[0]
+        'Singular values $\\\\sigma_j$ of the native Jacobian $J(\\\\varepsilon)$ along the collapse curve, log-log'
+        """
+        return (r"Singular values $\sigma_j$ of the native Jacobian $J(\varepsilon)$ along the collapse curve, "
+                f"log-log; left: mpmath with {self.dps} digits, right: float64. The colour is the exact decay "
+                r"exponent $e_j$ of each singular value (the slope of its line); grey lines are kernel directions, "
+                r"the dotted line is the float64 round-off floor ($10^{-16}$ of the largest singular value), below "
+                "which float64 returns noise.")
+
+    def plot(self, path):
+        """Draw ``log10 sigma_j`` against ``log10 eps``, mpmath and float64 side by side, and save it to ``path``.
+
+        The format follows the extension of ``path`` (``.png``, ``.pdf``,
+        ``.svg``).  Left panel mpmath, right panel float64 with its round-off
+        floor (dotted); one colour per exact exponent ``e_j``, explained in the
+        legend; kernel directions thin grey.  Labels and titles are matplotlib
+        mathtext.
 
         Examples
         --------
@@ -393,41 +464,87 @@ class Sensitivity(FormattedResult):
         ...     path = result.plot(os.path.join(folder, "slopes.png"))
         ...     os.path.getsize(path) > 1000
         True
+        >>> figure = result.figure()
+        >>> [ax.get_title() for ax in figure.axes]
+        ['mpmath, 32 digits', 'float64']
+        >>> [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+        ['$e_j = 0$', '$e_j = 1$', 'kernel (below the axis)']
+        >>> [text.get_text() for text in figure.axes[1].get_legend().get_texts()]
+        ['$e_j = 0$', '$e_j = 1$', 'kernel', 'round-off floor $10^{-16}\\\\,\\\\sigma_1$']
         """
+        from pathlib import Path
+
+        figure = self.figure()
+        figure.savefig(path, format=(Path(str(path)).suffix.lstrip(".").lower() or "png"), dpi=150)
+        return path
+
+    def figure(self):
+        """The figure :meth:`plot` saves (a matplotlib ``Figure`` on an Agg canvas; no display needed)."""
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
-        figure = Figure(figsize=(7, 5))
+        figure = Figure(figsize=(7.5, 4.0), layout="constrained")
         FigureCanvasAgg(figure)
-        axes = figure.add_subplot(1, 1, 1)
+        left, right = figure.subplots(1, 2, sharex=True, sharey=True)
         x = [math.log10(e) for e in self.eps]
         cmap = _colour_map()
         count = len(self.mpmath_slopes)
-        for j in range(count):
-            y = [_plot_log10(row[j]) for row in self.mpmath_singular_values]
-            if j < self.exact_rank:
-                colour = cmap(j / max(1, self.exact_rank - 1))
-                axes.plot(x, y, "-", color=colour, marker="o", markersize=3,
-                          label=f"e = {self.exponents[j]}" if j == 0 or self.exponents[j] != self.exponents[j - 1]
-                          else None)
-                y64 = [_plot_log10(row[j]) if j < len(row) else float("nan") for row in self.float64_singular_values]
-                axes.plot(x, y64, "--", color=colour, linewidth=1)
-            else:
-                axes.plot(x, y, "-", color="0.75", linewidth=0.6)
+        distinct = sorted(set(self.exponents[:self.exact_rank]))
+        colour_of = {e: cmap(k / max(1, len(distinct) - 1) * 0.9) for k, e in enumerate(distinct)}
         floor = [_plot_log10(FLOAT64_FLOOR * row[0]) for row in self.float64_singular_values]
-        axes.plot(x, floor, ":", color="black", linewidth=1, label="float64 round-off")
-        axes.set_xlabel(r"$\log_{10} \varepsilon$")
-        axes.set_ylabel(r"$\log_{10} \sigma_j$")
-        axes.set_title(f"J(eps): mpmath {self.dps} digits (solid), float64 (dashed)")
-        axes.legend(loc="lower right", fontsize="small")
         deepest = min(self.exact_rank, count) - 1
         lows = [_plot_log10(row[deepest]) for row in self.mpmath_singular_values] if deepest >= 0 else []
         lows = [v for v in lows + floor if math.isfinite(v)]
-        if lows:
-            axes.set_ylim(bottom=min(lows) - 5)
-        figure.tight_layout()
-        figure.savefig(path, format="png", dpi=100)
-        return path
+        bottom = min(lows) - 5 if lows else None
+        for axes, values, title in ((left, self.mpmath_singular_values, f"mpmath, {self.dps} digits"),
+                                    (right, self.float64_singular_values, "float64")):
+            kernel = [y for row in values for y in map(_plot_log10, row[self.exact_rank:]) if math.isfinite(y)]
+            kernel_label = "kernel"
+            if bottom is not None and kernel and max(kernel) < bottom:
+                kernel_label = "kernel (below the axis)"
+            seen = set()
+            kernel_labelled = False
+            for j in range(count):
+                y = [_plot_log10(row[j]) if j < len(row) else float("nan") for row in values]
+                if j < self.exact_rank:
+                    e = self.exponents[j]
+                    axes.plot(x, y, "-", color=colour_of[e], marker="o", markersize=3, linewidth=1.4,
+                              label=f"$e_j = {e}$" if e not in seen else None)
+                    seen.add(e)
+                else:
+                    axes.plot(x, y, "-", color="0.7", linewidth=0.7,
+                              label=kernel_label if not kernel_labelled else None)
+                    kernel_labelled = True
+            if axes is right:
+                axes.plot(x, floor, ":", color="black", linewidth=1.5, zorder=5,
+                          label=r"round-off floor $10^{-16}\,\sigma_1$")
+            axes.set_title(title)
+            axes.set_xlabel(r"$\log_{10} \varepsilon$")
+            axes.grid(True, color="0.92")
+            axes.legend(loc="lower right", fontsize=8.5, title=r"exact exponent", title_fontsize=8.5)
+        left.set_ylabel(r"$\log_{10} \sigma_j(\varepsilon)$")
+        figure.suptitle(r"Singular values of $J(\varepsilon)$ near query/key collapse")
+        if bottom is not None:
+            left.set_ylim(bottom=bottom)
+        return figure
+
+
+def _latex_number(value: float) -> str:
+    """A float for LaTeX math: ``10^{-3}`` for a power of ten, else ``1.5 \\cdot 10^{-3}`` or ``0.25``.
+
+    Examples
+    --------
+    >>> _latex_number(1e-05), _latex_number(0.01), _latex_number(0.25), _latex_number(1.5e-07)
+    ('10^{-5}', '10^{-2}', '0.25', '1.5 \\\\cdot 10^{-7}')
+    """
+    if value > 0 and abs(math.log10(value) - round(math.log10(value))) < 1e-12 and value != 1:
+        return f"10^{{{round(math.log10(value))}}}"
+    text = f"{value:g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    power = f"10^{{{int(exponent)}}}"
+    return power if mantissa == "1" else rf"{mantissa} \cdot {power}"
 
 
 def _colour_map():

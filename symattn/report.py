@@ -24,13 +24,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from . import naming
 from ._format import (
+    Figure,
     FormattedResult,
     Section,
     latex_document,
     latex_escape,
-    markdown_table,
+    latex_method,
     latex_tabular,
+    latex_tabularx,
+    markdown_method,
+    markdown_table,
     text_table,
 )
 from .effective import (
@@ -45,7 +50,8 @@ from .identify import identify
 from .limits import memory_limit_set
 from .model import Architecture
 from .numeric import sensitivity
-from .observe import dependency_graph, draw, exceptional_fibers
+from .observe import dependency_graph, exceptional_fibers, propagate, score_collapse
+from .observe.export import draw_panels
 from .spectrum import decay_spectrum
 
 __all__ = ["ArchitectureReport", "Section", "architecture_report", "full_report", "latex_document"]
@@ -136,8 +142,26 @@ class ArchitectureReport(FormattedResult):
 
     # -- extension ------------------------------------------------------------------
     def figures(self) -> list:
-        """``(file name, draw)`` pairs of every section's figures."""
+        """Every section's :class:`~symattn._format.Figure`, in order (``--out DIR`` draws them)."""
         return [figure for section in self.sections for figure in section.figures]
+
+    def notation(self) -> dict:
+        """The naming table of this network (:func:`symattn.naming.notation`): blocks, events, parameters.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> table = architecture_report(Architecture.uniform(layers=1)).notation()
+        >>> [(n.key, n.text) for n in table["blocks"]]
+        [('scores:1', 'What_1'), ('values', 'P')]
+        """
+        return naming.notation(self.architecture["layers"])
+
+    def _notation_rows(self):
+        table = self.notation()
+        for kind, label in (("blocks", "block"), ("events", "event"), ("parameters", "parameter")):
+            for name in table[kind]:
+                yield label, name
 
     def with_sections(self, *sections: Section) -> "ArchitectureReport":
         """A copy of the report with ``sections`` appended.
@@ -218,6 +242,7 @@ class ArchitectureReport(FormattedResult):
             "normalizers": [dict(n) for n in self.normalizers],
             "closed_form_latex": self.closed_form_latex,
             "method": self.method,
+            "notation": {kind: [name.to_json() for name in names] for kind, names in self.notation().items()},
         }
 
     def to_json(self) -> dict:
@@ -237,36 +262,58 @@ class ArchitectureReport(FormattedResult):
         out.update({section.key: section.data for section in self.sections})
         return out
 
-    def to_markdown(self) -> str:
-        """The report in Markdown (GitHub tables, ``$$`` display math).
+    def to_markdown(self, figures: bool = False) -> str:
+        """The report in Markdown (GitHub tables, ``$$`` display math); every section under its ``##`` heading.
+
+        With ``figures=True`` each section's figures follow its body, numbered,
+        with their captions (as ``symattn report --out DIR`` writes them).
 
         Examples
         --------
         >>> from symattn.model import Architecture
         >>> md = architecture_report(Architecture.uniform(layers=2)).to_markdown()
         >>> [line for line in md.splitlines() if line.startswith("#")]
-        ['# symattn report', '## Architecture', '## Closed form', '## Effective parameters and symmetries']
+        ['# symattn report', '## Architecture', '## Notation', '## Closed form', '## Effective parameters and symmetries']
         >>> "| native parameters | 16 |" in md
+        True
+        >>> "| scores:1 | block | `What_1` | effective scores What_1 = P_0^T K_1^T Q_1 P_0 of layer 1 (from Q_1, K_1) |" in md
         True
         """
         parts = [
             "# symattn report",
             "## Architecture",
             markdown_table(("quantity", "value"), self._architecture_rows(lambda n: f"`{n['name']}`")),
+            "## Notation",
+            "One name for each block, event and parameter, used in every table, figure and in the JSON.",
+            markdown_table(("name", "kind", "symbol", "meaning"),
+                           [(n.key, kind, f"`{n.text}`", n.meaning) for kind, n in self._notation_rows()]),
             "## Closed form",
             "$$\n\\begin{gathered}\n" + self.closed_form_latex + "\n\\end{gathered}\n$$",
             "## Effective parameters and symmetries",
             markdown_table(("quantity", "value"), self._effective_rows()),
-            f"Method: {self.method}.",
+            markdown_method(self.method),
         ]
+        number = 0
         for section in self.sections:
             parts += [f"## {section.title}", section.markdown.strip()]
+            for figure in section.figures if figures else ():
+                number += 1
+                parts.append(figure.markdown(number))
         return "\n\n".join(parts) + "\n"
 
-    def _latex_body(self) -> str:
+    def to_latex(self, standalone: bool = False, figures: bool = False) -> str:
+        """The report as LaTeX: a ``\\section*`` with a ``\\subsection*`` per part, or a whole document.
+
+        With ``figures=True`` each section's figures follow it as floats with
+        captions, including the PDF files ``symattn report --out DIR`` draws.
+        """
+        body = self._latex_body(figures=figures)
+        return latex_document(body) if standalone else body
+
+    def _latex_body(self, figures: bool = False) -> str:
         """The report as a LaTeX section (``to_latex()``; ``to_latex(standalone=True)`` is a whole document).
 
-        Needs ``amsmath`` (for ``gather*``), which the standalone document loads.
+        Needs ``amsmath`` (for ``gather*``), ``tabularx`` and ``longtable``, which the standalone document loads.
 
         Examples
         --------
@@ -276,21 +323,30 @@ class ArchitectureReport(FormattedResult):
         \\section*{symattn report}
         >>> r"normalizer & $s(x) = x^{2} + 1$ (k = 2, even)" in report.to_latex()
         True
-        >>> report.to_latex(standalone=True).startswith(r"\\documentclass{article}")
+        >>> report.to_latex(standalone=True).startswith(r"\\documentclass")
         True
+        >>> [line for line in report.to_latex().splitlines() if line.startswith(r"\\subsection")]
+        ['\\\\subsection*{Architecture}', '\\\\subsection*{Notation}', '\\\\subsection*{Closed form}', '\\\\subsection*{Effective parameters and symmetries}']
         """
+        notation = latex_tabularx(
+            [(naming.texttt(n.key), kind, f"${n.latex}$", n.meaning_latex) for kind, n in self._notation_rows()],
+            "lllL", header=("name", "kind", "symbol", "meaning"))
         parts = [
             "\\section*{symattn report}",
             "\\subsection*{Architecture}",
             _quantity_tabular(self._architecture_rows(lambda n: f"$s(x) = {n['latex']}$")),
+            "\\subsection*{Notation}",
+            "One name for each block, event and parameter, used in every table, figure and in the JSON.\n\n"
+            "\\smallskip\n\\noindent{\\small\n" + notation + "\n}",
             "\\subsection*{Closed form}",
             "\\begin{gather*}\n" + self.closed_form_latex + "\n\\end{gather*}",
             "\\subsection*{Effective parameters and symmetries}",
             _quantity_tabular(self._effective_rows()),
-            f"Method: {latex_escape(self.method)}.",
+            latex_method(self.method),
         ]
         for section in self.sections:
             parts += [f"\\subsection*{{{latex_escape(section.title)}}}", section.latex.strip()]
+            parts += [figure.latex() for figure in (section.figures if figures else ())]
         return "\n\n".join(parts) + "\n"
 
     def _latex_math(self) -> str:
@@ -429,26 +485,39 @@ def _full_report(arch: Architecture, progress: bool) -> ArchitectureReport:
     else:
         try:
             numbers = sensitivity(arch, spectrum=spectrum)
-            sections.append(replace(Section.from_result(sensitivity_title, "sensitivity", numbers),
-                                    figures=(("sensitivity.png", numbers.plot),)))
+            sections.append(replace(Section.from_result(sensitivity_title, "sensitivity", numbers,
+                                                        markdown=numbers.to_markdown()),
+                                    figures=(Figure("sensitivity", numbers.plot, numbers.caption(),
+                                                     numbers.caption_latex()),)))
         except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
             sections.append(_unavailable(sensitivity_title, "sensitivity", err))
 
     identification_title = "Identifiability: dimension, generic fiber, identification orders"
     try:
         identification = identify(arch, progress=progress)
-        sections.append(Section.from_result(identification_title, "identification", identification,
-                                            markdown=identification.to_markdown()))
+        sections.append(Section(identification_title, "identification", identification.to_json(),
+                                identification.to_markdown(level=3),
+                                identification._latex_body(heading="subsubsection"), str(identification)))
     except SymattnError as err:
         sections.append(_unavailable(identification_title, "identification", err))
 
     observability_title = "Observability under collapse"
     try:
         fibers = exceptional_fibers(arch, max_events=1, progress=progress)
-        graph = dependency_graph(arch)
         sections.append(replace(Section.from_result(observability_title, "observability", fibers,
                                                     markdown=fibers.to_markdown()),
-                                figures=(("dependency_graph.png", lambda path: draw(graph, path)),)))
+                                figures=(_graph_figure(arch),)))
     except SymattnError as err:  # e.g. lightning attention or one token: no verdicts to prove
         sections.append(_unavailable(observability_title, "observability", err))
     return report.with_sections(*sections)
+
+
+def _graph_figure(arch: Architecture) -> Figure:
+    """The dependency graph after each score collapse ``scores:i``, one panel each, coloured by verdict."""
+    graph = dependency_graph(arch)
+    verdicts = [propagate(graph, [score_collapse(i)]) for i in range(1, arch.layers + 1)]
+    caption = ("The dependency graph after each score collapse (one panel per event): an arrow from u to v means "
+               "that v is computed from u. Each box shows the node's name (the names of the notation table), its "
+               "symbol and the state the event forces; the effective blocks are coloured by the verdict of the "
+               "observability table, and light blue boxes are nodes that are not blocks.")
+    return Figure("dependency_graph", lambda path: draw_panels(verdicts, path), caption)

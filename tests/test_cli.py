@@ -129,7 +129,7 @@ def test_markdown_is_the_default(capsys):
     status, out, err = run(capsys, "report", *NETWORK, "--normalizer", "cosh")
     assert status == 0 and err == ""
     headings = [line for line in out.splitlines() if line.startswith("#")]
-    assert headings == ["# symattn report", "## Architecture", "## Closed form",
+    assert headings == ["# symattn report", "## Architecture", "## Notation", "## Closed form",
                         "## Effective parameters and symmetries",
                         "## Decay spectrum near query/key collapse",
                         "## Numerical sensitivity (mpmath and float64)",
@@ -149,10 +149,36 @@ def test_latex(capsys):
     assert status == 0 and err == ""
     assert "\\begin" in out
     assert "\\begin{gather*}" in out and "\\end{gather*}" in out
-    # architecture, effective parameters, the spectrum and the sensitivity tables
-    assert out.count("\\begin{tabular}") == out.count("\\end{tabular}") >= 4
+    # architecture, effective parameters, the spectrum's exponents and blocks, dimension, fiber, orders, jet ranks
+    assert out.count("\\begin{tabular}") == out.count("\\end{tabular}") == 8
+    # the notation and the observability tables wrap their text columns; the sensitivity table breaks across pages
+    assert out.count("\\begin{tabularx}{\\linewidth}") == out.count("\\end{tabularx}") == 1
+    assert out.count("\\begin{longtable}") == out.count("\\end{longtable}") == 2
     assert "native parameters & 16 \\\\" in out
     assert "\\documentclass" not in out
+    subsections = [line for line in out.splitlines() if line.startswith(("\\subsection", "\\subsubsection"))]
+    assert subsections == [
+        "\\subsection*{Architecture}", "\\subsection*{Notation}", "\\subsection*{Closed form}",
+        "\\subsection*{Effective parameters and symmetries}",
+        "\\subsection*{Decay spectrum near query/key collapse}",
+        "\\subsection*{Numerical sensitivity (mpmath and float64)}",
+        "\\subsection*{Identifiability: dimension, generic fiber, identification orders}",
+        "\\subsubsection*{Dimension of the function space}", "\\subsubsection*{Generic fiber}",
+        "\\subsubsection*{Identification orders along simultaneous query/key collapse Q\\_i = eps Qt\\_i, "
+        "K\\_i = eps Kt\\_i (layers 1..2)}",
+        "\\subsection*{Observability under collapse}"]
+    # every result's method note
+    assert out.count("\\textit{Method:}") == 6 and "\\textit{Lower bound:}" in out
+
+
+def test_latex_standalone(capsys):
+    status, out, err = run(capsys, "spectrum", "--latex", "--standalone", "--quiet", *NETWORK)
+    assert status == 0 and err == ""
+    assert out.startswith("\\documentclass[11pt]{article}") and out.rstrip().endswith("\\end{document}")
+    assert "\\usepackage{tabularx}" in out and "\\begin{document}" in out
+    status, fragment, _ = run(capsys, "spectrum", "--latex", "--quiet", *NETWORK)
+    assert fragment.startswith("\\begin{tabular}{rrr}") and fragment.strip() in out
+    assert_user_error(*run(capsys, "spectrum", "--standalone", *NETWORK))
 
 
 def test_out_writes_markdown_and_latex(capsys, tmp_path):
@@ -162,17 +188,47 @@ def test_out_writes_markdown_and_latex(capsys, tmp_path):
     markdown = (target / "report.md").read_text()
     latex = (target / "report.tex").read_text()
     assert markdown.startswith("# symattn report")
-    # the file is the printed report plus links to the figures drawn beside it
-    body, figures = markdown.split("\n## Figures\n")
-    assert body.strip() == out.strip()
-    for name in ("sensitivity.png", "dependency_graph.png"):
-        assert f"]({name})" in figures and f"{{{name}}}" in latex
-        assert (target / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert latex.startswith("\\documentclass{article}")
-    assert "\\usepackage{amsmath}" in latex
+    # the file is the printed report with each figure after its section, numbered, with its caption
+    figure_lines = [line for line in markdown.splitlines() if line.startswith(("![", "*Figure"))]
+    assert [line.split("]")[0] for line in figure_lines] == [
+        "![Figure 1: Singular values sigma_j of the native Jacobian J(eps) along the collapse curve, log-log; "
+        "left: mpmath with 55 digits, right: float64. The colour is the exact decay exponent e_j of each singular "
+        "value (slope of its line); grey lines are kernel directions, the dotted line is the float64 round-off "
+        "floor (1e-16 of the largest singular value), below which float64 returns noise",
+        "*Figure 1.* Singular values sigma_j of the native Jacobian J(eps) along the collapse curve, log-log; "
+        "left: mpmath with 55 digits, right: float64. The colour is the exact decay exponent e_j of each singular "
+        "value (slope of its line); grey lines are kernel directions, the dotted line is the float64 round-off "
+        "floor (1e-16 of the largest singular value), below which float64 returns noise (Vector versions: "
+        "[sensitivity.pdf",
+        "![Figure 2: The dependency graph after each score collapse (one panel per event): an arrow from u to v "
+        "means that v is computed from u. Each box shows the node's name (the names of the notation table), its "
+        "symbol and the state the event forces; the effective blocks are coloured by the verdict of the "
+        "observability table, and light blue boxes are nodes that are not blocks.",
+        "*Figure 2.* The dependency graph after each score collapse (one panel per event): an arrow from u to v "
+        "means that v is computed from u. Each box shows the node's name (the names of the notation table), its "
+        "symbol and the state the event forces; the effective blocks are coloured by the verdict of the "
+        "observability table, and light blue boxes are nodes that are not blocks. (Vector versions: "
+        "[dependency_graph.pdf"]
+    body = "\n".join(line for line in markdown.splitlines() if line not in figure_lines)
+    assert " ".join(body.split()) == " ".join(out.split())
+    sensitivity = markdown.index("## Numerical sensitivity")
+    assert sensitivity < markdown.index("](sensitivity.png)") < markdown.index("## Identifiability")
+    assert markdown.index("## Observability") < markdown.index("](dependency_graph.png)")
+    assert "\\includegraphics[width=\\linewidth]{sensitivity.pdf}" in latex
+    assert "\\includegraphics[width=\\linewidth]{dependency_graph.pdf}" in latex
+    assert latex.count("\\begin{figure}[htbp]") == latex.count("\\caption{") == 2
+    for stem in ("sensitivity", "dependency_graph"):
+        assert (target / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (target / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
+        assert (target / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+    assert latex.startswith("\\documentclass[11pt]{article}")
+    assert "\\usepackage{amsmath}" in latex and "\\usepackage{longtable}" in latex
     assert latex.rstrip().endswith("\\end{document}")
     assert json.loads((target / "report.json").read_text())["params"] == 16
-    assert "report.md" in err and "report.tex" in err
+    # every file written, in the order written
+    names = ["report.md", "report.tex", "report.json", "sensitivity.png", "sensitivity.pdf", "sensitivity.svg",
+             "dependency_graph.png", "dependency_graph.pdf", "dependency_graph.svg"]
+    assert err == "symattn: wrote " + ", ".join(str(target / name) for name in names) + "\n"
 
 
 def test_out_quiet_says_nothing(capsys, tmp_path):

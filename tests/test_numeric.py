@@ -240,7 +240,10 @@ def test_report_formats(one_layer):
     text = str(one_layer)
     assert "rank estimate" in text and "kernel" in text and "recovered: True" in text
     latex = one_layer.to_latex()
-    assert latex.startswith(r"\begin{tabular}") and latex.count(r"\\") >= 10
+    # a header and one row per singular value (8), across pages; the notes and the method after it
+    assert latex.startswith(r"\begin{longtable}{rrrr}") and latex.count(r"\\") == 9
+    assert "8 & kernel & " in latex and r"\textit{Method:} forward-mode jets" in latex
+    assert r"$\varepsilon = 10^{-2}, 10^{-3}, 10^{-4}$" in latex
     assert one_layer.to_latex(standalone=True).startswith(r"\documentclass")
     assert one_layer._repr_latex_().startswith("$$") and r"\text{kernel}" in one_layer._repr_latex_()
     with pytest.raises(dataclasses.FrozenInstanceError):

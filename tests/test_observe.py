@@ -373,7 +373,8 @@ def test_exports_are_well_formed(tmp_path):
     figure = draw(result, tmp_path / "g.png")
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.axes
     paths = export_graph(result, tmp_path / "out")
-    assert [p.name for p in paths] == ["observe.dot", "observe.graphml", "observe.png", "observe.tikz"]
+    assert [p.name for p in paths] == ["observe.dot", "observe.graphml", "observe.png", "observe.pdf", "observe.svg",
+                                       "observe.tikz"]
     with pytest.raises(SymattnError):
         to_dot("not a graph")
 
@@ -387,7 +388,7 @@ def test_result_formats():
     assert data["partial"] == ["scores:2"] and data["reasons"]["scores:2"][0]["path"][0] == "values:1"
     assert result.to_markdown().startswith("| block | verdict |")
     assert "fiber dimension jump 2" in str(result)
-    assert result.to_latex().startswith("\\[\n\\begin{array}{llrr}")
+    assert result.to_latex().startswith("\\begin{tabularx}{\\linewidth}{llrrLL}")
     assert result.to_latex(True).startswith("\\documentclass") and result.to_latex(True).rstrip().endswith(
         "\\end{document}")
     assert result._repr_latex_().startswith("$$\\begin{array}") and "multicolumn" not in result._repr_latex_()

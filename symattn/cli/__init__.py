@@ -43,6 +43,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -54,7 +55,7 @@ from .. import __version__
 from .._format import latex_document
 from ..errors import SymattnError
 from ..limits import memory_limit_set
-from . import check, expand, identify, observe, report, sensitivity, spectrum
+from . import check, expand, identify, observe, report, sensitivity, spectrum, sweep
 from .arguments import add_common_arguments, architecture_from_args, width_values
 from .subcommand import Subcommand
 
@@ -135,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Identifiability and observability of deep normalized attention.",
+        epilog="Every command prints its result as Markdown (the default), --json or --latex (add --standalone "
+               "for a whole document); --out DIR also writes NAME.md, NAME.tex and NAME.json (and the report's "
+               "figures) and says what it wrote. See 'symattn COMMAND --help' for a command's flags.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -153,36 +157,56 @@ def _markdown(result) -> str:
     return str(result)
 
 
+def _latex(result, standalone: bool) -> str:
+    """``result.to_latex()``, or a standalone document: the result's own when it makes one, else wrapped."""
+    if not standalone:
+        return result.to_latex()
+    if "standalone" in inspect.signature(result.to_latex).parameters:
+        return result.to_latex(standalone=True)
+    return latex_document(result.to_latex())
+
+
 def _render(result, args) -> str:
     if args.json:
         return json.dumps(result.to_json(), indent=2)
     if args.latex:
-        return result.to_latex()
+        return _latex(result, getattr(args, "standalone", False))
     return _markdown(result)
 
 
 def _write_files(name: str, result, directory: str) -> list[Path]:
+    """Write ``NAME.md``, ``NAME.tex`` (standalone), ``NAME.json`` and the result's figures into ``directory``.
+
+    A result with figures (a report) places each one, with its caption, after
+    its section: as PNG in the Markdown, as PDF in the LaTeX (SVG beside them).
+    """
     folder = Path(directory)
     figures = result.figures() if hasattr(result, "figures") else []
-    markdown, latex = _markdown(result), result.to_latex()
-    if figures:  # the figures are drawn beside the text files and referenced from them
-        markdown += "\n\n## Figures\n\n" + "\n\n".join(f"![{Path(f).stem}]({f})" for f, _ in figures)
-        latex += "\n\n\\subsection*{Figures}\n" + "\n".join(
-            f"\\begin{{center}}\\includegraphics[width=0.8\\linewidth]{{{f}}}\\end{{center}}" for f, _ in figures)
+    if figures:
+        markdown, latex = result.to_markdown(figures=True), result.to_latex(standalone=True, figures=True)
+    else:
+        markdown, latex = _markdown(result), _latex(result, standalone=True)
     files = {
         folder / f"{name}.md": markdown,
-        folder / f"{name}.tex": latex_document(latex),
+        folder / f"{name}.tex": latex,
         folder / f"{name}.json": json.dumps(result.to_json(), indent=2),
     }
+    written = list(files)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for path, text in files.items():
             path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
-        for filename, draw in figures:
-            draw(str(folder / filename))
+        for figure in figures:
+            written += figure.write(folder)
     except OSError as err:
         raise SymattnError(f"cannot write to --out {directory}: {err.strerror or err}") from None
-    return list(files) + [folder / filename for filename, _ in figures]
+    return written
+
+
+def _say_written(paths, args) -> None:
+    """``symattn: wrote A, B, ...`` on standard error, unless ``--quiet``."""
+    if paths and not args.quiet:
+        print(f"{PROG}: wrote " + ", ".join(map(str, paths)), file=sys.stderr)
 
 
 # -- main ---------------------------------------------------------------------------------
@@ -221,14 +245,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 2
     command = SUBCOMMANDS[args.command]
     try:
+        if getattr(args, "standalone", False) and not args.latex:
+            raise SymattnError("--standalone makes --latex print a whole document: add --latex")
         arch = architecture_from_args(args)
+        args.written = []  # files the command's own flags write (--plot, --export), see Subcommand
         with memory_limit_set(getattr(args, "max_memory", None)):  # one limit for every step of the command
             result = command.run(args, arch)
         text = _render(result, args)
+        written = list(args.written)
         if args.out is not None:
-            written = _write_files(command.name, result, args.out)
-            if not args.quiet:
-                print(f"{PROG}: wrote " + ", ".join(map(str, written)), file=sys.stderr)
+            written += _write_files(command.name, result, args.out)
+        _say_written(written, args)
         print(text)
         return 0
     except SymattnError as err:
@@ -263,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # -- the built-in subcommands, in the order ``symattn --help`` lists them -----------------------
-for _module in (report, spectrum, sensitivity, identify, observe, expand, check):
+for _module in (report, spectrum, sensitivity, identify, observe, expand, check, sweep):
     for _command in _module.COMMANDS:
         add_subcommand(_command.name, _command.help, _command.run, _command.configure)
 del _module, _command

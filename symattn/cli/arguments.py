@@ -193,7 +193,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_argument_group("output")
     fmt = out.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    fmt.add_argument("--latex", action="store_true", help="print the result as LaTeX")
+    fmt.add_argument("--latex", action="store_true", help="print the result as LaTeX (a fragment)")
+    out.add_argument("--standalone", action="store_true",
+                     help="with --latex: print a whole document (preamble, \\begin{document}), as --out writes it")
     out.add_argument("--quiet", action="store_true",
                      help="print only the result, no progress or commentary")
     out.add_argument("--out", metavar="DIR", default=None,

@@ -41,7 +41,7 @@ def configure_observe(parser) -> None:
                         help="also compute exact contact orders near each parameter event")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
     parser.add_argument("--export", metavar="DIR", default=None,
-                        help="write the marked graph as observe.dot, .graphml, .png and .tikz into DIR")
+                        help="write the marked graph as observe.dot, .graphml, .png, .pdf, .svg and .tikz into DIR")
 
 
 def run_observe(args, arch):
@@ -63,7 +63,7 @@ def run_observe(args, arch):
         result = exceptional_fibers(arch, max_events=args.max_events, seed=args.seed, confirm=True,
                                     progress=not args.quiet, max_memory=args.max_memory)
         if args.export:
-            export_graph(dependency_graph(arch), args.export)
+            _exported(args, export_graph(dependency_graph(arch), args.export))
         return result
     events = [parse_event(spec) for spec in args.collapse]
     if args.bias:
@@ -73,8 +73,14 @@ def run_observe(args, arch):
     result = observe(arch, events, seed=args.seed, contact=args.contact, progress=not args.quiet,
                      max_memory=args.max_memory)
     if args.export:
-        export_graph(result, args.export)
+        _exported(args, export_graph(result, args.export))
     return result
+
+
+def _exported(args, paths) -> None:
+    """Record the files ``--export`` wrote: the command says which (unless ``--quiet``)."""
+    if hasattr(args, "written"):
+        args.written += paths
 
 
 COMMANDS = (

@@ -23,6 +23,8 @@ def run_report(args, arch):
 
 
 COMMANDS = (
-    Subcommand("report", "summarize the architecture: parameters, effective dimension, gauge and sign symmetries",
+    Subcommand("report", "the whole report: architecture, notation, closed form, symmetries, decay spectrum, "
+                         "numerical sensitivity, identifiability and observability (--out DIR: Markdown, LaTeX, "
+                         "JSON and the figures)",
                run_report),
 )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..errors import SymattnError
 from ..numeric import sensitivity
 from .subcommand import Subcommand
 
-__all__ = ["COMMANDS", "configure_sensitivity", "run_sensitivity"]
+__all__ = ["COMMANDS", "PLOT_FORMATS", "configure_sensitivity", "plot_files", "run_sensitivity"]
 
 
 def configure_sensitivity(parser) -> None:
@@ -19,7 +22,8 @@ def configure_sensitivity(parser) -> None:
     ('sigma.png', 2)
     """
     parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="draw log10 sigma_j against log10 eps for mpmath and float64")
+                        help="draw log10 sigma_j against log10 eps, mpmath and float64 side by side, into FILE "
+                             "(.png, .pdf or .svg) and the other two formats beside it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
 
 
@@ -36,8 +40,43 @@ def run_sensitivity(args, arch):
     """
     result = sensitivity(arch, seed=args.seed)
     if args.plot:
-        result.plot(args.plot)
+        written = plot_files(result, args.plot)
+        if hasattr(args, "written"):
+            args.written += written
     return result
+
+
+#: The formats ``--plot`` draws: the one its file names, then the others beside it.
+PLOT_FORMATS = ("png", "pdf", "svg")
+
+
+def plot_files(result, target) -> list[Path]:
+    """Draw ``result.plot`` into ``target`` and, beside it, in the other formats of :data:`PLOT_FORMATS`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from symattn.model import Architecture
+    >>> from symattn.numeric import sensitivity
+    >>> result = sensitivity(Architecture.uniform(layers=1), eps_values=["0.1", "0.01"])
+    >>> [p.name for p in plot_files(result, Path(tempfile.mkdtemp()) / "sigma.pdf")]
+    ['sigma.pdf', 'sigma.png', 'sigma.svg']
+    >>> plot_files(result, "sigma.jpg")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: --plot sigma.jpg: give a file ending in .png, .pdf or .svg
+    """
+    target = Path(target)
+    suffix = target.suffix.lstrip(".").lower()
+    if suffix not in PLOT_FORMATS:
+        raise SymattnError(f"--plot {target}: give a file ending in .png, .pdf or .svg")
+    paths = [target] + [target.with_suffix("." + ext) for ext in PLOT_FORMATS if ext != suffix]
+    try:
+        for path in paths:
+            result.plot(path)
+    except OSError as err:
+        raise SymattnError(f"cannot write --plot {target}: {err.strerror or err}") from None
+    return paths
 
 
 COMMANDS = (

@@ -17,7 +17,9 @@ class Subcommand:
 
     ``run(args, arch)`` returns a result value with ``to_json()`` and
     ``to_latex()``; ``to_markdown()`` is used when present, else ``str()``.
-    ``configure(parser)`` adds the subcommand's own arguments.
+    ``configure(parser)`` adds the subcommand's own arguments.  A flag of its
+    own that writes files (``--plot``, ``--export``) appends their paths to
+    ``args.written``; the command then says what it wrote, as it does for ``--out``.
 
     Examples
     --------

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 
 from ..curves import Curve
-from .._format import FormattedResult, latex_array, latex_escape, latex_tabular, markdown_table
+from .._format import FormattedResult, latex_array, latex_escape, latex_method, latex_tabular, markdown_table
+from ..naming import block_key, texttt
 from ..jacobian import (
     DEFAULT_PRIMES,
 )
@@ -106,7 +107,7 @@ class IdentificationReport(FormattedResult):
     def _order_rows(self):
         rows = []
         for o in (*self.orders, self.values):
-            label = f"scores {o.layer}" if o.layer is not None else "values"
+            label = block_key(o.layer)
             rows.append((label, "-" if o.order is None else o.order, "-" if o.predicted is None else o.predicted,
                          "yes" if o.sharp else "no", f"{o.jet_rank}/{o.block_dimension}",
                          {None: "-", True: "yes", False: "NO"}[o.exact_independence]))
@@ -137,13 +138,30 @@ class IdentificationReport(FormattedResult):
             lines.append(f"flip layers {list(c.layers)}: {what}, {expected}{where}")
         return lines
 
-    def to_markdown(self) -> str:
-        """Markdown: the dimension, the fiber, the orders and the jet ranks, each with its method."""
+    def _headings(self) -> tuple:
+        return ("Dimension of the function space", "Generic fiber", f"Identification orders along {self.curve}")
+
+    def to_markdown(self, level: int = 2) -> str:
+        """Markdown: the dimension, the fiber, the orders and the jet ranks, each under a heading with its method.
+
+        ``level`` is the level of the three headings (``##`` by default, ``###``
+        inside a report).
+
+        Examples
+        --------
+        >>> report = identify(Architecture.uniform(layers=1, width=1, tokens=2))
+        >>> [line for line in report.to_markdown().splitlines() if line.startswith("#")]
+        ['## Dimension of the function space', '## Generic fiber', '## Identification orders along simultaneous query/key collapse Q_i = eps Qt_i, K_i = eps Kt_i (layers 1..1)']
+        >>> report.to_markdown(level=3).splitlines()[0]
+        '### Dimension of the function space'
+        """
         d = self.dimension
-        out = ["### Dimension of the function space", "", d.to_markdown(), "",
-               "### Generic fiber", "", markdown_table(("quantity", "value"), self._fiber_rows(), align="lr")]
+        mark = "#" * level
+        dimension, fiber, orders = self._headings()
+        out = [f"{mark} {dimension}", "", d.to_markdown(), "",
+               f"{mark} {fiber}", "", markdown_table(("quantity", "value"), self._fiber_rows(), align="lr")]
         out += [""] + [f"- {line}" for line in self._flip_lines()] + [f"- method: {self.fiber.method}", ""]
-        out += [f"### Identification orders along {self.curve}", "",
+        out += [f"{mark} {orders}", "",
                 markdown_table(self._ORDER_HEADER, self._order_rows(), align="lrrlrl")]
         out += ["", "Jet ranks (rank of the Jacobian of (F_0, ..., F_n) in curve coordinates):", "",
                 "| n | " + " | ".join(str(n) for n in range(len(self.jet_ranks))) + " |",
@@ -156,17 +174,40 @@ class IdentificationReport(FormattedResult):
         out += [f"- method: {self.method}", f"- error probability <= {self.error_bound:.1e}"]
         return "\n".join(out)
 
-    def _latex_body(self) -> str:
-        """LaTeX tables of the dimension, the fiber and the orders."""
+    def _latex_body(self, heading: str = "subsection") -> str:
+        """LaTeX: the dimension, the fiber and the orders, each under a ``heading*`` with its method.
+
+        ``heading`` is the sectioning command (``subsection`` by default,
+        ``subsubsection`` inside a report).
+        """
         def escaped(rows):
             return [[latex_escape(cell) for cell in row] for row in rows]
 
+        d = self.dimension
+        dimension, fiber, orders = self._headings()
+        order_rows = [[texttt(row[0])] + [latex_escape(cell) for cell in row[1:]] for row in self._order_rows()]
+        flips = "".join(rf"\item {latex_escape(line)}" + "\n" for line in self._flip_lines())
+        not_sharp = [f"{o.block}: {o.note}" for o in (*self.orders, self.values) if not o.sharp]
+        jets = latex_tabular([["rank", *self.jet_ranks]], "l" + "r" * len(self.jet_ranks),
+                             header=["$n$", *range(len(self.jet_ranks))])
         return "\n".join([
-            self.dimension.to_latex(), "", r"\medskip", "",
-            latex_tabular(escaped(self._fiber_rows()), "lr"), "", r"\medskip", "",
-            latex_tabular(escaped(self._order_rows()), "lrrlrl", header=escaped([self._ORDER_HEADER])[0]),
+            rf"\{heading}*{{{latex_escape(dimension)}}}",
+            latex_tabular(escaped(d._rows()), "lr", header=("dimension of the function space", "value")),
+            latex_method(d.method, "Lower bound"), latex_method(d.upper_reason, "Upper bound"),
+            latex_method(d.estimate_method, "Estimate"),
+            rf"\{heading}*{{{latex_escape(fiber)}}}",
+            latex_tabular(escaped(self._fiber_rows()), "lr", header=("quantity", "value")),
+            *(["\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small", flips.rstrip(), "\\end{itemize}"] if flips else []),
+            latex_method(self.fiber.method),
+            rf"\{heading}*{{{latex_escape(orders)}}}",
+            latex_tabular(order_rows, "lrrlrl", header=escaped([self._ORDER_HEADER])[0]),
             "", r"\medskip", "",
-            "Jet ranks: " + ", ".join(f"$n={n}$: {r}" for n, r in enumerate(self.jet_ranks)) + ".",
+            r"\noindent Jet ranks (rank of the Jacobian of $(F_0, \dots, F_n)$ in curve coordinates):", "",
+            r"\smallskip", "", r"\noindent\resizebox{\linewidth}{!}{" + jets + "}" if len(self.jet_ranks) > 16 else jets,
+            *([latex_method("no formula is claimed along this curve: the orders are computed and shown", "Note")]
+              if not self.formula_claimed else []),
+            *[latex_method(note, "Not sharp") for note in not_sharp],
+            latex_method(self.method), latex_method(f"{self.error_bound:.1e}", "Error probability at most"),
         ])
 
     def _latex_math(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+from .. import naming
 from ..errors import ShapeError, SymattnError
 from ..model import Architecture, require_architecture
 
@@ -61,21 +62,15 @@ class Event:
     @property
     def name(self) -> str:
         """Short name, as the CLI writes it: ``scores:2``, ``values:1``, ``value-rank:1:1``, ..."""
-        if self.kind == SCORE_COLLAPSE:
-            return f"scores:{self.layer}"
-        if self.kind == VALUE_COLLAPSE:
-            return f"values:{self.layer}"
-        if self.kind == VALUE_RANK:
-            return f"value-rank:{self.layer}:{self.rank}"
-        return "identical-tokens" if self.kind == IDENTICAL_TOKENS else "bias"
+        return self._name().key
 
     @property
     def block(self) -> str | None:
         """The effective block the event fixes or constrains (``None`` for input events)."""
         if self.kind == SCORE_COLLAPSE:
-            return f"scores:{self.layer}"
+            return naming.block_key(self.layer)
         if self.kind in (VALUE_COLLAPSE, VALUE_RANK):
-            return "values"
+            return naming.block_key(None)
         return None
 
     @property
@@ -91,26 +86,28 @@ class Event:
     def on_parameters(self) -> bool:
         return self.kind in (SCORE_COLLAPSE, VALUE_COLLAPSE, VALUE_RANK)
 
+    def _name(self):
+        return naming.event(self.kind, self.layer, self.rank)
+
     def describe(self) -> str:
-        """A sentence for tables and reasons."""
-        i = self.layer
-        return {
-            SCORE_COLLAPSE: f"score collapse at layer {i} (What_{i} = 0, realized by Q_{i} = 0)",
-            VALUE_COLLAPSE: f"value collapse at layer {i} (V_{i} = 0)",
-            VALUE_RANK: f"value map V_{i} of rank {self.rank}",
-            IDENTICAL_TOKENS: "inputs with identical tokens (X = x 1^T)",
-            BIAS: "inputs with a constant (bias) coordinate (last row of X constant)",
-        }[self.kind]
+        """A sentence for tables and reasons (the meaning in :mod:`symattn.naming`).
+
+        Examples
+        --------
+        >>> bias_coordinate().describe()
+        'inputs with a constant (bias) coordinate (last row of X constant)'
+        """
+        return self._name().meaning
 
     def latex(self) -> str:
-        i = self.layer
-        return {
-            SCORE_COLLAPSE: rf"\widehat W_{{{i}}} = 0",
-            VALUE_COLLAPSE: rf"V_{{{i}}} = 0",
-            VALUE_RANK: rf"\operatorname{{rank}} V_{{{i}}} = {self.rank}",
-            IDENTICAL_TOKENS: r"X = x\,\mathbf 1^\top",
-            BIAS: r"X_{d_0\,\cdot} = c\,\mathbf 1^\top",
-        }[self.kind]
+        """The event as a formula in LaTeX math mode (the symbol in :mod:`symattn.naming`).
+
+        Examples
+        --------
+        >>> score_collapse(2).latex()
+        '\\\\widehat W_{2} = 0'
+        """
+        return self._name().latex
 
     def validate(self, arch: Architecture) -> "Event":
         """Check the event against an architecture; return it.

@@ -6,6 +6,7 @@ import json
 
 import networkx as nx
 
+from .. import naming
 from .._format import latex_escape
 from ..errors import SymattnError
 from ..model import Architecture
@@ -13,7 +14,7 @@ from .events import COLLAPSED, OBSERVABLE, PARTIAL, UNOBSERVABLE
 from .graph import Observability
 from .report import ObserveResult
 
-__all__ = ["draw", "export_graph", "to_dot", "to_graphml", "to_tikz", "write_graphml"]
+__all__ = ["draw", "draw_panels", "export_graph", "to_dot", "to_graphml", "to_tikz", "write_graphml"]
 
 
 _COLOURS = {UNOBSERVABLE: "#e6550d", PARTIAL: "#fdae6b", OBSERVABLE: "#74c476", COLLAPSED: "#969696"}
@@ -187,8 +188,107 @@ def to_tikz(item) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Fill of the graph's boxes that are not effective blocks, and of those whose state an event forces.
+_OTHER, _FORCED = "#deebf7", "#d9d9d9"
+
+#: Legend text of each fill, in the order the legend lists them.
+_LEGEND = {
+    UNOBSERVABLE: "unobservable block",
+    PARTIAL: "partial block (some directions lost)",
+    OBSERVABLE: "observable block",
+    COLLAPSED: "collapsed block (fixed by the event)",
+    _FORCED: "state forced by the event",
+    _OTHER: "other node",
+}
+
+
+def _node_fill(graph, verdict, node) -> str:
+    status = _node_status(graph, verdict, node)
+    if status is not None:
+        return _COLOURS[status]
+    return _FORCED if graph.nodes[node].get("state") else _OTHER
+
+
+def _draw_layout(graph) -> dict:
+    """Compact positions for drawing: layer ``i`` in columns ``2i - 1`` (scores, values) and ``2i``."""
+    pos = {}
+    for node, data in graph.nodes(data=True):
+        i, kind = data["layer"], data["kind"]
+        pos[node] = {"input": (0, 0), "output": (2 * i - 1, 0), "scores": (2 * i - 1, 1),
+                     "attention": (2 * i, 1), "values": (2 * i - 1, -1), "tokens": (2 * i, 0)}.get(kind, (2 * i, -1))
+    return pos
+
+
+def _draw_label(graph, node) -> str:
+    """A box's text: the node's name, its symbol (mathtext) and the state an event forces."""
+    data = graph.nodes[node]
+    layers = graph.graph["architecture"].layers if "architecture" in graph.graph else None
+    try:
+        name = naming.node(data["kind"], data["layer"], layers)
+        lines = [name.key, f"${name.latex}$"]
+    except ValueError:  # a node kind the naming table does not know: its own label
+        lines = [node, data.get("label", "")]
+    if data.get("params"):
+        lines[-1] += " (" + ", ".join(f"${naming.parameter(p[0], p.split('_')[1]).latex}$"
+                                      if p[:1] in "QKV" and "_" in p else p for p in data["params"]) + ")"
+    if data.get("state"):
+        lines.append(", ".join(data["state"]))
+    return "\n".join(line for line in lines if line)
+
+
+def _draw_on(ax, graph, verdict, title: str) -> set:
+    """Draw one graph on ``ax``; return the fills used (for the legend)."""
+    pos = _draw_layout(graph)
+    boxes, used = {}, set()
+    for node in graph.nodes:
+        fill = _node_fill(graph, verdict, node)
+        used.add(fill if fill in (_OTHER, _FORCED) else next(s for s, c in _COLOURS.items() if c == fill))
+        x, y = pos[node]
+        style = "round,pad=0.35" if graph.nodes[node]["kind"] != "attention" else "round4,pad=0.35"
+        boxes[node] = ax.text(x, y, _draw_label(graph, node), ha="center", va="center", fontsize=10,
+                              linespacing=1.25, zorder=3,
+                              bbox=dict(boxstyle=style, facecolor=fill, edgecolor="#525252", linewidth=0.8))
+    for u, v in graph.edges:
+        ax.annotate("", xy=pos[v], xytext=pos[u], zorder=2,
+                    arrowprops=dict(arrowstyle="-|>", color="#525252", linewidth=1.0, shrinkA=2, shrinkB=2,
+                                    patchA=boxes[u].get_bbox_patch(), patchB=boxes[v].get_bbox_patch(),
+                                    mutation_scale=12))
+    xs = [x for x, _ in pos.values()]
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+    ax.set_ylim(-1.6, 1.6)
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=11)
+    return used
+
+
+def _title(verdict) -> str:
+    if verdict is None or not verdict.events:
+        return "dependency graph"
+    return "after " + "; ".join(f"{e.name} (${e.latex()}$)" for e in verdict.events)
+
+
+def _legend(figure, used: set) -> None:
+    from matplotlib.patches import Patch
+
+    order = [UNOBSERVABLE, PARTIAL, OBSERVABLE, COLLAPSED, _FORCED, _OTHER]
+    fills = {**_COLOURS, _FORCED: _FORCED, _OTHER: _OTHER}
+    handles = [Patch(facecolor=fills[key], edgecolor="#525252", label=_LEGEND[key]) for key in order if key in used]
+    figure.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)), fontsize=10,
+                  frameon=False)
+
+
+def _save(figure, path) -> None:
+    from pathlib import Path
+
+    figure.savefig(path, format=(Path(str(path)).suffix.lstrip(".").lower() or "png"), dpi=150)
+
+
 def draw(item, path=None, ax=None):
     """Draw the graph with matplotlib (Agg canvas; no display needed); optionally save it.
+
+    Boxes carry the node's name (:mod:`symattn.naming`), its symbol and the
+    state an event forces; effective blocks are coloured by verdict, with a
+    legend of every colour used.
 
     Parameters
     ----------
@@ -196,6 +296,7 @@ def draw(item, path=None, ax=None):
     path : str or Path, optional
         Save there (PNG, PDF or SVG by extension).
     ax : matplotlib Axes, optional
+        Draw there (no legend is added: the caller's figure owns it).
 
     Returns
     -------
@@ -204,40 +305,57 @@ def draw(item, path=None, ax=None):
     Examples
     --------
     >>> from symattn.model import Architecture
-    >>> from symattn.observe import dependency_graph
-    >>> figure = draw(dependency_graph(Architecture.uniform(layers=1)))
-    >>> len(figure.axes)
-    1
+    >>> from symattn.observe import dependency_graph, propagate, score_collapse
+    >>> figure = draw(propagate(dependency_graph(Architecture.uniform(layers=2)), [score_collapse(1)]))
+    >>> figure.axes[0].get_title()
+    'after scores:1 ($\\\\widehat W_{1} = 0$)'
+    >>> [t.get_text() for t in figure.legends[0].get_texts()]
+    ['unobservable block', 'observable block', 'collapsed block (fixed by the event)', 'state forced by the event', 'other node']
+    >>> sorted(t.get_text().splitlines()[0] for t in figure.axes[0].texts if t.get_text())[:3]
+    ['attention:1', 'attention:2', 'input']
+    """
+    return draw_panels([item], path=path, ax=ax)
+
+
+def draw_panels(items, path=None, ax=None):
+    """Draw several marked graphs of one network, one panel each, stacked, with one legend; optionally save.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.observe import dependency_graph, propagate, score_collapse
+    >>> G = dependency_graph(Architecture.uniform(layers=2))
+    >>> figure = draw_panels([propagate(G, [score_collapse(1)]), propagate(G, [score_collapse(2)])])
+    >>> [a.get_title() for a in figure.axes]
+    ['after scores:1 ($\\\\widehat W_{1} = 0$)', 'after scores:2 ($\\\\widehat W_{2} = 0$)']
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    graph, verdict = _graph_and_verdict(item)
-    if ax is None:
-        layers = max(d["layer"] for _, d in graph.nodes(data=True))
-        figure = Figure(figsize=(2.2 + 2.6 * layers, 4.2))
-        FigureCanvasAgg(figure)
-        ax = figure.add_subplot(1, 1, 1)
-    else:
-        figure = ax.figure
-    pos = _layout(graph)
-    colours = []
-    for node, data in graph.nodes(data=True):
-        status = _node_status(graph, verdict, node)
-        colours.append(_COLOURS[status] if status else ("#d9d9d9" if data.get("state") else "#deebf7"))
-    nx.draw_networkx(graph, pos, ax=ax, node_color=colours, node_size=1500, node_shape="s",
-                     labels={n: _node_text(graph, n) for n in graph.nodes}, font_size=7,
-                     arrows=True, arrowsize=12, edge_color="#525252")
-    ax.set_axis_off()
-    events = ", ".join(e.name for e in verdict.events) if verdict is not None else ""
-    ax.set_title("dependency graph" + (f" after {events}" if events else ""))
+    pairs = [_graph_and_verdict(item) for item in items]
+    if not pairs:
+        raise SymattnError("draw_panels needs at least one graph or result")
+    if ax is not None:
+        if len(pairs) != 1:
+            raise SymattnError("draw_panels on a given Axes draws one graph")
+        _draw_on(ax, *pairs[0], _title(pairs[0][1]))
+        if path is not None:
+            _save(ax.figure, path)
+        return ax.figure
+    columns = max(2 * max(d["layer"] for _, d in graph.nodes(data=True)) for graph, _ in pairs)
+    figure = Figure(figsize=(1.05 * columns + 1.2, 2.9 * len(pairs) + 0.7), layout="constrained")
+    FigureCanvasAgg(figure)
+    used = set()
+    for axes, (graph, verdict) in zip(figure.subplots(len(pairs), 1, squeeze=False)[:, 0], pairs):
+        used |= _draw_on(axes, graph, verdict, _title(verdict))
+    _legend(figure, used)
     if path is not None:
-        figure.savefig(path, dpi=120, bbox_inches="tight")
+        _save(figure, path)
     return figure
 
 
 def export_graph(item, directory, stem: str = "observe") -> list:
-    """Write ``STEM.dot``, ``STEM.graphml``, ``STEM.png`` and ``STEM.tikz`` into ``directory``.
+    """Write ``STEM.dot``, ``.graphml``, ``.png``, ``.pdf``, ``.svg`` and ``.tikz`` into ``directory``; return the paths.
 
     Examples
     --------
@@ -245,18 +363,20 @@ def export_graph(item, directory, stem: str = "observe") -> list:
     >>> from symattn.model import Architecture
     >>> from symattn.observe import dependency_graph
     >>> [p.name for p in export_graph(dependency_graph(Architecture.uniform(layers=1)), tempfile.mkdtemp())]
-    ['observe.dot', 'observe.graphml', 'observe.png', 'observe.tikz']
+    ['observe.dot', 'observe.graphml', 'observe.png', 'observe.pdf', 'observe.svg', 'observe.tikz']
     """
     from pathlib import Path
 
     folder = Path(directory)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        paths = [folder / f"{stem}.{ext}" for ext in ("dot", "graphml", "png", "tikz")]
+        paths = [folder / f"{stem}.{ext}" for ext in ("dot", "graphml", "png", "pdf", "svg", "tikz")]
         paths[0].write_text(to_dot(item), encoding="utf-8")
         write_graphml(item, paths[1])
-        draw(item, paths[2])
-        paths[3].write_text(to_tikz(item), encoding="utf-8")
+        figure = draw(item)
+        for path in paths[2:5]:
+            _save(figure, path)
+        paths[5].write_text(to_tikz(item), encoding="utf-8")
     except OSError as err:
         raise SymattnError(f"cannot write the graph into {directory}: {err.strerror or err}") from None
     return paths

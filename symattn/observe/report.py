@@ -8,11 +8,14 @@ from typing import Iterable
 
 import networkx as nx
 
-from .._format import FormattedResult, Section, latex_escape
+from .._format import (
+    FormattedResult, Section, latex_escape, latex_longtable, latex_method, latex_tabularx, markdown_method,
+)
+from ..naming import texttt
 from ..errors import SymattnError
 from ..model import Architecture, require_architecture, require_seed
 from .events import BIAS, COLLAPSED, PARTIAL, UNOBSERVABLE, all_events, parse_event
-from .graph import Observability, _display_with_caption, dependency_graph, propagate
+from .graph import Observability, dependency_graph, propagate
 from .ranks import RankCheck, contact_orders, rank_check
 
 __all__ = [
@@ -163,7 +166,7 @@ class ObserveResult(FormattedResult):
         lines += [f"- {n}" for n in v.notes]
         for c in self.contact:
             lines.append(f"- {c}")
-        lines.append(f"- method: {self.rank.method}")
+        lines.append(markdown_method(self.rank.method))
         return "\n".join(lines)
 
     def to_section(self, title: str = "Observability after collapse"):
@@ -178,11 +181,25 @@ class ObserveResult(FormattedResult):
             *rows, r"\end{array}"])
 
     def _latex_body(self) -> str:
-        """The verdicts and ranks as an ``array`` in display math (text mode)."""
-        events = ", ".join(e.name for e in self.events) or "none"
-        caption = (f"Events: {events}. Fiber dimension jump {self.fiber_dim_jump}; graph and exact rank "
-                   f"agree: {'yes' if self.agrees_with_rank else 'no'}.")
-        return _display_with_caption(self._latex_math(), caption)
+        """The verdicts, ranks and reasons as a ``tabularx`` as wide as the text, with the notes and the method."""
+        rows = [(texttt(block), status, rank, generic, latex_escape(text), latex_escape(path))
+                for block, status, rank, generic, text, path in self._rows()]
+        table = latex_tabularx(rows, "llrrLL", header=("block", "verdict", "rank on the set", "generic rank",
+                                                      "reason", "path"))
+        events = "; ".join(f"{texttt(e.name)} (${e.latex()}$)" for e in self.events) or "none"
+        notes = [rf"events: {events}"]
+        notes += [latex_escape(f"directions leaving the set at {block}: rank {n}") for block, n in self.rank.normal.items()]
+        notes += [latex_escape(f"fiber dimension jump: {self.fiber_dim_jump} (total rank {self.rank.set_total}, "
+                               f"generic {self.rank.generic_total})"),
+                  latex_escape(f"sign components of the fiber: {self.observability.sign_components} "
+                               f"(generic {self.observability.generic_sign_components})"),
+                  f"graph and exact rank agree: {'yes' if self.agrees_with_rank else 'no'}"]
+        notes += [latex_escape(f"disagreement: {d}") for d in self.disagreements]
+        notes += [latex_escape(n) for n in self.observability.notes]
+        notes += [latex_escape(str(c)) for c in self.contact]
+        items = "\n".join(rf"\item {n}" for n in notes)
+        return "\n".join([table, "\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small", items, "\\end{itemize}",
+                          latex_method(self.rank.method)])
 
 
 def observe(arch: Architecture, events: Iterable = (), seed: int = 0, contact: bool = False,
@@ -374,7 +391,7 @@ class ExceptionalFibers(FormattedResult):
         lines.append(f"- graph and exact rank agree on every row: {self.agrees_with_rank}")
         for events, why in self.skipped:
             lines.append(f"- skipped {' + '.join(events)}: {why}")
-        lines.append(f"- method: {self.method}")
+        lines.append(markdown_method(self.method))
         return "\n".join(lines)
 
     def _latex_math(self) -> str:
@@ -390,10 +407,25 @@ class ExceptionalFibers(FormattedResult):
                           r"\text{rank agrees} \\ \hline", *rows, r"\end{array}"])
 
     def _latex_body(self) -> str:
-        """The table as an ``array`` in display math (text mode)."""
-        caption = (f"Generic rank {self.generic_rank}; graph and exact rank agree on every row: "
-                   f"{'yes' if self.agrees_with_rank else 'no'}.")
-        return _display_with_caption(self._latex_math(), caption)
+        """The table as a ``longtable`` (wrapping columns, across pages), with the notes and the method.
+
+        Events and blocks are set by their names (:mod:`symattn.naming`), in typewriter type.
+        """
+        def names(blocks):
+            return ", ".join(texttt(b) for b in blocks) or "--"
+
+        rows = [(texttt(r.name), names(r.unobservable), names(r.partial), r.fiber_dim_jump,
+                 latex_escape("; ".join(r.conditions)), "yes" if r.agrees_with_rank else "NO") for r in self.rows]
+        columns = r">{\raggedright}p{0.19\linewidth}>{\raggedright}p{0.16\linewidth}" \
+                  r">{\raggedright}p{0.15\linewidth}r>{\raggedright\arraybackslash}p{0.26\linewidth}l"
+        table = "{\\small\\setlength{\\tabcolsep}{4pt}\n" + latex_longtable(
+            rows, columns, ("events", "unobservable", "partial", "jump", "conditions", "agrees")) + "\n}"
+        notes = [f"generic rank of the native Jacobian: {self.generic_rank}",
+                 f"graph and exact rank agree on every row: {'yes' if self.agrees_with_rank else 'no'}"]
+        notes += [f"skipped {' + '.join(events)}: {why}" for events, why in self.skipped]
+        items = "\n".join(rf"\item {latex_escape(n)}" for n in notes)
+        return "\n".join([table, "\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small", items, "\\end{itemize}",
+                          latex_method(self.method)])
 
 
 def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, confirm: bool = False,

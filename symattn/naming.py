@@ -1,0 +1,237 @@
+"""One name for every block, event, parameter and graph node, in every output format.
+
+A block, an event or a node of the dependency graph has **one name**, its
+``key`` (``scores:1``, ``values``, ``values:2``, ``bias``, ...), used as it is
+in text, Markdown and JSON, on the graph's boxes and in LaTeX tables (set in
+typewriter type).  Beside the name, the table gives its **symbol** in LaTeX
+and in plain text (``\\widehat W_{1}`` / ``What_1``) and a sentence saying
+what it is.  Every module that shows a block, an event or a node takes these
+from here: :mod:`symattn.observe` (event descriptions, graph labels),
+:mod:`symattn.spectrum` and :mod:`symattn.identify` (block tables) and the
+report's notation section (:func:`notation`).
+
+Examples
+--------
+>>> scores = block(1)
+>>> scores.key, scores.latex, scores.text
+('scores:1', '\\\\widehat W_{1}', 'What_1')
+>>> block(None).key, block(None).latex
+('values', 'P')
+>>> event("score_collapse", 2).latex
+'\\\\widehat W_{2} = 0'
+>>> node("values", 1).latex, node("input", 0).key
+('V_{1} X_{0}', 'input')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Name", "block", "block_key", "event", "node", "notation", "parameter", "texttt"]
+
+
+@dataclass(frozen=True)
+class Name:
+    """The name of one thing: ``key`` everywhere, its symbol in LaTeX and plain text, and its meaning.
+
+    Attributes
+    ----------
+    key : str
+        The one name: text, Markdown, JSON, graph boxes, LaTeX tables.
+    latex : str
+        Its symbol in LaTeX math mode (without ``$``).
+    text : str
+        Its symbol in plain text.
+    meaning : str
+        One sentence, plain text.
+    meaning_latex : str
+        The same sentence in LaTeX text mode (formulas in ``$...$``); defaults to ``meaning``.
+
+    Examples
+    --------
+    >>> parameter("Q", 2)
+    Name(key='Q_2', latex='Q_{2}', text='Q_2', meaning='query matrix of layer 2', meaning_latex='query matrix of layer 2')
+    """
+
+    key: str
+    latex: str
+    text: str
+    meaning: str
+    meaning_latex: str = ""
+
+    def __post_init__(self):
+        if not self.meaning_latex:
+            object.__setattr__(self, "meaning_latex", self.meaning)
+
+    def to_json(self) -> dict:
+        """``{"key", "latex", "text", "meaning"}``.
+
+        Examples
+        --------
+        >>> block(None).to_json()["meaning"]
+        'combined value map P = V_l ... V_1 (every V_i)'
+        """
+        return {"key": self.key, "latex": self.latex, "text": self.text, "meaning": self.meaning}
+
+
+def texttt(key: str) -> str:
+    """A name in LaTeX text mode, in typewriter type (escaped).
+
+    Examples
+    --------
+    >>> print(texttt("value-rank:1:1"))
+    \\texttt{value-rank:1:1}
+    >>> print(texttt("scores_1"))
+    \\texttt{scores\\_1}
+    """
+    escaped = str(key).replace("\\", r"\textbackslash{}")
+    for char in "&%$#_{}":
+        escaped = escaped.replace(char, "\\" + char)
+    return r"\texttt{" + escaped + "}"
+
+
+def block_key(layer: int | None) -> str:
+    """The key of the effective block of ``layer``'s scores, or of the value map for ``None``.
+
+    Examples
+    --------
+    >>> block_key(3), block_key(None)
+    ('scores:3', 'values')
+    """
+    return "values" if layer is None else f"scores:{int(layer)}"
+
+
+def block(layer: int | str | None) -> Name:
+    """The effective block ``What_i`` of layer ``i`` (``scores:i``) or the combined value map ``P`` (``values``).
+
+    ``layer`` may also be a key (``"scores:2"``, ``"values"``).
+
+    Examples
+    --------
+    >>> block("scores:2").meaning
+    'effective scores What_2 = P_1^T K_2^T Q_2 P_1 of layer 2 (from Q_2, K_2)'
+    >>> block("values").text
+    'P'
+    """
+    if isinstance(layer, str):
+        layer = None if layer == "values" else int(layer.split(":")[1])
+    if layer is None:
+        return Name("values", "P", "P", "combined value map P = V_l ... V_1 (every V_i)",
+                    r"combined value map $P = V_l \cdots V_1$ (every $V_i$)")
+    i = int(layer)
+    return Name(f"scores:{i}", rf"\widehat W_{{{i}}}", f"What_{i}",
+                f"effective scores What_{i} = P_{i - 1}^T K_{i}^T Q_{i} P_{i - 1} of layer {i} (from Q_{i}, K_{i})",
+                rf"effective scores $\widehat W_{{{i}}} = P_{{{i - 1}}}^\top K_{{{i}}}^\top Q_{{{i}}} P_{{{i - 1}}}$ "
+                rf"of layer {i} (from $Q_{{{i}}}, K_{{{i}}}$)")
+
+
+_PARAMETERS = {"Q": "query", "K": "key", "V": "value"}
+
+
+def parameter(letter: str, layer: int) -> Name:
+    """A native parameter ``Q_i``, ``K_i`` or ``V_i``.
+
+    Examples
+    --------
+    >>> parameter("V", 1).meaning
+    'value matrix of layer 1'
+    """
+    if letter not in _PARAMETERS:
+        raise ValueError(f"a native parameter is Q, K or V, got {letter!r}")
+    i = int(layer)
+    return Name(f"{letter}_{i}", f"{letter}_{{{i}}}", f"{letter}_{i}", f"{_PARAMETERS[letter]} matrix of layer {i}")
+
+
+def event(kind: str, layer: int | None = None, rank: int | None = None) -> Name:
+    """An event: ``score_collapse``, ``value_collapse``, ``value_rank``, ``identical_tokens`` or ``bias``.
+
+    Examples
+    --------
+    >>> e = event("value_rank", 1, 1)
+    >>> e.key, e.latex, e.meaning
+    ('value-rank:1:1', '\\\\operatorname{rank} V_{1} = 1', 'value map V_1 of rank 1')
+    >>> event("bias").meaning
+    'inputs with a constant (bias) coordinate (last row of X constant)'
+    """
+    i = layer
+    if kind == "score_collapse":
+        return Name(f"scores:{i}", rf"\widehat W_{{{i}}} = 0", f"What_{i} = 0",
+                    f"score collapse at layer {i} (What_{i} = 0, realized by Q_{i} = 0)",
+                    rf"score collapse at layer {i} ($\widehat W_{{{i}}} = 0$, realized by $Q_{{{i}}} = 0$)")
+    if kind == "value_collapse":
+        return Name(f"values:{i}", rf"V_{{{i}}} = 0", f"V_{i} = 0", f"value collapse at layer {i} (V_{i} = 0)",
+                    rf"value collapse at layer {i} ($V_{{{i}}} = 0$)")
+    if kind == "value_rank":
+        return Name(f"value-rank:{i}:{rank}", rf"\operatorname{{rank}} V_{{{i}}} = {rank}",
+                    f"rank V_{i} = {rank}", f"value map V_{i} of rank {rank}",
+                    rf"value map $V_{{{i}}}$ of rank {rank}")
+    if kind == "identical_tokens":
+        return Name("identical-tokens", r"X = x\,\mathbf{1}^\top", "X = x 1^T",
+                    "inputs with identical tokens (X = x 1^T)",
+                    r"inputs with identical tokens ($X = x\,\mathbf{1}^\top$)")
+    if kind == "bias":
+        return Name("bias", r"X_{d_0\,\cdot} = c\,\mathbf{1}^\top", "X_(d_0, .) = c 1^T",
+                    "inputs with a constant (bias) coordinate (last row of X constant)",
+                    r"inputs with a constant (bias) coordinate (last row of $X$ constant)")
+    raise ValueError(f"unknown event kind {kind!r}")
+
+
+def node(kind: str, layer: int, layers: int | None = None) -> Name:
+    """A node of the dependency graph: ``input``, ``scores:i``, ``attention:i``, ``values:i``, ``tokens:i``, ``output``.
+
+    ``layers`` (the number of layers) names the output ``X_l``.
+
+    Examples
+    --------
+    >>> n = node("scores", 2)
+    >>> n.key, n.latex, n.meaning
+    ('scores:2', 'A_{2}', 'score matrix A_2 = X_1^T K_2^T Q_2 X_1 (holds Q_2, K_2; block scores:2)')
+    >>> node("output", 3, layers=2).latex
+    'F = X_{2}'
+    """
+    i = int(layer)
+    if kind == "input":
+        return Name("input", "X_{0}", "X_0", "the input X = X_0 (one token per column)")
+    if kind == "scores":
+        return Name(f"scores:{i}", rf"A_{{{i}}}", f"A_{i}",
+                    f"score matrix A_{i} = X_{i - 1}^T K_{i}^T Q_{i} X_{i - 1} (holds Q_{i}, K_{i}; block scores:{i})")
+    if kind == "attention":
+        return Name(f"attention:{i}", rf"S(A_{{{i}}})", f"S(A_{i})",
+                    f"attention S(A_{i}): the normalizer applied entrywise, columns normalized")
+    if kind == "values":
+        return Name(f"values:{i}", rf"V_{{{i}}} X_{{{i - 1}}}", f"V_{i} X_{i - 1}",
+                    f"value product V_{i} X_{i - 1} (holds V_{i}; part of block values)")
+    if kind == "tokens":
+        return Name(f"tokens:{i}", rf"X_{{{i}}}", f"X_{i}", f"the tokens X_{i} = V_{i} X_{i - 1} S(A_{i})")
+    if kind == "output":
+        last = layers if layers is not None else i - 1
+        return Name("output", rf"F = X_{{{last}}}", f"F = X_{last}", "the output F(X) of the network")
+    raise ValueError(f"unknown graph node kind {kind!r}")
+
+
+def notation(layers: int) -> dict:
+    """The naming table of a network with ``layers`` layers: its blocks, events and native parameters.
+
+    Returns
+    -------
+    dict
+        ``{"blocks": [Name, ...], "events": [Name, ...], "parameters": [Name, ...]}``; the
+        events are the score and value collapses of every layer and the two input events
+        (lower value ranks ``value-rank:i:r`` are named like ``event("value_rank", i, r)``).
+
+    Examples
+    --------
+    >>> table = notation(2)
+    >>> [n.key for n in table["blocks"]], [n.key for n in table["events"]]
+    (['scores:1', 'scores:2', 'values'], ['scores:1', 'scores:2', 'values:1', 'values:2', 'identical-tokens', 'bias'])
+    >>> [n.key for n in table["parameters"]]
+    ['Q_1', 'K_1', 'V_1', 'Q_2', 'K_2', 'V_2']
+    """
+    layers = int(layers)
+    return {
+        "blocks": [block(i) for i in range(1, layers + 1)] + [block(None)],
+        "events": ([event("score_collapse", i) for i in range(1, layers + 1)]
+                   + [event("value_collapse", i) for i in range(1, layers + 1)]
+                   + [event("identical_tokens"), event("bias")]),
+        "parameters": [parameter(letter, i) for i in range(1, layers + 1) for letter in "QKV"],
+    }
