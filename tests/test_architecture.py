@@ -24,7 +24,7 @@ FLOORS = {
     "symattn.effective": 5, "symattn.limits": 5,
     "symattn.jacobian": 6, "symattn.adaptive": 6,
     "symattn.spectrum": 7, "symattn.observe": 7, "symattn.identify": 7, "symattn.numeric": 7,
-    "symattn.expand": 7, "symattn.check": 7,
+    "symattn.expand": 7, "symattn.check": 7, "symattn.sweep": 7,
     "symattn.report": 8,
     "symattn.cli": 9,
     "symattn": 10, "symattn.__main__": 10,

@@ -1,0 +1,150 @@
+"""``symattn sweep``: analyses over a grid of architectures, on a Dask cluster, resumable under ``--out``.
+
+The network flags of every command take a grid here: a single value, a list
+``a,b,c`` or a range ``a..b`` (``--layers 1..4 --width 2..6 --rank 1,2
+--normalizer softmax,cosh``; lists of ``--widths``/``--ranks`` are separated
+by ``;``), or the grid comes from a TOML file (``--grid FILE``).  The command
+reads the flags and calls :func:`symattn.sweep.sweep`; it computes nothing itself.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..sweep import DEFAULT_TASK_TIMEOUT, read_grid_file, sweep
+from .arguments import auto_or_int
+from .check import read_claims_file
+from .subcommand import Subcommand
+
+__all__ = ["COMMANDS", "configure_sweep", "run_sweep"]
+
+_GRID_HELP = " In a sweep: a value, a list a,b,c or a range a..b."
+
+
+def _grid_flags(parser) -> list[tuple[str, str]]:
+    """Turn the network flags of :func:`~symattn.cli.arguments.add_common_arguments` into grid flags.
+
+    Each keeps its name and help, takes its text unread (the sweep reads
+    values, lists and ranges) and stores it under ``grid_<name>``; the
+    Architecture that every command is given is then the default one.
+    Returns ``(field, dest)`` pairs.
+    """
+    fields, defaults = [], {}
+    for action in parser._actions:
+        container = getattr(action, "container", None)
+        if getattr(container, "title", None) != "network" or not action.option_strings:
+            continue
+        field = action.dest
+        defaults[field] = action.default
+        action.dest = f"grid_{field}"
+        action.default = None
+        if action.nargs != 0:  # a flag with a value (store_true flags stay flags: a yes for every point)
+            action.type = None
+            action.help = (action.help or "") + _GRID_HELP
+        fields.append((field, action.dest))
+    parser.set_defaults(**defaults)
+    return fields
+
+
+def configure_sweep(parser) -> None:
+    """Grid flags (the network flags), ``--grid``, ``--analysis``, the analyses' options and where to run.
+
+    Examples
+    --------
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(configure_sweep, ["--layers", "1..3", "--width", "2,3", "--analysis",
+    ...                                             "dimension,spectrum", "--workers", "2"])
+    >>> args.grid_layers, args.grid_width, args.analysis, args.workers, args.task_timeout
+    ('1..3', '2,3', 'dimension,spectrum', 2, 3600.0)
+    >>> arch.layers  # the flags' default architecture, unused by the sweep
+    3
+    """
+    parser.set_defaults(grid_fields=_grid_flags(parser))
+    grid = parser.add_argument_group("sweep")
+    grid.add_argument("--grid", metavar="FILE", default=None,
+                      help="a TOML file with a [grid] table (and optionally analyses and options); "
+                           "grid flags given on the command line replace its fields")
+    grid.add_argument("--analysis", metavar="A[,A...]", default=None,
+                      help="analyses per point: dimension, spectrum, orders, observe, check, parameters "
+                           "(default dimension, or the file's)")
+    grid.add_argument("--seed", type=int, default=None, help="seed of the random points and banks (default 0)")
+    grid.add_argument("--bank", type=auto_or_int("--bank"), default=None, help="spectrum: 'auto' or a bank size")
+    grid.add_argument("--order", type=auto_or_int("--order"), default=None, help="spectrum: 'auto' or a truncation")
+    grid.add_argument("--events", metavar="E[,E...]", action="append", default=None,
+                      help="observe: one event set, e.g. scores:1 or values:1,bias (repeat for several sets; "
+                           "default: no events)")
+    grid.add_argument("--contact", action="store_true", default=None,
+                      help="observe: also exact contact orders near each event")
+    grid.add_argument("--claim", metavar="CLAIM", action="append", default=None,
+                      help="check: a claim such as 'contact_order(2) = 5' (repeatable)")
+    grid.add_argument("--claims", metavar="FILE", default=None, help="check: a file of claims, one per line")
+    run = parser.add_argument_group("where it runs")
+    run.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                     help="a Dask scheduler address (tcp://host:8786; default $DASK_SCHEDULER_ADDRESS, else a "
+                          "local cluster), or local, sequential or synchronous")
+    run.add_argument("--workers", metavar="N", type=int, default=None,
+                     help="at most N worker processes in the local cluster (default one per core)")
+    run.add_argument("--task-timeout", metavar="SECONDS", type=float, default=DEFAULT_TASK_TIMEOUT,
+                     help=f"stop a task after this long and record it as timed out (default {DEFAULT_TASK_TIMEOUT:g})")
+
+
+def _options(args) -> dict:
+    """The analyses' options given on the command line (those not given are left to the file or the defaults)."""
+    options = {}
+    if args.seed is not None:
+        options["seed"] = args.seed
+    spectrum = {key: value for key, value in (("bank", args.bank), ("order", args.order)) if value is not None}
+    observe = {}
+    if args.events is not None:
+        observe["events"] = [[e.strip() for e in group.split(",") if e.strip()] for group in args.events]
+    if args.contact:
+        observe["contact"] = True
+    claims = list(args.claim or [])
+    if args.claims:
+        claims += read_claims_file(args.claims)
+    for name, table in (("spectrum", spectrum), ("observe", observe), ("check", {"claims": claims} if claims else {})):
+        if table:
+            options[name] = table
+    return options
+
+
+def run_sweep(args, arch):
+    """:func:`symattn.sweep.sweep` over the grid of the flags (and ``--grid FILE``).
+
+    Examples
+    --------
+    >>> from symattn.cli.arguments import parse_command
+    >>> args, arch = parse_command(configure_sweep, ["--layers", "1..2", "--width", "1", "--tokens", "2",
+    ...                                             "--scheduler", "synchronous", "--quiet"])
+    >>> result = run_sweep(args, arch)
+    >>> [(row["layers"], row["lower"], row["status"]) for row in result.rows]
+    [(1, 2, 'ok'), (2, 3, 'ok')]
+    """
+    grid, analyses, options = {}, None, {}
+    if args.grid is not None:
+        spec = read_grid_file(args.grid)
+        grid, analyses = dict(spec["grid"]), spec["analyses"]
+        options = dict(spec["options"].pop("options", {}))
+        options.update(spec["options"])
+    for field, dest in args.grid_fields:
+        value = getattr(args, dest)
+        if value is not None:
+            grid = {key: v for key, v in grid.items() if key.replace("-", "_") != field}
+            grid[field] = value
+    for key, value in _options(args).items():
+        options[key] = {**options.get(key, {}), **value} if isinstance(value, dict) else value
+    if args.analysis is not None:
+        analyses = args.analysis
+    result = sweep(grid, analyses, options=options, out=args.out, scheduler=args.scheduler, workers=args.workers,
+                   task_timeout=args.task_timeout, memory_limit=args.max_memory, progress=not args.quiet)
+    if hasattr(args, "written"):  # the command line says which files a command wrote
+        args.written += list(result.files)
+    elif result.files and not args.quiet:
+        print("symattn: wrote " + ", ".join(map(str, result.files)), file=sys.stderr)
+    return result
+
+
+COMMANDS = (
+    Subcommand("sweep", "run analyses over a grid of architectures (ranges and lists of the network flags, or a "
+               "TOML file) on a Dask cluster; results kept and resumed under --out", run_sweep, configure_sweep),
+)

@@ -1,0 +1,418 @@
+"""Grids of architectures: values, ranges and lists per field, a TOML file, and the points they span.
+
+A grid gives each architecture field one value, a list or a range:
+
+==================  ==========================================  ==============================
+field               one value                                   several values
+==================  ==========================================  ==============================
+``layers``          ``3``                                       ``1..4``, ``1,2,4``
+``width``           ``2`` (every ``d_i``)                       ``2..6``, ``2,4``
+``widths``          ``2,3,2`` (``d_0, ..., d_l``)               ``2,3,2;3,3,3`` (``;`` between)
+``rank``            ``1`` (every ``a_i``)                       ``1..2``, ``1,2``
+``ranks``           ``1,2`` (``a_1, ..., a_l``)                 ``1,1;2,1``
+``tokens``          ``3``                                       ``3..5``
+``normalizer``      ``softmax``, ``'1 + x**2'``                 ``softmax,cosh``
+others              as :class:`~symattn.model.Architecture`     lists; booleans ``yes,no``
+                    takes them (``heads``, ``causal``, ...)
+==================  ==========================================  ==============================
+
+User text is data: integers are read with ``int``, normalizers by
+:func:`symattn.normalizers.as_normalizer` (the package's one safe parser),
+nothing else is evaluated.  The points are the Cartesian product of the
+fields in the order above.  A point that does not make an architecture (a
+score rank above the width it acts on, widths and layers that disagree, a
+normalizer that is not positive, ...) is *skipped with its reason*, not an
+error; text that cannot be read at all is a :class:`GridError`.
+
+Examples
+--------
+>>> grid = read_grid({"layers": "1..2", "width": "2,3", "rank": "1..3"})
+>>> points, skipped = grid_points(grid)
+>>> len(points), len(skipped)
+(10, 2)
+>>> points[0]
+{'layers': 1, 'width': 2, 'rank': 1}
+>>> skipped[0].reason
+'score rank a_1 = 3 is larger than the width d_0 = 2 it acts on (W_1 = K_1^T Q_1 has rank at most d_0); give rank <= width'
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ShapeError, SymattnError
+from ..model import Architecture
+from ..normalizers import as_normalizer
+
+__all__ = ["GridError", "Skip", "read_grid", "read_grid_file", "grid_points", "build_architecture",
+           "point_label", "GRID_FIELDS"]
+
+
+class GridError(SymattnError):
+    """Grid text that cannot be read: names the field, the text and what is accepted."""
+
+
+#: The fields a grid knows, in the order the points vary (the last fastest), and the kind of value.
+GRID_FIELDS = {
+    "layers": "int", "width": "int", "widths": "int list", "rank": "int", "ranks": "int list",
+    "tokens": "int", "normalizer": "normalizer", "assume_positive": "bool",
+}
+_ALIASES = {"score_ranks": "ranks", "score_rank": "rank", "normalizers": "normalizer"}
+_BOOL_WORDS = {"yes": True, "true": True, "1": True, "on": True, "no": False, "false": False, "0": False, "off": False}
+#: Architecture's own keyword arguments handled by the builder (the others pass through unchanged).
+_BUILT = {"widths", "score_ranks", "tokens", "normalizer"}
+
+
+def _extra_fields() -> dict[str, inspect.Parameter]:
+    """Keyword arguments of :class:`Architecture` beyond widths, ranks, tokens and normalizer (variants)."""
+    return {name: p for name, p in inspect.signature(Architecture).parameters.items()
+            if name not in _BUILT and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _kind(field: str) -> str:
+    if field in GRID_FIELDS:
+        return GRID_FIELDS[field]
+    parameter = _extra_fields()[field]
+    return "bool" if isinstance(parameter.default, bool) else "int or list"
+
+
+def _accepted_fields() -> str:
+    return ", ".join([*GRID_FIELDS, *_extra_fields()])
+
+
+def _field_name(name) -> str:
+    if not isinstance(name, str):
+        raise GridError(f"a grid field is a name such as 'layers', got {name!r}")
+    field = name.strip().lstrip("-").replace("-", "_").lower()
+    field = _ALIASES.get(field, field)
+    if field not in GRID_FIELDS and field not in _extra_fields():
+        raise GridError(f"unknown grid field {name!r}; accepted: {_accepted_fields()}")
+    return field
+
+
+def _split_top_level(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` outside parentheses (``exp(x) + atan2(x, 1)`` stays whole)."""
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        if char == separator and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return [part.strip() for part in parts]
+
+
+def _integer(field: str, text) -> int:
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise GridError(f"{field} takes integers, got {text!r}")
+    try:
+        return int(text)
+    except ValueError:
+        raise GridError(f"{field}: {text!r} is not an integer; write a value (3), a list (1,2,4) "
+                        f"or a range (1..4)") from None
+
+
+def _integers(field: str, text: str) -> list[int]:
+    """``3``, ``1,2,4`` or ``1..4`` (both ends included)."""
+    values = []
+    for part in _split_top_level(text, ","):
+        if ".." in part:
+            low, _, high = part.partition("..")
+            low, high = _integer(field, low.strip()), _integer(field, high.strip())
+            if low > high:
+                raise GridError(f"{field}: the range {part!r} is empty; write A..B with A <= B")
+            if high - low > 10_000:
+                raise GridError(f"{field}: the range {part!r} has more than 10000 values")
+            values += range(low, high + 1)
+        else:
+            values.append(_integer(field, part))
+    return values
+
+
+def _boolean(field: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word not in _BOOL_WORDS:
+        raise GridError(f"{field} takes yes or no (true or false), got {value!r}")
+    return _BOOL_WORDS[word]
+
+
+def _values(field: str, value) -> list:
+    """The list of values of one field from its text, number, boolean or list."""
+    kind = _kind(field)
+    if kind == "int list":  # each value is itself a list: '2,3,2;3,3,3', [2, 3, 2] or [[2, 3, 2], "3,3,3"]
+        if isinstance(value, str):
+            return [_int_list(field, part) for part in _split_top_level(value, ";")]
+        if isinstance(value, (list, tuple)) and value and all(_is_int(v) for v in value):
+            return [_int_list(field, value)]
+        if isinstance(value, (list, tuple)):
+            return [_int_list(field, item) for item in value]
+        raise GridError(f"{field} takes one integer per layer, such as 2,3,2, got {value!r}")
+    if isinstance(value, (list, tuple, range)):  # alternatives, each a value or text
+        return [single for item in value for single in _values(field, item)]
+    if kind == "bool":
+        if isinstance(value, str):
+            return [_boolean(field, part) for part in _split_top_level(value, ",")]
+        return [_boolean(field, value)]
+    if kind == "normalizer":
+        if not isinstance(value, str):
+            raise GridError(f"normalizer takes names or expressions in x, got {value!r}")
+        names = [part for part in _split_top_level(value, ",") if part]
+        if not names:
+            raise GridError("normalizer is empty; give a preset (softmax, cosh, ...) or an expression in x")
+        return names
+    if _is_int(value):
+        return [value]
+    if isinstance(value, str):
+        return _integers(field, value)
+    raise GridError(f"{field} takes integers, a list or a range A..B, got {value!r}")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_list(field: str, value) -> tuple[int, ...]:
+    if isinstance(value, (list, tuple)):
+        return tuple(_integer(field, v) for v in value)
+    parts = _split_top_level(str(value), ",")
+    if any(".." in part for part in parts):
+        raise GridError(f"{field} lists one value per layer ({value!r}); separate several lists with ';', "
+                        f"as in 2,3,2;3,3,3")
+    return tuple(_integer(field, part) for part in parts)
+
+
+def read_grid(fields: Mapping[str, Any]) -> dict[str, list]:
+    """The values of each field of a grid, read from text, numbers, booleans or lists.
+
+    Parameters
+    ----------
+    fields : mapping
+        Field name (``layers``, ``width``, ``widths``, ``rank``, ``ranks``,
+        ``tokens``, ``normalizer``, ``assume_positive``, or a variant that
+        :class:`~symattn.model.Architecture` takes) to a value, a list, or
+        text: ``3``, ``1,2,4``, ``1..4``; lists of widths or ranks are
+        separated by ``;``.  ``None`` leaves a field out.
+
+    Returns
+    -------
+    dict
+        Field to the list of its values, in the order of :data:`GRID_FIELDS`.
+
+    Raises
+    ------
+    GridError
+        For an unknown field or text that is not a value, a list or a range.
+
+    Examples
+    --------
+    >>> read_grid({"layers": "1..3", "normalizer": "softmax, 1 + x**2", "widths": "2,3,2;2,2,2"})
+    {'layers': [1, 2, 3], 'widths': [(2, 3, 2), (2, 2, 2)], 'normalizer': ['softmax', '1 + x**2']}
+    >>> read_grid({"layers": "1..x"})
+    Traceback (most recent call last):
+    ...
+    symattn.sweep.grid.GridError: layers: 'x' is not an integer; write a value (3), a list (1,2,4) or a range (1..4)
+    """
+    if not isinstance(fields, Mapping):
+        raise GridError(f"a grid is a mapping of fields to values, such as {{'layers': '1..3'}}, got {fields!r}")
+    read = {}
+    for name, value in fields.items():
+        if value is None:
+            continue
+        field = _field_name(name)
+        if field in read:
+            raise GridError(f"the grid gives {field} twice")
+        values = _values(field, value)
+        if not values:
+            raise GridError(f"{field} has no values")
+        read[field] = list(dict.fromkeys(values))  # each value once, in the order given
+    for one, many in (("width", "widths"), ("rank", "ranks")):
+        if one in read and many in read:
+            raise GridError(f"give {one} (the same for every layer) or {many} (one per layer), not both")
+    order = [*GRID_FIELDS, *_extra_fields()]
+    return {field: read[field] for field in order if field in read}
+
+
+def read_grid_file(path) -> dict:
+    """A sweep described in a TOML file: its grid, analyses and options.
+
+    The file has a ``[grid]`` table (fields as in :func:`read_grid`: TOML
+    integers, booleans, lists, or text such as ``"1..4"``) and optionally
+    ``analyses = [...]`` and tables of options per analysis (``[options]``
+    for all, ``[spectrum]``, ``[observe]`` with ``events``, ``[check]`` with
+    ``claims``).
+
+    Returns
+    -------
+    dict
+        ``{"grid": {...}, "analyses": [...] or None, "options": {...}}``.
+
+    Raises
+    ------
+    GridError
+        When the file cannot be read or is not TOML of this form.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "grid.toml"
+    >>> _ = path.write_text('''
+    ... analyses = ["dimension", "observe"]
+    ... [grid]
+    ... layers = "1..2"
+    ... width = [2, 3]
+    ... normalizer = ["softmax", "cosh"]
+    ... [observe]
+    ... events = [["scores:1"], ["values:1", "bias"]]
+    ... ''')
+    >>> spec = read_grid_file(path)
+    >>> spec["grid"]["width"], spec["analyses"], spec["options"]["observe"]["events"]
+    ([2, 3], ['dimension', 'observe'], [['scores:1'], ['values:1', 'bias']])
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise GridError(f"cannot read the grid file {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise GridError(f"the grid file {path} is not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise GridError(f"the grid file {path} is not valid TOML: {err}") from None
+    grid = data.pop("grid", None)
+    if not isinstance(grid, dict) or not grid:
+        raise GridError(f"the grid file {path} needs a [grid] table, such as [grid] layers = \"1..3\"")
+    analyses = data.pop("analyses", None)
+    if analyses is not None and not (isinstance(analyses, list) and all(isinstance(a, str) for a in analyses)):
+        raise GridError(f"the grid file {path}: analyses must be a list of names, such as [\"dimension\"]")
+    options = {}
+    for name, table in data.items():
+        if not isinstance(table, dict):
+            raise GridError(f"the grid file {path}: {name!r} must be a table ([{name}]) of options")
+        options[name] = table
+    read_grid(grid)  # every field read now, before any work
+    return {"grid": grid, "analyses": analyses, "options": options}
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A grid point (or one analysis of it) that is not computed, and why.
+
+    Examples
+    --------
+    >>> Skip({"layers": 1, "rank": 3}, None, "rank too large").to_json()
+    {'point': {'layers': 1, 'rank': 3}, 'analysis': None, 'reason': 'rank too large'}
+    """
+
+    point: dict
+    analysis: str | None
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"point": dict(self.point), "analysis": self.analysis, "reason": self.reason}
+
+
+def point_label(point: Mapping) -> str:
+    """A short text for a point, e.g. ``layers=2 width=3 normalizer=cosh``.
+
+    Examples
+    --------
+    >>> point_label({"layers": 2, "widths": (2, 3, 2), "normalizer": "cosh"})
+    'layers=2 widths=2,3,2 normalizer=cosh'
+    """
+    def text(value):
+        return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    return " ".join(f"{field}={text(value)}" for field, value in point.items())
+
+
+def build_architecture(point: Mapping) -> Architecture:
+    """The Architecture of one grid point (fields as in :func:`read_grid`, one value each).
+
+    Missing fields take the defaults of :meth:`Architecture.uniform` (3
+    layers, width 2, rank 1, 3 tokens, softmax).
+
+    Raises
+    ------
+    SymattnError
+        When the point is not an architecture (its message is the reason the point is skipped).
+
+    Examples
+    --------
+    >>> build_architecture({"layers": 2, "width": 3, "normalizer": "cosh"})
+    Architecture(widths=[3, 3, 3], score_ranks=[1, 1], tokens=3, normalizer=['cosh', 'cosh'])
+    >>> build_architecture({"layers": 3, "widths": (2, 3, 2)})
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ShapeError: layers = 3 disagrees with widths 2,3,2 (2 layers)
+    """
+    widths, ranks, layers = point.get("widths"), point.get("ranks"), point.get("layers")
+    counts = [(f"layers = {layers}", layers)] if layers is not None else []
+    if widths is not None:
+        counts.append((f"widths {','.join(map(str, widths))}", len(widths) - 1))
+    if ranks is not None:
+        counts.append((f"ranks {','.join(map(str, ranks))}", len(ranks)))
+    for (first, count), (other, other_count) in itertools.pairwise(counts):
+        if count != other_count:
+            raise ShapeError(f"{first} disagrees with {other} ({other_count} layer{'s' * (other_count != 1)})")
+    defaults = inspect.signature(Architecture.uniform).parameters
+    layers = counts[0][1] if counts else defaults["layers"].default
+    width = point.get("width", defaults["width"].default)
+    rank = point.get("rank", defaults["rank"].default)
+    widths = list(widths) if widths is not None else [width] * (layers + 1)
+    ranks = list(ranks) if ranks is not None else [rank] * layers
+    if layers < 1:
+        raise ShapeError(f"layers must be a positive integer, got {layers}")
+    normalizer = as_normalizer(point.get("normalizer", defaults["normalizer"].default),
+                               assume_positive=bool(point.get("assume_positive", False)))
+    extras = {field: value for field, value in point.items() if field in _extra_fields()}
+    arch = Architecture(widths, ranks, tokens=point.get("tokens", defaults["tokens"].default),
+                        normalizer=normalizer, **extras)
+    for i, (a, d) in enumerate(zip(arch.score_ranks, arch.widths), start=1):
+        if a > d:
+            raise ShapeError(f"score rank a_{i} = {a} is larger than the width d_{i - 1} = {d} it acts on "
+                             f"(W_{i} = K_{i}^T Q_{i} has rank at most d_{i - 1}); give rank <= width")
+    return arch
+
+
+def grid_points(grid: Mapping[str, list]) -> tuple[list[dict], list[Skip]]:
+    """The points of a grid that make an architecture, and the skipped ones with their reasons.
+
+    Parameters
+    ----------
+    grid : mapping
+        Field to its list of values, as :func:`read_grid` returns.
+
+    Returns
+    -------
+    points : list of dict
+        One value per field, in grid order.
+    skipped : list of Skip
+
+    Examples
+    --------
+    >>> points, skipped = grid_points({"layers": [1], "widths": [(2, 2), (2, 3, 2)]})
+    >>> points, [s.reason for s in skipped]
+    ([{'layers': 1, 'widths': (2, 2)}], ['layers = 1 disagrees with widths 2,3,2 (2 layers)'])
+    """
+    fields = list(grid)
+    points, skipped = [], []
+    for values in itertools.product(*(grid[field] for field in fields)):
+        point = dict(zip(fields, values))
+        try:
+            build_architecture(point)
+        except SymattnError as err:
+            skipped.append(Skip(point, None, " ".join(str(err).split())))
+            continue
+        points.append(point)
+    return points, skipped

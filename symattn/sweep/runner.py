@@ -1,0 +1,310 @@
+"""Run one task with a time limit and a memory limit that really hold: in a child process that can be killed.
+
+A :class:`TaskRunner` keeps one child Python process (``python -m
+symattn.sweep.runner``) that has imported the analyses once and then runs
+task after task, each sent as one line of JSON and answered with one line.
+The parent waits for the answer until the task's deadline; past it, it kills
+the child (``SIGKILL``: a computation deep in numpy or flint stops at once)
+and records the task as timed out; the next task starts a fresh child.  The
+child runs under an address-space limit (``RLIMIT_AS``: the memory it had
+after its imports plus the task's limit) and passes the same limit to the
+package's own estimates (:func:`symattn.limits.memory_limit_set`), so a
+computation estimated above it stops before it starts.  A child that dies
+(the limit, a signal, the system's out-of-memory killer) is recorded with
+its exit signal and started again.
+
+On a Dask worker, :func:`run_on_worker` keeps one runner per worker thread;
+:func:`run_in_process` runs a task in the calling process instead, without
+limits (the ``"synchronous"`` mode of :func:`symattn.sweep.sweep`).
+
+Examples
+--------
+>>> outcome = run_in_process({"key": "k", "point": {"layers": 1, "width": 1, "tokens": 2},
+...                           "analysis": "dimension", "options": {"seed": 0}})
+>>> outcome["status"], outcome["result"]["lower"]
+('ok', 2)
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+__all__ = ["TaskRunner", "run_in_process", "run_on_worker", "TIMEOUT", "MEMORY", "CRASHED", "ERROR", "OK"]
+
+OK, ERROR, TIMEOUT, MEMORY, CRASHED, LOST = "ok", "error", "timeout", "memory", "crashed", "lost"
+
+#: Seconds a new child may take to import the package before the runner gives up.
+START_TIMEOUT = 300
+
+#: One BLAS/OpenMP thread per task: a sweep already runs one task per core.
+_ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+def _peak_memory() -> int | None:
+    """This process's peak resident memory in bytes since the last :func:`_reset_peak_memory` (Linux)."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def _reset_peak_memory() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
+def _virtual_memory() -> int | None:
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def _one_line(err) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def run_in_process(task: dict, max_memory=None) -> dict:
+    """Run ``task`` in this process and describe how it went (no time limit here).
+
+    Returns
+    -------
+    dict
+        ``key``, ``status`` (``ok``, ``error`` or ``memory``), ``reason``
+        (None when ok), ``result`` (the analysis's JSON), ``seconds``,
+        ``peak_memory`` (bytes, this process's peak during the task) and ``worker``.
+    """
+    from ..errors import ResourceLimitError, SymattnError
+    from ..limits import format_size
+    from .analyses import run_analysis
+
+    _reset_peak_memory()
+    started = time.perf_counter()
+    status, reason, result = OK, None, None
+    try:
+        result = run_analysis(task["point"], task["analysis"], task["options"], max_memory=max_memory)
+    except ResourceLimitError as err:
+        status, reason = MEMORY, _one_line(err)
+    except MemoryError:
+        limit = f" (limit {format_size(max_memory)})" if max_memory else ""
+        status, reason = MEMORY, f"ran out of memory{limit}"
+    except SymattnError as err:
+        status, reason = ERROR, _one_line(err)
+    except Exception as err:  # an internal failure of the analysis: recorded, the sweep goes on
+        status, reason = ERROR, f"internal error: {type(err).__name__}: {_one_line(err)}"
+    return {"key": task["key"], "status": status, "reason": reason, "result": result,
+            "seconds": round(time.perf_counter() - started, 4), "peak_memory": _peak_memory(),
+            "worker": f"{socket.gethostname()}:{os.getpid()}"}
+
+
+class TaskRunner:
+    """A child process that runs tasks one at a time, killed and restarted past a task's time limit.
+
+    Parameters
+    ----------
+    memory_limit : int, optional
+        Bytes a task may use beyond the child's imports (None: the package's default limit).
+
+    Examples
+    --------
+    >>> runner = TaskRunner()
+    >>> task = {"key": "k", "point": {"layers": 1, "width": 1, "tokens": 2}, "analysis": "parameters", "options": {}}
+    >>> outcome = runner.run(task, timeout=60)
+    >>> outcome["status"], outcome["result"]["params"], runner.started
+    ('ok', 3, 1)
+    >>> runner.close()
+    """
+
+    def __init__(self, memory_limit: int | None = None):
+        self.memory_limit = memory_limit
+        self.process: subprocess.Popen | None = None
+        self.started = 0  # children started so far
+        self._buffer = b""
+        self._log = None
+
+    # -- the child ------------------------------------------------------------------------
+    def _start(self) -> None:
+        self._log = tempfile.TemporaryFile()
+        env = {**os.environ, **_ONE_THREAD}
+        command = [sys.executable, "-m", "symattn.sweep.runner", str(self.memory_limit or 0), str(os.getpid())]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                                        env=env, close_fds=True)
+        self.started += 1
+        self._buffer = b""
+        ready = self._read_line(time.monotonic() + START_TIMEOUT)
+        if ready != {"ready": True}:
+            reason = self._ended("could not start")
+            self._stop()
+            raise RuntimeError(reason)
+
+    def _stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            self.process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def close(self) -> None:
+        """Stop the child (a new one starts with the next task)."""
+        self._stop()
+
+    def _read_line(self, deadline: float | None):
+        """The next line of the child as JSON; None past the deadline; ``"eof"`` when the child ended."""
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                return None
+            readable, _, _ = select.select([fd], [], [], wait)
+            if not readable:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return "eof"
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def _ended(self, what: str) -> str:
+        code = self.process.wait()
+        if code < 0:
+            name = signal.Signals(-code).name
+            cause = " (the memory limit or the system's out-of-memory killer)" if -code == signal.SIGKILL else ""
+            text = f"{what}: the process running it ended with {name}{cause}"
+        else:
+            text = f"{what}: the process running it exited with status {code}"
+        self._log.seek(0)
+        tail = self._log.read().decode("utf-8", "replace").strip().splitlines()[-1:]
+        return text + (f"; last message: {tail[0][:300]}" if tail else "")
+
+    # -- one task -------------------------------------------------------------------------
+    def run(self, task: dict, timeout: float | None = None) -> dict:
+        """Run ``task`` in the child; past ``timeout`` seconds kill it and record a time-out.
+
+        Returns the same description as :func:`run_in_process`; ``status`` is
+        also ``timeout`` or ``crashed``.
+        """
+        if self.process is None or self.process.poll() is not None:
+            self._stop()
+            self._start()
+        started = time.perf_counter()
+        try:
+            self.process.stdin.write((json.dumps(task) + "\n").encode("utf-8"))
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the child died: read_line sees the end
+        deadline = None if not timeout else time.monotonic() + timeout
+        reply = self._read_line(deadline)
+        worker = f"{socket.gethostname()}:{self.process.pid}"
+        if isinstance(reply, dict):
+            if reply["status"] == MEMORY:  # a child that ran out of memory starts afresh
+                self._stop()
+            return reply
+        if reply is None:
+            self._stop()
+            status, reason = TIMEOUT, f"over the time limit of {timeout:g} s (stopped)"
+        else:
+            status, reason = CRASHED, self._ended("stopped")
+            self._stop()
+        return {"key": task["key"], "status": status, "reason": reason, "result": None,
+                "seconds": round(time.perf_counter() - started, 4), "peak_memory": None, "worker": worker}
+
+
+# -- on a Dask worker ------------------------------------------------------------------------
+_RUNNERS: dict[int, TaskRunner] = {}
+_RUNNERS_LOCK = threading.Lock()
+
+
+def _close_runners() -> None:
+    with _RUNNERS_LOCK:
+        for runner in _RUNNERS.values():
+            runner.close()
+        _RUNNERS.clear()
+
+
+atexit.register(_close_runners)
+
+
+def run_on_worker(task: dict, timeout: float | None, memory_limit: int | None) -> dict:
+    """Run ``task`` in this worker thread's :class:`TaskRunner` (the function a sweep gives Dask).
+
+    Never raises for a task's own failure: the outcome says what happened.
+    """
+    thread = threading.get_ident()
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.get(thread)
+        if runner is None or runner.memory_limit != memory_limit:
+            if runner is not None:
+                runner.close()
+            runner = _RUNNERS[thread] = TaskRunner(memory_limit)
+    try:
+        outcome = runner.run(task, timeout)
+    except RuntimeError as err:  # the child could not start on this worker
+        outcome = {"key": task["key"], "status": CRASHED, "reason": str(err), "result": None, "seconds": 0.0,
+                   "peak_memory": None, "worker": None}
+    try:
+        from distributed import get_worker
+
+        outcome["worker"] = get_worker().address
+    except (ImportError, ValueError):
+        pass
+    return outcome
+
+
+# -- the child -----------------------------------------------------------------------------
+def _watch_parent(parent: int) -> None:
+    """End this child when the process that started it is gone (a killed worker leaves no orphan)."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def _serve(memory_limit: int, parent: int) -> None:
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything an analysis prints goes to the log, not into the replies
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    from . import analyses  # noqa: F401  (imported once, before the first task's clock starts)
+
+    if memory_limit:
+        try:
+            import resource
+
+            ceiling = (_virtual_memory() or 0) + memory_limit
+            resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
+        except (ImportError, ValueError, OSError):
+            pass  # no address-space limit here: the package's own estimates still apply
+    replies.write(json.dumps({"ready": True}) + "\n")
+    replies.flush()
+    for line in sys.stdin:
+        task = json.loads(line)
+        outcome = run_in_process(task, max_memory=memory_limit or None)
+        replies.write(json.dumps(outcome, default=str) + "\n")
+        replies.flush()
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]), int(sys.argv[2]))
