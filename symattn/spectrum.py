@@ -49,6 +49,7 @@ from .jacobian import (  # noqa: F401
     jacobian_series,
     random_bank,
     random_point,
+    symmetry_orbit_bound,
     transcendental_constants,
     validate_bank,
 )
@@ -99,7 +100,9 @@ def _histogram_difference(larger: dict, smaller: dict) -> dict:
 class PredictedSpectrum:
     """The spectrum the theory predicts: exponents per block and the kernel.
 
-    ``exponents`` is ``None`` when the layers have different ``k`` (no formula is claimed).
+    ``exponents`` is ``None`` when the layers have different ``k`` (no formula is claimed);
+    for the variants (heads, causal mask, residual stream) nothing is
+    claimed: ``exponents``, ``blocks``, ``kernel`` and ``rank`` are ``None``.
 
     Examples
     --------
@@ -112,12 +115,15 @@ class PredictedSpectrum:
     >>> mixed = Architecture.uniform(layers=2, normalizer=["softmax", "cosh"])
     >>> predicted_spectrum(mixed).exponents is None      # k = 1 and k = 2: no formula
     True
+    >>> causal = predicted_spectrum(Architecture.uniform(layers=2, causal=True))
+    >>> causal.exponents, causal.kernel, causal.note
+    (None, None, 'no formula claimed for causal mask; the spectrum is computed')
     """
 
     exponents: dict | None
     blocks: dict | None
-    kernel: int
-    rank: int
+    kernel: int | None
+    rank: int | None
     note: str
 
     def to_json(self) -> dict:
@@ -140,6 +146,9 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
     {0: 4, 3: 3, 11: 3, 35: 3}
     """
     arch = require_architecture(arch)
+    if not arch.is_plain:
+        return PredictedSpectrum(None, None, None, None,
+                                 f"no formula claimed for {arch.describe_variant()}; the spectrum is computed")
     dims = effective_block_dimensions(arch)
     ks = {n.k for n in arch.normalizers}
     rank = effective_dimension(arch)
@@ -210,7 +219,7 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     gauge = gauge_tangent_series(arch, curve, point, p, truncation)
     gauge_rank = smith_valuations(gauge, p).resolved_rank if len(gauge) else 0
     columns = block_columns(arch)
-    order = [f"scores:{i}" for i in range(1, arch.layers + 1)] + ["values"]
+    order = list(columns)  # scores:1 .. scores:l (per head where a layer has several), then values
     runs, start = [], 0
     for inputs in banks:
         J = compress_rows(J_all[start:start + rows_per_input * len(inputs)], p, seed)
@@ -306,7 +315,7 @@ class Spectrum(FormattedResult):
         """Whether the spectrum and kernel are the predicted ones; None when no prediction is claimed,
         or when they agree below the truncation and the unresolved directions could be the predicted
         deeper exponents (undetermined at this truncation, not a disagreement)."""
-        if self.predicted.exponents is None:
+        if self.predicted.exponents is None or self.predicted.kernel is None:
             return None
         if self.unresolved == 0:
             return self.exponents == self.predicted.exponents and self.kernel == self.predicted.kernel
@@ -317,10 +326,15 @@ class Spectrum(FormattedResult):
         return False
 
     def _verdict_text(self) -> str:
+        if self.predicted.kernel is None:
+            return self.predicted.note.split(";")[0]
         if self.matches_prediction is None and self.predicted.exponents is not None:
             return (f"undetermined at this truncation (agrees below eps^{self.truncation}; "
                     f"{self.unresolved} directions unresolved; a larger order may resolve them)")
         return str(self.matches_prediction)
+
+    def _predicted_kernel(self) -> str:
+        return "-: no formula claimed" if self.predicted.kernel is None else str(self.predicted.kernel)
 
     def multiplicity(self, exponent: int) -> int:
         """Multiplicity of ``exponent`` in the computed spectrum (0 when absent)."""
@@ -397,7 +411,7 @@ class Spectrum(FormattedResult):
         if self.unresolved:
             lines.append(f"{'>= ' + str(self.truncation):>9} {self.unresolved:>9} {'':>10}")
         lines.append(f"rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel}"
-                     f" (predicted {self.predicted.kernel}), params {self.params}")
+                     f" (predicted {self._predicted_kernel()}), params {self.params}")
         lines.append(f"bank {self.bank} inputs, separating: {self.separating} ({self.separation_note})")
         if self.blocks_withheld:
             lines.append(f"no block table: {self.blocks_withheld}")
@@ -426,7 +440,7 @@ class Spectrum(FormattedResult):
             "",
             f"- curve: {self.curve}",
             f"- rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel} "
-            f"(predicted {self.predicted.kernel}), {self.params} parameters",
+            f"(predicted {self._predicted_kernel()}), {self.params} parameters",
             f"- matches the prediction: {self._verdict_text()}",
             f"- bank of {self.bank} inputs, separating: {self.separating} ({self.separation_note})",
             f"- truncation eps^{self.truncation}; primes {list(self.primes)}; confirmed: {self.confirmed}; "
@@ -572,13 +586,17 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         raise TruncationError(f"order {truncation} exceeds max_order {max_order}")
 
     d_out, t = arch.widths[-1], arch.tokens
-    eff = effective_dimension(arch)
+    # the rank a separating bank reaches: the effective dimension, or for the variants (no effective
+    # parameters derived) #params minus the symmetry orbit's dimension
+    eff = effective_dimension(arch) if arch.is_plain else symmetry_orbit_bound(arch)
+    target = "the effective dimension" if arch.is_plain else "#params - the symmetry orbit's dimension"
     user_bank = None
     if isinstance(bank, str):
         if bank != "auto":
             raise BankError(f"bank must be 'auto', a positive integer or a list of inputs, got {bank!r}")
         # starting guess: each input adds about one direction of the score blocks
-        score_dims = eff - effective_block_dimensions(arch)["values"]
+        score_dims = eff - (effective_block_dimensions(arch)["values"] if arch.is_plain
+                            else arch.widths[-1] * arch.widths[0])
         bank_size, auto_bank = max(1, math.ceil(eff / (d_out * t)) + 1, score_dims), True
     elif isinstance(bank, (bool, float)):
         raise BankError(f"bank must be 'auto', a positive integer or a list of inputs, got {bank!r}")
@@ -637,11 +655,11 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
             note = (f"a larger independent bank ({larger_size} inputs) gives {check.exponents}, "
                     f"rank {check.resolved_rank}: this bank is too small")
         elif main.resolved_rank != eff:
-            note = (f"rank {main.resolved_rank} stays below the effective dimension {eff}"
+            note = (f"rank {main.resolved_rank} stays below {target} {eff}"
                     + (" (unresolved directions remain)" if main.unresolved else ""))
         else:
             note = (f"an independent bank of {larger_size} inputs gives the same spectrum and the rank "
-                    f"reaches the effective dimension {eff}")
+                    f"reaches {target} {eff}")
         confirmation = None
         if confirm and len(primes) > 1:
             confirmation = spectrum_at(arch, curve, bank_for(primes[1], bank_size, seed + 2_000_003), primes[1],
