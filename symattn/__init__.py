@@ -35,7 +35,7 @@ from .normalizers import Normalizer  # noqa: E402
 __version__ = "0.1.0"
 
 #: The analyses, imported on first use: public name -> (module, attribute or None for the module).
-#: ``expand``, ``identify`` and ``observe`` are modules that call their function when called.
+#: ``expand``, ``identify``, ``observe`` and ``sweep`` are modules that call their function when called.
 _LAZY = {
     "expand": ("symattn.expand", None),
     "leading_coefficient": ("symattn.expand", "leading_coefficient"),
@@ -46,6 +46,7 @@ _LAZY = {
     "function_space_dimension": ("symattn.identify", "function_space_dimension"),
     "observe": ("symattn.observe", None),
     "full_report": ("symattn.report", "full_report"),
+    "sweep": ("symattn.sweep", None),
 }
 
 
@@ -77,6 +78,7 @@ __all__ = [
     "function_space_dimension",
     "observe",
     "full_report",
+    "sweep",
     "SymattnError",
     "NormalizerError",
     "ParseError",

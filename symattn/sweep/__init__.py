@@ -15,8 +15,8 @@ pandas DataFrame, Markdown and LaTeX tables and plots.
 
 Examples
 --------
->>> from symattn.sweep import sweep
->>> result = sweep({"layers": "1..2", "width": "2,3", "rank": "1..3"}, ["dimension"],
+>>> import symattn
+>>> result = symattn.sweep({"layers": "1..2", "width": "2,3", "rank": "1..3"}, ["dimension"],
 ...                scheduler="synchronous", progress=False)
 >>> result.tasks, result.computed, result.skipped
 (10, 10, 2)
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from ..errors import SymattnError
+from .._modules import make_callable
 from ..limits import memory_limit, parse_size, progress_bar
 from .analyses import ANALYSES, analysis_options, read_analyses, run_analysis, task_options
 from .grid import GridError, Skip, build_architecture, grid_points, point_label, read_grid, read_grid_file
@@ -238,3 +238,6 @@ def sweep(grid, analyses=None, *, options: Mapping | None = None, out=None, sche
         result = dataclasses.replace(result, files=result.files + tuple(map(str, write_plots(result, out))))
     return result
 
+
+# `from symattn import sweep` gives this module (it shares the function's name): calling it calls sweep()
+make_callable(__name__, "sweep")

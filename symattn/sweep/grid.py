@@ -159,8 +159,14 @@ def _values(field: str, value) -> list:
         if isinstance(value, (list, tuple)):
             return [_int_list(field, item) for item in value]
         raise GridError(f"{field} takes one integer per layer, such as 2,3,2, got {value!r}")
-    if isinstance(value, (list, tuple, range)):  # alternatives, each a value or text
-        return [single for item in value for single in _values(field, item)]
+    if isinstance(value, (list, tuple, range)):  # alternatives: values, texts, or (TOML) one list per layer
+        values = []
+        for item in value:
+            if isinstance(item, (list, tuple)):
+                values.append(tuple(_integer(field, v) for v in item))
+            else:
+                values += _values(field, item)
+        return values
     if kind == "bool":
         if isinstance(value, str):
             return [_boolean(field, part) for part in _split_top_level(value, ",")]
