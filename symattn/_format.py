@@ -206,13 +206,14 @@ def latex_tabularx(rows: Iterable[Sequence], columns: str, header: Sequence | No
     """A ``tabularx`` as wide as the text; ``X``/``L`` columns wrap (cells are LaTeX already).
 
     Use it when a column holds sentences (reasons, conditions, methods), so
-    that the table never runs past the right margin.  ``L`` is a ragged-right
+    that the table never runs past the right margin (``\\noindent``: a
+    paragraph indent would push it past by the indent).  ``L`` is a ragged-right
     ``X`` column (defined in :data:`LATEX_PREAMBLE`).
 
     Examples
     --------
     >>> print(latex_tabularx([("scores:1", "lost for every normalizer")], "lL", header=("block", "why")))
-    \\begin{tabularx}{\\linewidth}{lL}
+    \\noindent\\begin{tabularx}{\\linewidth}{lL}
     \\hline
     block & why \\\\
     \\hline
@@ -221,7 +222,7 @@ def latex_tabularx(rows: Iterable[Sequence], columns: str, header: Sequence | No
     \\end{tabularx}
     """
     return latex_tabular(rows, columns, header, footer).replace(
-        "\\begin{tabular}{", "\\begin{tabularx}{\\linewidth}{", 1).replace("\\end{tabular}", "\\end{tabularx}")
+        "\\begin{tabular}{", "\\noindent\\begin{tabularx}{\\linewidth}{", 1).replace("\\end{tabular}", "\\end{tabularx}")
 
 
 def latex_longtable(rows: Iterable[Sequence], columns: str, header: Sequence, caption: str = "") -> str:

@@ -10,7 +10,7 @@ from symattn.effective import closed_form_result
 from symattn.identify import identify
 from symattn.model import Architecture
 from symattn.numeric import sensitivity
-from symattn.observe import exceptional_fibers
+from symattn.observe import exceptional_fibers, observe
 from symattn.report import architecture_report, latex_document
 from symattn.spectrum import decay_spectrum
 
@@ -26,6 +26,7 @@ def _results():
         "sensitivity": sensitivity(ARCH, spectrum=spectrum),
         "identification": identify(ARCH),
         "exceptional fibers": exceptional_fibers(ARCH, max_events=1),
+        "observe": observe(ARCH, ["scores:1", "bias"], confirm=False),
     }
 
 
@@ -81,9 +82,21 @@ def test_latex_compiles_with_pdflatex(name, tmp_path):
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", source.name],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:]
+    # no table or formula runs into the margin (an overfull box of more than 1pt)
+    log = (tmp_path / "result.log").read_text(errors="replace")
+    widths = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
+    assert [w for w in widths if w > 1.0] == []
 
 
 def test_latex_document_wraps_a_fragment():
     document = latex_document(r"\[ x^2 \]")
     assert "\\usepackage{amsmath}" in document
+    for package in ("[a4paper,margin=2.2cm]{geometry}", "{tabularx}", "{longtable}", "{graphicx}", "{array}"):
+        assert "\\usepackage" + package in document
     assert_well_formed(document)
+
+
+def test_every_result_states_its_method_in_latex():
+    for name, result in RESULTS.items():
+        if name != "closed form":
+            assert "\\textit{Method:}" in result.to_latex(), name

@@ -388,7 +388,7 @@ def test_result_formats():
     assert data["partial"] == ["scores:2"] and data["reasons"]["scores:2"][0]["path"][0] == "values:1"
     assert result.to_markdown().startswith("| block | verdict |")
     assert "fiber dimension jump 2" in str(result)
-    assert result.to_latex().startswith("\\begin{tabularx}{\\linewidth}{llrrLL}")
+    assert result.to_latex().startswith("\\noindent\\begin{tabularx}{\\linewidth}{llrrLL}")
     assert result.to_latex(True).startswith("\\documentclass") and result.to_latex(True).rstrip().endswith(
         "\\end{document}")
     assert result._repr_latex_().startswith("$$\\begin{array}") and "multicolumn" not in result._repr_latex_()

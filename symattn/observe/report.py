@@ -182,10 +182,11 @@ class ObserveResult(FormattedResult):
 
     def _latex_body(self) -> str:
         """The verdicts, ranks and reasons as a ``tabularx`` as wide as the text, with the notes and the method."""
-        rows = [(texttt(block), status, rank, generic, latex_escape(text), latex_escape(path))
+        rows = [(texttt(block), status, rank, generic, latex_escape(text),
+                 r" $\to$ ".join(latex_escape(node) for node in path.split(" -> ")))
                 for block, status, rank, generic, text, path in self._rows()]
-        table = latex_tabularx(rows, "llrrLL", header=("block", "verdict", "rank on the set", "generic rank",
-                                                      "reason", "path"))
+        table = latex_tabularx(rows, "llrrLL", header=("block", "verdict", "rank", "generic", "reason", "path"))
+        table += "\n\\par\\noindent{\\small rank: on the set; generic: at a generic point.}"
         events = "; ".join(f"{texttt(e.name)} (${e.latex()}$)" for e in self.events) or "none"
         notes = [rf"events: {events}"]
         notes += [latex_escape(f"directions leaving the set at {block}: rank {n}") for block, n in self.rank.normal.items()]

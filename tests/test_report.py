@@ -1,0 +1,149 @@
+"""One name per block, event and parameter everywhere; commands that say what they print and write."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from symattn import naming
+from symattn.cli import SUBCOMMANDS, build_parser, main
+from symattn.identify import identify
+from symattn.model import Architecture
+from symattn.observe import all_events, dependency_graph, observe, propagate, score_collapse
+from symattn.observe.export import draw, draw_panels
+from symattn.report import architecture_report
+
+ARCH = Architecture.uniform(layers=2, width=2, rank=1, tokens=3)
+NETWORK = ["--layers", "2", "--width", "2", "--rank", "1", "--tokens", "3"]
+
+
+# -- the naming table ------------------------------------------------------------------------------
+def test_naming_table_of_two_layers():
+    table = naming.notation(2)
+    assert [(n.key, n.latex, n.text) for n in table["blocks"]] == [
+        ("scores:1", r"\widehat W_{1}", "What_1"), ("scores:2", r"\widehat W_{2}", "What_2"), ("values", "P", "P")]
+    assert [(n.key, n.latex) for n in table["events"]] == [
+        ("scores:1", r"\widehat W_{1} = 0"), ("scores:2", r"\widehat W_{2} = 0"), ("values:1", "V_{1} = 0"),
+        ("values:2", "V_{2} = 0"), ("identical-tokens", r"X = x\,\mathbf{1}^\top"),
+        ("bias", r"X_{d_0\,\cdot} = c\,\mathbf{1}^\top")]
+    assert [n.key for n in table["parameters"]] == ["Q_1", "K_1", "V_1", "Q_2", "K_2", "V_2"]
+    assert naming.block("scores:2") == naming.block(2) and naming.block("values") == naming.block(None)
+    assert naming.event("value_rank", 2, 1).key == "value-rank:2:1"
+    with pytest.raises(ValueError):
+        naming.event("keys")
+    with pytest.raises(ValueError):
+        naming.parameter("W", 1)
+
+
+def test_events_take_their_names_from_the_table():
+    for event in all_events(ARCH):
+        name = naming.event(event.kind, event.layer, event.rank)
+        assert (event.name, event.latex(), event.describe()) == (name.key, name.latex, name.meaning)
+    assert score_collapse(1).describe() == "score collapse at layer 1 (What_1 = 0, realized by Q_1 = 0)"
+
+
+def test_one_name_per_block_in_text_latex_graph_and_json():
+    blocks = ["scores:1", "scores:2", "values"]
+    report = architecture_report(ARCH)
+    data = report.to_json()
+    assert [n["key"] for n in data["notation"]["blocks"]] == blocks
+    assert list(data["effective_blocks"]) == ["values", "scores:1", "scores:2"]
+    identification = identify(ARCH)
+    assert [row[0] for row in identification._order_rows()] == blocks
+    assert r"\texttt{scores:1} & 2 & 2 & yes" in identification.to_latex()
+    result = observe(ARCH, ["scores:1"], confirm=False)
+    assert list(result.to_json()["predicted_ranks"]) == blocks
+    latex = result.to_latex()
+    assert r"\texttt{scores:2} & unobservable & 0 & 3" in latex
+    assert r"\texttt{scores:1} ($\widehat W_{1} = 0$)" in latex  # the event: its name, then its formula
+    # the graph's boxes: the node's name first, then its symbol
+    figure = draw(result)
+    first_lines = sorted(t.get_text().splitlines()[0] for t in figure.axes[0].texts if t.get_text())
+    assert first_lines == sorted(dependency_graph(ARCH).nodes)
+    boxes = {t.get_text().splitlines()[0]: t.get_text() for t in figure.axes[0].texts if t.get_text()}
+    assert boxes["scores:1"] == "scores:1\n$A_{1}$ ($Q_{1}$, $K_{1}$)\ncollapsed"
+    assert boxes["values:1"] == "values:1\n$V_{1} X_{0}$ ($V_{1}$)"
+    assert boxes["input"] == "input\n$X_{0}$"
+
+
+def test_report_markdown_has_the_notation_section():
+    markdown = architecture_report(ARCH).to_markdown()
+    assert "## Notation" in markdown
+    assert "| values:1 | event | `V_1 = 0` | value collapse at layer 1 (V_1 = 0) |" in markdown
+    assert "| K_2 | parameter | `K_2` | key matrix of layer 2 |" in markdown
+
+
+# -- figures ---------------------------------------------------------------------------------------
+def test_graph_panels_have_a_legend_of_the_verdicts():
+    graph = dependency_graph(Architecture.uniform(layers=3))
+    figure = draw_panels([propagate(graph, [score_collapse(i)]) for i in (1, 2, 3)])
+    assert [ax.get_title() for ax in figure.axes] == [
+        r"after scores:1 ($\widehat W_{1} = 0$)", r"after scores:2 ($\widehat W_{2} = 0$)",
+        r"after scores:3 ($\widehat W_{3} = 0$)"]
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == [
+        "unobservable block", "observable block", "collapsed block (fixed by the event)",
+        "state forced by the event", "other node"]
+    # the same colours as observe --export: scores:2 is unobservable (orange-red) after scores:1
+    boxes = {t.get_text().splitlines()[0]: t for t in figure.axes[0].texts if t.get_text()}
+    assert boxes["scores:2"].get_bbox_patch().get_facecolor()[:3] == pytest.approx((0xe6 / 255, 0x55 / 255, 0x0d / 255))
+    assert boxes["values:2"].get_bbox_patch().get_facecolor()[:3] == pytest.approx((0x74 / 255, 0xc4 / 255, 0x76 / 255))
+
+
+# -- commands ----------------------------------------------------------------------------------------
+def test_help_describes_every_command(capsys):
+    assert main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for command in SUBCOMMANDS.values():
+        assert f"{command.name} {' '.join(command.help.split())}" in out
+    assert SUBCOMMANDS["report"].help.startswith("the whole report: architecture, notation, closed form")
+    assert "add --standalone for a whole document" in out
+    help_of = {action.dest: action.help for action in build_parser()._subparsers._group_actions[0]
+               .choices["report"]._actions}
+    assert help_of["standalone"].startswith("with --latex: print a whole document")
+
+
+def test_sensitivity_prints_markdown_and_says_what_it_plotted(capsys, tmp_path):
+    target = tmp_path / "sigma.png"
+    assert main(["sensitivity", "--layers", "1", "--width", "1", "--tokens", "2", "--plot", str(target)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("| j | exact e_j | mpmath slope | float64 slope |\n|---:|---:|---:|---:|\n| 1 | 0 |")
+    assert "- method: forward-mode jets" in out
+    written = [target, tmp_path / "sigma.pdf", tmp_path / "sigma.svg"]
+    assert err.splitlines()[-1] == "symattn: wrote " + ", ".join(map(str, written))
+    assert all(path.stat().st_size > 1000 for path in written)
+    assert main(["sensitivity", "--layers", "1", "--width", "1", "--tokens", "2", "--plot", "x.jpg", "--quiet"]) == 2
+    assert capsys.readouterr().err == "symattn: error: --plot x.jpg: give a file ending in .png, .pdf or .svg\n"
+
+
+def test_export_says_what_it_wrote(capsys, tmp_path):
+    assert main(["observe", *NETWORK, "--collapse", "scores:1", "--export", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    names = ["observe.dot", "observe.graphml", "observe.png", "observe.pdf", "observe.svg", "observe.tikz"]
+    assert err.splitlines()[-1] == "symattn: wrote " + ", ".join(str(tmp_path / n) for n in names)
+    assert main(["observe", *NETWORK, "--collapse", "scores:1", "--export", str(tmp_path), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_identify_headings_start_at_level_two(capsys):
+    assert main(["identify", "--layers", "1", "--width", "1", "--tokens", "2", "--quiet"]) == 0
+    headings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("#")]
+    assert headings == ["## Dimension of the function space", "## Generic fiber",
+                        "## Identification orders along simultaneous query/key collapse Q_i = eps Qt_i, "
+                        "K_i = eps Kt_i (layers 1..1)"]
+    assert main(["identify", "--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--latex"]) == 0
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("\\subsection")] == [
+        "\\subsection*{Dimension of the function space}", "\\subsection*{Generic fiber}",
+        "\\subsection*{Identification orders along simultaneous query/key collapse Q\\_i = eps Qt\\_i, "
+        "K\\_i = eps Kt\\_i (layers 1..1)}"]
+    assert "dimension of the function space & value \\\\" in out  # the dimension table has its header
+
+
+def test_report_json_has_the_notation(capsys):
+    assert main(["report", "--json", "--quiet", "--layers", "1", "--width", "1", "--tokens", "2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["notation"]["blocks"] == [
+        {"key": "scores:1", "latex": r"\widehat W_{1}", "text": "What_1",
+         "meaning": "effective scores What_1 = P_0^T K_1^T Q_1 P_0 of layer 1 (from Q_1, K_1)"},
+        {"key": "values", "latex": "P", "text": "P", "meaning": "combined value map P = V_l ... V_1 (every V_i)"}]
