@@ -21,8 +21,9 @@ User text is data: integers are read with ``int``, normalizers by
 nothing else is evaluated.  The points are the Cartesian product of the
 fields in the order above.  A point that does not make an architecture (a
 score rank above the width it acts on, widths and layers that disagree, a
-normalizer that is not positive, ...) is *skipped with its reason*, not an
-error; text that cannot be read at all is a :class:`GridError`.
+residual stream between different widths, ...) is *skipped with its reason*,
+not an error; text that cannot be read at all (a word for a number, a
+normalizer that does not parse or is not positive) is a :class:`GridError`.
 
 Examples
 --------
@@ -229,6 +230,10 @@ def read_grid(fields: Mapping[str, Any]) -> dict[str, list]:
     Traceback (most recent call last):
     ...
     symattn.sweep.grid.GridError: layers: 'x' is not an integer; write a value (3), a list (1,2,4) or a range (1..4)
+    >>> read_grid({"normalizer": "softmax, __import__('os')"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symattn.sweep.grid.GridError: normalizer "__import__('os')": ...
     """
     if not isinstance(fields, Mapping):
         raise GridError(f"a grid is a mapping of fields to values, such as {{'layers': '1..3'}}, got {fields!r}")
@@ -246,6 +251,11 @@ def read_grid(fields: Mapping[str, Any]) -> dict[str, list]:
     for one, many in (("width", "widths"), ("rank", "ranks")):
         if one in read and many in read:
             raise GridError(f"give {one} (the same for every layer) or {many} (one per layer), not both")
+    for name in read.get("normalizer", []):  # read once here: text that is no normalizer is an error, not a skip
+        try:
+            as_normalizer(name, assume_positive=any(read.get("assume_positive", [False])))
+        except SymattnError as err:
+            raise GridError(f"normalizer {name!r}: {' '.join(str(err).split())}") from None
     order = [*GRID_FIELDS, *_extra_fields()]
     return {field: read[field] for field in order if field in read}
 
