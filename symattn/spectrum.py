@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._format import FormattedResult
+from ._format import FormattedResult, latex_escape, latex_method, latex_tabular, markdown_method
+from .naming import texttt
 from .adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, grown_bank, schwartz_zippel_bound
 from .algebra.linalg import series_matmul
 from .algebra.valuations import smith_valuations
@@ -326,11 +327,14 @@ class Spectrum(FormattedResult):
         return False
 
     def _verdict_text(self) -> str:
+        """``True``/``False``, ``no formula claimed``, or with unresolved directions that could be the
+        predicted deeper ones ``undecided: N unresolved at truncation M (raise --order)``."""
         if self.predicted.kernel is None:
             return self.predicted.note.split(";")[0]
-        if self.matches_prediction is None and self.predicted.exponents is not None:
-            return (f"undetermined at this truncation (agrees below eps^{self.truncation}; "
-                    f"{self.unresolved} directions unresolved; a larger order may resolve them)")
+        if self.predicted.exponents is None:
+            return "no formula claimed"
+        if self.matches_prediction is None:
+            return f"undecided: {self.unresolved} unresolved at truncation {self.truncation} (raise --order)"
         return str(self.matches_prediction)
 
     def _predicted_kernel(self) -> str:
@@ -350,19 +354,33 @@ class Spectrum(FormattedResult):
         >>> from symattn.model import Architecture
         >>> s = decay_spectrum(Architecture.uniform(layers=2), progress=False)
         >>> s.block_comparison()[1]
-        {'block': 'scores:2', 'computed': {'5': 3}, 'predicted': {'5': 3}, 'agrees': True}
+        {'block': 'scores:2', 'computed': {5: 3}, 'predicted': {5: 3}, 'agrees': True}
         >>> small = decay_spectrum(Architecture.uniform(layers=2), bank=1, progress=False)
         >>> small.separating, small.block_comparison()
         (False, [])
         >>> small.blocks_withheld.startswith("the bank of 1 inputs is not shown to be separating")
         True
         """
+        def as_ints(histogram):
+            return None if histogram is None else {int(e): m for e, m in histogram.items()}
+
         rows = []
         for block, computed in self.blocks.items():
-            predicted = None if self.predicted.blocks is None else self.predicted.blocks.get(block)
+            predicted = None if self.predicted.blocks is None else as_ints(self.predicted.blocks.get(block))
+            computed = as_ints(computed)
             rows.append({"block": block, "computed": computed, "predicted": predicted,
                          "agrees": None if predicted is None else predicted == computed})
         return rows
+
+    def _block_json(self) -> list | None:
+        if self.blocks_withheld:
+            return None
+
+        def as_strings(histogram):
+            return None if histogram is None else {str(e): m for e, m in histogram.items()}
+
+        return [{**row, "computed": as_strings(row["computed"]), "predicted": as_strings(row["predicted"])}
+                for row in self.block_comparison()]
 
     def to_json(self) -> dict:
         """A JSON-ready dict with the keys of ``symattn spectrum --json``."""
@@ -390,7 +408,7 @@ class Spectrum(FormattedResult):
             "predicted": self.predicted.to_json()["spectrum"],
             "predicted_kernel": self.predicted.kernel,
             "matches_prediction": self.matches_prediction,
-            "block_comparison": None if self.blocks_withheld else self.block_comparison(),
+            "block_comparison": self._block_json(),
             "method": self.method,
         }
 
@@ -419,55 +437,80 @@ class Spectrum(FormattedResult):
                      f"error probability <= {self.error_bound:.1e}")
         return "\n".join(lines)
 
+    def _notes(self) -> list[str]:
+        """The plain-text notes under the tables: curve, rank, verdict, bank, truncation, method."""
+        return [
+            f"curve: {self.curve}",
+            f"rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel} "
+            f"(predicted {self._predicted_kernel()}), {self.params} parameters",
+            f"matches the prediction: {self._verdict_text()}",
+            f"bank of {self.bank} inputs, separating: {self.separating} ({self.separation_note})",
+            f"truncation eps^{self.truncation}; primes {list(self.primes)}; confirmed: {self.confirmed}; "
+            f"error probability <= {self.error_bound:.1e}",
+        ]
+
+    def _block_cells(self, show):
+        for row in self.block_comparison():
+            agrees = {None: "-", True: "yes", False: "no"}[row["agrees"]]
+            yield row["block"], show(row["computed"]), show(row["predicted"]), agrees
+
     def to_markdown(self) -> str:
-        """A Markdown table of computed against predicted exponents, with how it was obtained."""
+        """A Markdown table of computed against predicted exponents, the block table, and how it was obtained.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> s = decay_spectrum(Architecture.uniform(layers=2), order=3, progress=False)
+        >>> [line for line in s.to_markdown().splitlines() if "prediction" in line]
+        ['- matches the prediction: undecided: 3 unresolved at truncation 3 (raise --order)']
+        """
         lines = ["| exponent | computed | predicted |", "|---:|---:|---:|"]
         for e, m, q in self._rows():
             lines.append(f"| {e} | {m} | {'-' if q is None else q} |")
         if self.unresolved:
             lines.append(f"| >= {self.truncation} (unresolved) | {self.unresolved} | |")
+
+        def show(histogram):
+            if histogram is None:
+                return "no formula"
+            return ", ".join(f"{m} x eps^{e}" for e, m in histogram.items()) or "none"
+
         if self.blocks_withheld:
             lines += ["", f"No block table: {self.blocks_withheld}."]
         else:
-            lines += ["", "| block | computed | predicted |", "|---|---|---|"]
-        for row in self.block_comparison():
-            def show(histogram):
-                if histogram is None:
-                    return "no formula"
-                return ", ".join(f"{m} x eps^{e}" for e, m in histogram.items()) or "none"
-            lines.append(f"| {row['block']} | {show(row['computed'])} | {show(row['predicted'])} |")
-        lines += [
-            "",
-            f"- curve: {self.curve}",
-            f"- rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel} "
-            f"(predicted {self._predicted_kernel()}), {self.params} parameters",
-            f"- matches the prediction: {self._verdict_text()}",
-            f"- bank of {self.bank} inputs, separating: {self.separating} ({self.separation_note})",
-            f"- truncation eps^{self.truncation}; primes {list(self.primes)}; confirmed: {self.confirmed}; "
-            f"error probability <= {self.error_bound:.1e}",
-            f"- method: {self.method}",
-        ]
+            lines += ["", "| block | computed | predicted | agrees |", "|---|---|---|---|"]
+            lines += [f"| {b} | {c} | {p} | {a} |" for b, c, p, a in self._block_cells(show)]
+        lines += [""] + [f"- {note}" for note in self._notes()] + [markdown_method(self.method)]
         return "\n".join(lines)
 
     def _latex_body(self) -> str:
-        """A LaTeX table of computed against predicted exponents."""
+        """LaTeX tables of computed against predicted exponents and per block, with the notes and the method."""
         rows = []
         for e, m, q in self._rows():
-            rows.append(f"{e} & {m} & {'--' if q is None else q} \\\\")
+            rows.append((e, m, "--" if q is None else q))
         if self.unresolved:
-            rows.append(rf"$\geq {self.truncation}$ & {self.unresolved} & \\")
-        body = "\n".join([
-            r"\begin{tabular}{rrr}",
-            r"\hline",
-            r"exponent $e$ & computed & predicted \\",
-            r"\hline",
-            *rows,
-            r"\hline",
-            rf"\multicolumn{{3}}{{l}}{{rank {self.rank}, kernel {self.kernel}, {self.params} parameters}} \\",
-            *([rf"\multicolumn{{3}}{{l}}{{{self._latex_caveat()}}} \\"] if self.blocks_withheld else []),
-            r"\end{tabular}",
-        ])
-        return body
+            rows.append((rf"$\geq {self.truncation}$", self.unresolved, ""))
+        parts = [latex_tabular(rows, "rrr", header=(r"exponent $e$", "computed", "predicted"),
+                               footer=[rf"\multicolumn{{3}}{{l}}{{rank {self.rank}, kernel {self.kernel}, "
+                                       rf"{self.params} parameters}} \\",
+                                       *([rf"\multicolumn{{3}}{{l}}{{{self._latex_caveat()}}} \\"]
+                                         if self.blocks_withheld else [])])]
+
+        def show(histogram):
+            if histogram is None:
+                return "no formula"
+            return ", ".join(rf"${m} \times \varepsilon^{{{e}}}$" for e, m in histogram.items()) or "none"
+
+        if self.blocks_withheld:
+            parts.append(r"\par\smallskip\noindent " + latex_escape(f"No block table: {self.blocks_withheld}."))
+        else:
+            parts += [r"\qquad", latex_tabular(
+                [(texttt(b), c, p, a) for b, c, p, a in self._block_cells(show)], "llll",
+                header=("block", "computed", "predicted", "agrees"))]
+        notes = "\n".join(rf"\item {latex_escape(note)}" for note in self._notes())
+        parts += ["\n\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small\n" + notes + "\n\\end{itemize}",
+                  latex_method(self.method)]
+        return "\n".join(parts)
 
     def _latex_math(self) -> str:
         # MathJax renders math only: an array, not a tabular

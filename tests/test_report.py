@@ -147,3 +147,27 @@ def test_report_json_has_the_notation(capsys):
         {"key": "scores:1", "latex": r"\widehat W_{1}", "text": "What_1",
          "meaning": "effective scores What_1 = P_0^T K_1^T Q_1 P_0 of layer 1 (from Q_1, K_1)"},
         {"key": "values", "latex": "P", "text": "P", "meaning": "combined value map P = V_l ... V_1 (every V_i)"}]
+
+
+def test_spectrum_with_unresolved_directions_is_undecided(capsys):
+    assert main(["spectrum", *NETWORK, "--order", "3", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "- matches the prediction: undecided: 3 unresolved at truncation 3 (raise --order)" in out
+    assert "| 5 | ? | 3 |" in out and "| >= 3 (unresolved) | 3 | |" in out
+    assert "False" not in out.split("matches the prediction:")[1].splitlines()[0]
+
+
+def test_block_comparison_keys_are_ints_like_the_exponents():
+    from symattn.spectrum import decay_spectrum
+
+    s = decay_spectrum(ARCH, progress=False)
+    assert s.exponents == {0: 4, 1: 3, 5: 3}
+    assert s.block_comparison() == [
+        {"block": "scores:1", "computed": {1: 3}, "predicted": {1: 3}, "agrees": True},
+        {"block": "scores:2", "computed": {5: 3}, "predicted": {5: 3}, "agrees": True},
+        {"block": "values", "computed": {0: 4}, "predicted": {0: 4}, "agrees": True}]
+    # JSON keys are strings, as in "spectrum"
+    assert s.to_json()["block_comparison"][1] == {"block": "scores:2", "computed": {"5": 3}, "predicted": {"5": 3},
+                                                  "agrees": True}
+    assert "| scores:2 | 3 x eps^5 | 3 x eps^5 | yes |" in s.to_markdown()
+    assert r"\texttt{scores:2} & $3 \times \varepsilon^{5}$ & $3 \times \varepsilon^{5}$ & yes \\" in s.to_latex()

@@ -242,7 +242,8 @@ def test_order_3_leaves_the_order_5_directions_unresolved():
     # agrees below eps^3 and the 3 unresolved directions could be the predicted eps^5: undetermined,
     # not a disagreement, and the table says "?" rather than a computed 0 at exponent 5
     assert s.matches_prediction is None and s.separating is False
-    assert "| 5 | ? | 3 |" in s.to_markdown() and "undetermined at this truncation" in s.to_markdown()
+    assert "| 5 | ? | 3 |" in s.to_markdown()
+    assert "- matches the prediction: undecided: 3 unresolved at truncation 3 (raise --order)" in s.to_markdown()
     data = s.to_json()
     assert data["unresolved"] == 3 and data["unresolved_valuation"] == ">= 3"
     assert data["matches_prediction"] is None
