@@ -130,8 +130,11 @@ def _estimate_bank_size(arch: Architecture) -> int:
     scores only through their column-normalized pattern: about ``t (t - 1)``
     new directions per input (measured: 6 per input for ``t = 3``).
     """
-    dims = effective_block_dimensions(arch)
     t = arch.tokens
+    if not arch.is_plain:
+        # no effective blocks derived for the variants: enough rows for twice the symmetry-orbit bound
+        return 2 * math.ceil(_upper_bound(arch)[0] / (arch.widths[-1] * t)) + 2
+    dims = effective_block_dimensions(arch)
     scores = sum(v for k, v in dims.items() if k != "values")
     return math.ceil(dims["values"] / (arch.widths[-1] * t)) + math.ceil(scores / max(1, t * (t - 1))) + 2
 
