@@ -50,8 +50,7 @@ from .identify import identify
 from .limits import memory_limit_set
 from .model import Architecture
 from .numeric import sensitivity
-from .observe import dependency_graph, exceptional_fibers, propagate, score_collapse
-from .observe.export import draw_panels
+from .observe import dependency_graph, draw_panels, exceptional_fibers, propagate, score_collapse
 from .spectrum import decay_spectrum
 
 __all__ = ["ArchitectureReport", "Section", "architecture_report", "full_report", "latex_document"]

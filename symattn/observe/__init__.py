@@ -46,7 +46,7 @@ from .events import (
 from .graph import BlockVerdict, Observability, Reason, dependency_graph, minimal_collapses, propagate
 from .ranks import ContactOrders, RankCheck, clear_rank_cache, contact_orders, first_rank_memory, rank_check
 from .report import ExceptionalFibers, FiberRow, ObserveResult, exceptional_fibers, graph_rank_disagreements, observe
-from .export import draw, export_graph, to_dot, to_graphml, to_tikz, write_graphml
+from .export import draw, draw_panels, export_graph, to_dot, to_graphml, to_tikz, write_graphml
 from .events import (
     BIAS, COLLAPSED, IDENTICAL_TOKENS, OBSERVABLE, PARTIAL, SCORE_COLLAPSE, UNOBSERVABLE, VALUE_COLLAPSE, VALUE_RANK,
 )
@@ -86,6 +86,7 @@ __all__ = [
     "write_graphml",
     "to_tikz",
     "draw",
+    "draw_panels",
     "export_graph",
 ]
 
