@@ -171,3 +171,15 @@ def test_block_comparison_keys_are_ints_like_the_exponents():
                                                   "agrees": True}
     assert "| scores:2 | 3 x eps^5 | 3 x eps^5 | yes |" in s.to_markdown()
     assert r"\texttt{scores:2} & $3 \times \varepsilon^{5}$ & $3 \times \varepsilon^{5}$ & yes \\" in s.to_latex()
+
+
+def test_dot_tikz_and_drawing_share_names_and_colours():
+    from symattn.observe import to_dot, to_tikz
+
+    result = observe(ARCH, ["scores:1"], confirm=False)
+    dot, tikz = to_dot(result), to_tikz(result)
+    assert '"scores:2" [label="scores:2\\nA_2 (Q_2, K_2)\\ncolumn-constant", kind="scores", fillcolor="#e6550d", ' \
+           'tooltip="unobservable"];' in dot
+    assert r"\node[rectangle, fill={rgb,255:red,230; green,85; blue,13}] (scores2) at (7.8, 1.9) " \
+           r"{\texttt{scores:2}\\ $A_{2}$\\ {\scriptsize $Q_2$, $K_2$}\\ {\scriptsize column-constant}};" in tikz
+    assert '"values:1" [label="values:1\\nV_1 X_0 (V_1)", kind="values", fillcolor="#74c476"' in dot

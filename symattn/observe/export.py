@@ -41,20 +41,23 @@ def _node_status(graph, verdict, node):
     return None
 
 
-def _layout(graph) -> dict:
-    pos = {}
-    for node, data in graph.nodes(data=True):
-        i, kind = data["layer"], data["kind"]
-        pos[node] = {"input": (0, 0), "output": (3 * i - 2, 0), "scores": (3 * i - 2, 1),
-                     "attention": (3 * i - 1, 1), "values": (3 * i - 2, -1), "tokens": (3 * i, 0)}[kind]
-    return pos
+def _node_name(graph, node):
+    """The node's entry of the naming table, or ``None`` for a kind the table does not know."""
+    data = graph.nodes[node]
+    layers = graph.graph["architecture"].layers if "architecture" in graph.graph else None
+    try:
+        return naming.node(data["kind"], data["layer"], layers)
+    except ValueError:
+        return None
 
 
 def _node_text(graph, node) -> str:
+    """Plain-text label (DOT): the node's name, its symbol with the parameters it holds, the forced state."""
     data = graph.nodes[node]
-    text = data["label"]
+    name = _node_name(graph, node)
+    text = f"{name.key}\n{name.text}" if name is not None else data["label"]
     if data.get("params"):
-        text += "\n" + ", ".join(data["params"])
+        text += " (" + ", ".join(data["params"]) + ")"
     if data.get("state"):
         text += "\n" + ", ".join(data["state"])
     return text
@@ -165,7 +168,11 @@ def to_tikz(item) -> str:
     """
     graph, verdict = _graph_and_verdict(item)
     pos = _layout(graph)
-    tikz_colour = {UNOBSERVABLE: "red!60", PARTIAL: "orange!50", OBSERVABLE: "green!40", COLLAPSED: "gray!50"}
+    def rgb(hex_colour):  # the colours of draw() and to_dot(), in xcolor's rgb syntax
+        red, green, blue = (int(hex_colour[k:k + 2], 16) for k in (1, 3, 5))
+        return f"{{rgb,255:red,{red}; green,{green}; blue,{blue}}}"
+
+    tikz_colour = {status: rgb(colour) for status, colour in _COLOURS.items()}
 
     def name(node):
         return node.replace(":", "")
@@ -174,14 +181,14 @@ def to_tikz(item) -> str:
     for node, data in graph.nodes(data=True):
         x, y = pos[node]
         status = _node_status(graph, verdict, node)
-        fill = f", fill={tikz_colour[status]}" if status else (", fill=gray!15" if data.get("state") else "")
-        label = f"${data['latex']}$"
+        fill = f", fill={tikz_colour[status]}" if status else (f", fill={rgb(_FORCED)}" if data.get("state") else "")
+        entry = _node_name(graph, node)
+        label = (naming.texttt(entry.key) + rf"\\ ${entry.latex}$") if entry is not None else f"${data['latex']}$"
         if data.get("params"):
             label += r"\\ {\scriptsize " + ", ".join(f"${p}$" for p in data["params"]) + "}"
         if data.get("state"):
             label += r"\\ {\scriptsize " + latex_escape(", ".join(data["state"])) + "}"
-        lines.append(rf"  \node[{'ellipse' if data['kind'] == 'attention' else 'rectangle'}{fill}] "
-                     rf"({name(node)}) at ({1.8 * x:.1f}, {1.6 * y:.1f}) {{{label}}};")
+        lines.append(rf"  \node[rectangle{fill}] ({name(node)}) at ({2.6 * x:.1f}, {1.9 * y:.1f}) {{{label}}};")
     for u, v in graph.edges:
         lines.append(rf"  \draw[->] ({name(u)}) -- ({name(v)});")
     lines.append(r"\end{tikzpicture}")
@@ -209,7 +216,7 @@ def _node_fill(graph, verdict, node) -> str:
     return _FORCED if graph.nodes[node].get("state") else _OTHER
 
 
-def _draw_layout(graph) -> dict:
+def _layout(graph) -> dict:
     """Compact positions for drawing: layer ``i`` in columns ``2i - 1`` (scores, values) and ``2i``."""
     pos = {}
     for node, data in graph.nodes(data=True):
@@ -222,12 +229,9 @@ def _draw_layout(graph) -> dict:
 def _draw_label(graph, node) -> str:
     """A box's text: the node's name, its symbol (mathtext) and the state an event forces."""
     data = graph.nodes[node]
-    layers = graph.graph["architecture"].layers if "architecture" in graph.graph else None
-    try:
-        name = naming.node(data["kind"], data["layer"], layers)
-        lines = [name.key, f"${name.latex}$"]
-    except ValueError:  # a node kind the naming table does not know: its own label
-        lines = [node, data.get("label", "")]
+    name = _node_name(graph, node)
+    # a node kind the naming table does not know: its own label
+    lines = [name.key, f"${name.latex}$"] if name is not None else [node, data.get("label", "")]
     if data.get("params"):
         lines[-1] += " (" + ", ".join(f"${naming.parameter(p[0], p.split('_')[1]).latex}$"
                                       if p[:1] in "QKV" and "_" in p else p for p in data["params"]) + ")"
@@ -238,7 +242,7 @@ def _draw_label(graph, node) -> str:
 
 def _draw_on(ax, graph, verdict, title: str) -> set:
     """Draw one graph on ``ax``; return the fills used (for the legend)."""
-    pos = _draw_layout(graph)
+    pos = _layout(graph)
     boxes, used = {}, set()
     for node in graph.nodes:
         fill = _node_fill(graph, verdict, node)
