@@ -305,7 +305,7 @@ class Figure:
     >>> [os.path.basename(p) for p in figure.write(folder)]
     ['plot.png', 'plot.pdf', 'plot.svg']
     >>> print(figure.markdown(1))
-    ![Figure 1: A plot.](plot.png)
+    ![Figure 1](plot.png)
     <BLANKLINE>
     *Figure 1.* A plot. (Vector versions: [plot.pdf](plot.pdf), [plot.svg](plot.svg).)
     """
@@ -335,7 +335,7 @@ class Figure:
     def markdown(self, number: int) -> str:
         """The figure as a Markdown image with a numbered caption."""
         vectors = ", ".join(f"[{name}]({name})" for name in self.files()[1:])
-        return (f"![Figure {number}: {self.caption}]({self.files()[0]})\n\n*Figure {number}.* {self.caption}"
+        return (f"![Figure {number}]({self.files()[0]})\n\n*Figure {number}.* {self.caption}"
                 + (f" (Vector versions: {vectors}.)" if vectors else ""))
 
     def latex(self, width: str = r"\linewidth") -> str:

@@ -191,19 +191,13 @@ def test_out_writes_markdown_and_latex(capsys, tmp_path):
     # the file is the printed report with each figure after its section, numbered, with its caption
     figure_lines = [line for line in markdown.splitlines() if line.startswith(("![", "*Figure"))]
     assert [line.split("]")[0] for line in figure_lines] == [
-        "![Figure 1: Singular values sigma_j of the native Jacobian J(eps) along the collapse curve, log-log; "
-        "left: mpmath with 55 digits, right: float64. The colour is the exact decay exponent e_j of each singular "
-        "value (slope of its line); grey lines are kernel directions, the dotted line is the float64 round-off "
-        "floor (1e-16 of the largest singular value), below which float64 returns noise",
+        "![Figure 1",
         "*Figure 1.* Singular values sigma_j of the native Jacobian J(eps) along the collapse curve, log-log; "
         "left: mpmath with 55 digits, right: float64. The colour is the exact decay exponent e_j of each singular "
         "value (slope of its line); grey lines are kernel directions, the dotted line is the float64 round-off "
         "floor (1e-16 of the largest singular value), below which float64 returns noise (Vector versions: "
         "[sensitivity.pdf",
-        "![Figure 2: The dependency graph after each score collapse (one panel per event): an arrow from u to v "
-        "means that v is computed from u. Each box shows the node's name (the names of the notation table), its "
-        "symbol and the state the event forces; the effective blocks are coloured by the verdict of the "
-        "observability table, and light blue boxes are nodes that are not blocks.",
+        "![Figure 2",
         "*Figure 2.* The dependency graph after each score collapse (one panel per event): an arrow from u to v "
         "means that v is computed from u. Each box shows the node's name (the names of the notation table), its "
         "symbol and the state the event forces; the effective blocks are coloured by the verdict of the "
