@@ -183,3 +183,9 @@ def test_dot_tikz_and_drawing_share_names_and_colours():
     assert r"\node[rectangle, fill={rgb,255:red,230; green,85; blue,13}] (scores2) at (7.8, 1.9) " \
            r"{\texttt{scores:2}\\ $A_{2}$\\ {\scriptsize $Q_2$, $K_2$}\\ {\scriptsize column-constant}};" in tikz
     assert '"values:1" [label="values:1\\nV_1 X_0 (V_1)", kind="values", fillcolor="#74c476"' in dot
+
+
+def test_a_graph_without_events_says_it_has_no_verdicts():
+    figure = draw(dependency_graph(ARCH))
+    assert figure.axes[0].get_title() == "dependency graph"
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["node (no events: no verdicts)"]

@@ -276,7 +276,8 @@ def _legend(figure, used: set) -> None:
 
     order = [UNOBSERVABLE, PARTIAL, OBSERVABLE, COLLAPSED, _FORCED, _OTHER]
     fills = {**_COLOURS, _FORCED: _FORCED, _OTHER: _OTHER}
-    handles = [Patch(facecolor=fills[key], edgecolor="#525252", label=_LEGEND[key]) for key in order if key in used]
+    labels = dict(_LEGEND, **({_OTHER: "node (no events: no verdicts)"} if used == {_OTHER} else {}))
+    handles = [Patch(facecolor=fills[key], edgecolor="#525252", label=labels[key]) for key in order if key in used]
     figure.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)), fontsize=10,
                   frameon=False)
 
