@@ -416,7 +416,7 @@ def _unavailable(title: str, key: str, err: Exception) -> Section:
     """A section that says why it was not computed; one over the memory limit says it was skipped."""
     skipped = isinstance(err, ResourceLimitError)
     note = f"skipped: over the memory limit: {err}" if skipped else f"not computed: {err}"
-    return Section(title, key, {"error": note, "skipped": skipped}, note, note)
+    return Section(title, key, {"error": note, "skipped": skipped}, note, latex_escape(note), note)
 
 
 def full_report(arch: Architecture, progress: bool = False, max_memory=None) -> ArchitectureReport:
@@ -475,12 +475,14 @@ def _full_report(arch: Architecture, progress: bool) -> ArchitectureReport:
         sections.append(_unavailable(spectrum_title, "spectrum", err))
     except DomainError as err:  # e.g. Taylor coefficients in Q(log 2): no exact engine
         note = f"not computed exactly: {err}"
-        return report.with_sections(Section(spectrum_title, "spectrum", {"error": note}, note, note))
+        return report.with_sections(Section(spectrum_title, "spectrum", {"error": note}, note, latex_escape(note),
+                                            note))
 
     sensitivity_title = "Numerical sensitivity (mpmath and float64)"
     if spectrum is None:
         note = "skipped: it compares with the decay spectrum, which is over the memory limit (see above)"
-        sections.append(Section(sensitivity_title, "sensitivity", {"error": note, "skipped": True}, note, note))
+        sections.append(Section(sensitivity_title, "sensitivity", {"error": note, "skipped": True}, note,
+                                latex_escape(note), note))
     else:
         try:
             numbers = sensitivity(arch, spectrum=spectrum)

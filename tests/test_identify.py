@@ -299,8 +299,10 @@ def test_identify_report():
     assert {"lower", "upper", "certified", "estimate"} <= set(data["dimension"])
     assert data["orders"][1]["layer"] == 2 and data["orders"][1]["order"] == 12 and data["orders"][1]["sharp"]
     markdown = report.to_markdown()
-    assert "| scores 2 | 12 | 12 | yes | 3/3 |" in markdown
-    assert report.to_latex().count(r"\begin{tabular}") == 3
+    assert "| scores:2 | 12 | 12 | yes | 3/3 |" in markdown
+    # dimension, fiber, orders and jet ranks, each part under its heading
+    assert report.to_latex().count(r"\begin{tabular}") == 4
+    assert report.to_latex().count(r"\subsection*{") == 3
     assert report.to_latex(standalone=True).startswith(r"\documentclass")
     assert report._repr_latex_().startswith("$$\\begin{array}")
     assert "jet ranks" in str(report)

@@ -343,7 +343,10 @@ def test_exceptional_fibers_all_rows_agree_with_rank(normalizer):
     assert table.row("values:1", "values:2").fiber_dim_jump == 10
     text, markdown, latex = str(table), table.to_markdown(), table.to_latex()
     assert "scores:1 + scores:2" in text and "| bias |" in markdown
-    assert latex.startswith("\\[\n\\begin{array}") and "tabular" not in latex and "multicolumn" not in latex
+    # a longtable (across pages) whose text columns wrap; events and blocks by name, in typewriter type
+    assert latex.startswith("{\\small\\setlength{\\tabcolsep}{4pt}\n\\begin{longtable}")
+    assert latex.count("\\begin{longtable}") == latex.count("\\end{longtable}") == 1
+    assert "\\texttt{scores:1} + \\texttt{scores:2} & " in latex and "\\textit{Method:} verdicts by propagation" in latex
     assert table._repr_latex_().startswith("$$\\begin{array}")
     data = json.loads(json.dumps(table.to_json()))
     assert data["agrees_with_rank"] is True and len(data["rows"]) == 34

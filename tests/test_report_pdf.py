@@ -115,3 +115,18 @@ def test_overfull_boxes_are_read_from_the_log():
     log = "Overfull \\hbox (40.41618pt too wide) in alignment at lines 240--244\nOverfull \\hbox (0.5pt too wide) in"
     assert overfull_boxes(log) == [40.41618, 0.5]
     assert [w for w in overfull_boxes(log) if w > OVERFULL_TOLERANCE_PT] == [40.41618]
+
+
+def test_a_report_with_skipped_sections_compiles(tmp_path):
+    from symattn.model import Architecture
+    from symattn.report import full_report
+
+    report = full_report(Architecture.uniform(layers=1, width=1), max_memory="1K")
+    latex = report.to_latex(standalone=True)
+    assert "skipped: over the memory limit: " in latex
+    (tmp_path / "skipped.tex").write_text(latex)
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "skipped.tex"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:]
+    log = (tmp_path / "skipped.log").read_text(errors="replace")
+    assert [w for w in overfull_boxes(log) if w > OVERFULL_TOLERANCE_PT] == []

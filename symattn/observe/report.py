@@ -415,7 +415,7 @@ class ExceptionalFibers(FormattedResult):
         def names(blocks):
             return ", ".join(texttt(b) for b in blocks) or "--"
 
-        rows = [(texttt(r.name), names(r.unobservable), names(r.partial), r.fiber_dim_jump,
+        rows = [(" + ".join(texttt(e.name) for e in r.events), names(r.unobservable), names(r.partial), r.fiber_dim_jump,
                  latex_escape("; ".join(r.conditions)), "yes" if r.agrees_with_rank else "NO") for r in self.rows]
         columns = r">{\raggedright}p{0.19\linewidth}>{\raggedright}p{0.16\linewidth}" \
                   r">{\raggedright}p{0.15\linewidth}r>{\raggedright\arraybackslash}p{0.26\linewidth}l"
