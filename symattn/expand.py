@@ -33,6 +33,8 @@ Matrix([[0, 0]])
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import dataclasses
 import random
 import time
@@ -310,6 +312,84 @@ class FlintToSympy:
         if constant is not None:
             args.insert(0, constant)
         return args[0] if len(args) == 1 else sp.Add._from_args(args, True)
+
+
+class LazyCoefficients(Sequence):
+    """The coefficients ``F_0 .. F_N`` as python-flint polynomials, written as sympy matrices when read.
+
+    Building the sympy terms is most of the time of a large expansion (80%
+    of the 4.7 s of two layers at width 2, order 6: 337 000 terms), while
+    the summary needs only their number, and a substitution of numbers works
+    on the polynomials.  So ``F[n]`` converts ``F_n`` on first access (and
+    keeps it); :meth:`term_counts` and :meth:`free_symbols` read the
+    polynomials.  Otherwise a tuple of :class:`CoefficientMatrix`: equal to
+    the tuple of its matrices, hashable, and pickled as that tuple.
+
+    Examples
+    --------
+    >>> from symattn.normalizers import Normalizer
+    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, normalizer=Normalizer.generic(1))
+    >>> lazy = F.coefficients
+    >>> isinstance(lazy, LazyCoefficients), lazy.converted
+    (True, 0)
+    >>> lazy.term_counts(2), lazy.converted
+    ((2, 6), 0)
+    >>> lazy[2] == F[2], lazy.converted, len(lazy)
+    (True, 1, 3)
+    >>> lazy == tuple(F)
+    True
+    """
+
+    def __init__(self, symbols, raw: np.ndarray):
+        self.symbols = tuple(symbols)
+        self.raw = raw
+        self._matrices = [None] * raw.shape[2]
+        self._convert = FlintToSympy(self.symbols)
+
+    def __len__(self) -> int:
+        return len(self._matrices)
+
+    def __getitem__(self, n):
+        if isinstance(n, slice):
+            return tuple(self[i] for i in range(*n.indices(len(self))))
+        n = range(len(self))[n]  # negative indices; IndexError past the end
+        if self._matrices[n] is None:
+            rows, cols = self.raw.shape[:2]
+            self._matrices[n] = CoefficientMatrix(rows, cols, [self._convert(self.raw[r, c, n])
+                                                               for r in range(rows) for c in range(cols)])
+        return self._matrices[n]
+
+    @property
+    def converted(self) -> int:
+        """How many coefficients have been written as sympy matrices so far."""
+        return sum(m is not None for m in self._matrices)
+
+    def term_counts(self, n: int) -> tuple[int, int]:
+        """``(nonzero entries, terms)`` of ``F_n``, from the polynomials (no sympy)."""
+        polys = self.raw[:, :, n].ravel()
+        return sum(1 for q in polys if q != 0), sum(len(q) if hasattr(q, "monoms") else int(q != 0) for q in polys)
+
+    def free_symbols(self) -> set:
+        """The symbols of positive degree in some entry, from the polynomials (no sympy)."""
+        found = set()
+        for q in self.raw.ravel():
+            if hasattr(q, "degrees"):
+                found.update(s for s, d in zip(self.symbols, q.degrees()) if d > 0)
+        return found
+
+    def __eq__(self, other):
+        if isinstance(other, (tuple, list, LazyCoefficients)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"LazyCoefficients(F_0..F_{len(self) - 1}, {self.converted} written as sympy)"
+
+    def __reduce__(self):
+        return (tuple, (tuple(self),))  # python-flint polynomials do not pickle
 
 
 # -- symbols by name ---------------------------------------------------------------------------
@@ -641,6 +721,8 @@ class Expansion(FormattedResult):
 
     @property
     def free_symbols(self) -> set:
+        if isinstance(self.coefficients, LazyCoefficients):
+            return self.coefficients.free_symbols()
         out = set()
         for c in self.coefficients:
             out |= c.free_symbols
@@ -748,11 +830,7 @@ class Expansion(FormattedResult):
         substituted = np.empty(raw.shape, dtype=object)
         for index, value in np.ndenumerate(raw):
             substituted[index] = value.subs(values) if values and hasattr(value, "subs") else value
-        convert = FlintToSympy(symbols)
-        coefficients = tuple(
-            CoefficientMatrix(raw.shape[0], raw.shape[1], [convert(substituted[r, c, n]) for r in range(raw.shape[0])
-                                                           for c in range(raw.shape[1])])
-            for n in range(raw.shape[2]))
+        coefficients = LazyCoefficients(symbols, substituted)
         merged = dict(self.point)
         merged.update(self._numeric_point(pairs))
         result = dataclasses.replace(self, coefficients=coefficients, point=tuple(sorted(merged.items())))
@@ -845,8 +923,24 @@ class Expansion(FormattedResult):
         """
         return self._map(lambda c: c.applyfunc(lambda e: sp.factor(e, **hints)))
 
+    def term_counts(self) -> tuple:
+        """``((nonzero entries, terms), ...)`` of ``F_0 .. F_order``, without writing them out when possible.
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F.term_counts()
+        ((2, 4), (0, 0), (2, 6))
+        """
+        if isinstance(self.coefficients, LazyCoefficients):
+            return tuple(self.coefficients.term_counts(n) for n in range(len(self.coefficients)))
+        return tuple((sum(1 for e in c if e != 0), sum(len(e.args) if e.is_Add else (0 if e == 0 else 1) for e in c))
+                     for c in self.coefficients)
+
     def leading_order(self) -> int | None:
         """The least ``n >= 1`` with ``F_n != 0`` (None if all vanish up to the order)."""
+        if isinstance(self.coefficients, LazyCoefficients):  # exact polynomials: zero is zero
+            return next((n for n, (nonzero, _) in enumerate(self.term_counts()) if n >= 1 and nonzero), None)
         for n, c in enumerate(self.coefficients[1:], start=1):
             if any(e != 0 and sp.expand(e) != 0 for e in c):  # (a literal 0 needs no expand)
                 return n
@@ -932,18 +1026,16 @@ class Expansion(FormattedResult):
         - layer 1, F_2 - F_2|What_1=0 = (1/2)*P*X*H*C_1 with H = I - J/2, J = ones(2, 2), P = Vt1, What1 = Kt1.T*Qt1, C_1 = X.T*What1*X
         <BLANKLINE>
         """
-        rows = []
-        for n, c in enumerate(self.coefficients):
-            nonzero = sum(1 for e in c if e != 0)
-            terms = sum(len(e.args) if e.is_Add else (0 if e == 0 else 1) for e in c)
-            rows.append((n, f"{nonzero} of {len(c)}", terms))
+        counts = self.term_counts()
+        rows, cols = self.architecture.widths[-1], self.architecture.tokens
+        table = [(n, f"{nonzero} of {rows * cols}", terms) for n, (nonzero, terms) in enumerate(counts)]
+        first = next((n for n, (nonzero, _) in enumerate(counts) if n >= 1 and nonzero), None)
         lines = [f"# Expansion along {self._describe()}", "",
                  f"- architecture: {self.architecture.describe()}",
-                 f"- order: F_0 .. F_{self.order}, {self.coefficients[0].rows} x {self.coefficients[0].cols} each; "
-                 f"first nonzero F_n with n >= 1: "
-                 + (f"F_{self.leading_order()}" if self.leading_order() is not None else "none"),
+                 f"- order: F_0 .. F_{self.order}, {rows} x {cols} each; "
+                 f"first nonzero F_n with n >= 1: " + (f"F_{first}" if first is not None else "none"),
                  f"- {self.method}", f"- {self.seconds:.2f} s", "",
-                 markdown_table(("n", "nonzero entries", "terms"), rows, align="rrr")]
+                 markdown_table(("n", "nonzero entries", "terms"), table, align="rrr")]
         forms = self.matrix_forms()
         if not self.architecture.is_plain:
             lines += ["", f"Leading coefficients: no formula claimed for {self.architecture.describe_variant()} "
@@ -1094,22 +1186,22 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
         bar.set_postfix_str("forward pass")
         domain, raw, symbolic = _series_coefficients(used, curve, order, values, max_terms, layer_done=bar.update)
         if isinstance(domain, PolynomialSeriesDomain):
-            convert = FlintToSympy(domain.symbols)  # already expanded
-        elif isinstance(domain, RationalSeriesDomain):
-            convert = from_fmpq
+            matrices = LazyCoefficients(domain.symbols, raw)  # written as sympy when read
+            bar.update(order + 1)
         else:
-            convert = sp.expand
-        matrices = []
-        for n in range(order + 1):
-            bar.set_postfix_str(f"F_{n}")
-            matrices.append(CoefficientMatrix(raw.shape[0], raw.shape[1],
-                                              [convert(raw[r, c, n]) for r in range(raw.shape[0])
-                                               for c in range(raw.shape[1])]))
-            bar.update()
-        matrices = tuple(matrices)
+            convert = from_fmpq if isinstance(domain, RationalSeriesDomain) else sp.expand
+            matrices = []
+            for n in range(order + 1):
+                bar.set_postfix_str(f"F_{n}")
+                matrices.append(CoefficientMatrix(raw.shape[0], raw.shape[1],
+                                                  [convert(raw[r, c, n]) for r in range(raw.shape[0])
+                                                   for c in range(raw.shape[1])]))
+                bar.update()
+            matrices = tuple(matrices)
     seconds = time.perf_counter() - start
-    generic_left = any(isinstance(c, sp.Symbol) and c.name.startswith("c_")
-                       for m in matrices for c in m.free_symbols)
+    used_symbols = matrices.free_symbols() if isinstance(matrices, LazyCoefficients) else \
+        set().union(*(m.free_symbols for m in matrices))
+    generic_left = any(isinstance(c, sp.Symbol) and c.name.startswith("c_") for c in used_symbols)
     method = (f"one forward pass over truncated series mod eps^{order + 1} with exact coefficients "
               f"({domain.name}); base point Qt_i, Kt_i, Vt_i and input x_rc "
               + ("symbolic" if symbolic else "at the given rational point")

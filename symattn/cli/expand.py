@@ -80,7 +80,7 @@ class ExpansionOutput:
         """A SymattnError before writing out more than ``max_terms`` terms (None: no limit)."""
         if self.max_terms is None:
             return
-        terms = sum(len(e.args) if e.is_Add else (0 if e == 0 else 1) for c in self.expansion for e in c)
+        terms = sum(count for _, count in self.expansion.term_counts())
         if terms > self.max_terms:
             raise SymattnError(
                 f"F_0..F_{self.expansion.order} have {terms} terms: writing them out takes minutes (sympy prints "
