@@ -42,6 +42,13 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
     ``label`` and ``latex``.  The graph attribute ``architecture`` is the
     :class:`~symattn.model.Architecture`.
 
+    The variants: a layer with ``h_i`` heads keeps one ``scores:i``,
+    ``attention:i`` and ``values:i`` node holding every head's parameters
+    (``Q_{i,1}, K_{i,1}, Q_{i,2}, ...``; attribute ``heads``); a causal mask
+    is the attribute ``causal`` of the attention nodes; a residual stream adds
+    the edge ``tokens:{i-1} -> tokens:i`` (edge attribute ``kind="residual"``;
+    the other edges have ``kind="compute"``).
+
     Parameters
     ----------
     arch : Architecture
@@ -60,6 +67,11 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
     (('V_2',), 'values')
     >>> G.number_of_nodes(), G.number_of_edges()
     (10, 11)
+    >>> R = dependency_graph(Architecture.uniform(layers=2, heads=[1, 2], residual=True))
+    >>> sorted(R.predecessors("tokens:1")), R.edges["input", "tokens:1"]["kind"]
+    (['attention:1', 'input', 'values:1'], 'residual')
+    >>> R.nodes["scores:2"]["params"], R.number_of_edges()
+    (('Q_{2,1}', 'K_{2,1}', 'Q_{2,2}', 'K_{2,2}'), 13)
     """
     arch = require_architecture(arch)
     G = nx.DiGraph(architecture=arch, name=f"symattn dependency graph: {arch.describe()}")
@@ -69,28 +81,36 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
     previous = "input"
     for i in range(1, arch.layers + 1):
         n = arch.normalizers[i - 1]
-        G.add_node(f"scores:{i}", kind="scores", layer=i, params=(f"Q_{i}", f"K_{i}"), block=f"scores:{i}",
-                   effective=f"What_{i}", label=f"A_{i}", latex=rf"A_{{{i}}}", shape=(t, t))
+        heads = arch.heads[i - 1]
+
+        def held(*names):
+            return tuple(arch.block_label(arch.block_key(name, i, h))
+                         for h in range(1, heads + 1) for name in names)
+
+        G.add_node(f"scores:{i}", kind="scores", layer=i, params=held("Q", "K"), block=f"scores:{i}",
+                   effective=f"What_{i}", label=f"A_{i}", latex=rf"A_{{{i}}}", shape=(t, t), heads=heads)
         attrs = dict(kind="attention", layer=i, params=(), block="", label=f"S(A_{i})",
                      latex=rf"S(A_{{{i}}})", shape=(t, t), normalizer=n.name,
-                     lightning=bool(n.is_lightning))
+                     lightning=bool(n.is_lightning), heads=heads, causal=arch.causal)
         if not n.is_lightning:
             attrs.update(k=int(n.k), even=bool(n.is_even), exponential=bool(n.is_exponential))
         G.add_node(f"attention:{i}", **attrs)
-        G.add_node(f"values:{i}", kind="values", layer=i, params=(f"V_{i}",), block="values",
+        G.add_node(f"values:{i}", kind="values", layer=i, params=held("V"), block="values",
                    effective="P", label=f"V_{i} X_{i - 1}", latex=rf"V_{{{i}}} X_{{{i - 1}}}",
-                   shape=(arch.widths[i], t))
+                   shape=(arch.widths[i], t), heads=heads)
         G.add_node(f"tokens:{i}", kind="tokens", layer=i, params=(), block="", label=f"X_{i}",
                    latex=rf"X_{{{i}}}", shape=(arch.widths[i], t))
-        G.add_edge(previous, f"scores:{i}")
-        G.add_edge(f"scores:{i}", f"attention:{i}")
-        G.add_edge(previous, f"values:{i}")
-        G.add_edge(f"values:{i}", f"tokens:{i}")
-        G.add_edge(f"attention:{i}", f"tokens:{i}")
+        G.add_edge(previous, f"scores:{i}", kind="compute")
+        G.add_edge(f"scores:{i}", f"attention:{i}", kind="compute")
+        G.add_edge(previous, f"values:{i}", kind="compute")
+        G.add_edge(f"values:{i}", f"tokens:{i}", kind="compute")
+        G.add_edge(f"attention:{i}", f"tokens:{i}", kind="compute")
+        if arch.residual:  # X_i = X_{i-1} + (attention output): the stream itself
+            G.add_edge(previous, f"tokens:{i}", kind="residual")
         previous = f"tokens:{i}"
     G.add_node("output", kind="output", layer=arch.layers + 1, params=(), block="", label="F",
                latex=r"F_\theta(X)", shape=(arch.widths[-1], t))
-    G.add_edge(previous, "output")
+    G.add_edge(previous, "output", kind="compute")
     return G
 
 
@@ -108,7 +128,8 @@ class Reason:
 
     Rules and their paths: ``event`` (the event's node), ``uniform-attention``
     (from the event that forces it to the uniform ``attention:j``),
-    ``zero-tokens`` (from the block to the first zero ``tokens:i``),
+    ``zero-tokens`` (from the block to the first zero ``tokens:i``), ``zero-values``
+    (a residual layer whose ``V_i = 0``: from the block to its ``tokens:i``),
     ``low-rank-values`` (from the lower-rank ``values:i`` to the block),
     ``shift-invariance`` (from the input to ``attention:j``), ``live-path``
     (from the block to the output).
@@ -189,8 +210,16 @@ def _normalizer_properties(graph: nx.DiGraph, normalizer) -> list[dict]:
 
 
 def _bottleneck(arch: Architecture, upto: int) -> int:
-    """Generic rank bound of ``P_upto = V_upto ... V_1`` (``P_0 = I``)."""
-    return min(arch.widths[: upto + 1])
+    """Generic rank bound of the tokens ``X_upto`` in input coordinates (``P_upto = V_upto ... V_1``).
+
+    One head per layer: ``min(d_0, ..., d_upto)``.  With ``h_i`` heads the
+    tokens of layer ``i`` lie in the sum of ``h_i`` images of those of layer
+    ``i - 1`` (plus that layer's own with a residual stream), at most ``d_i``.
+    """
+    bound = arch.widths[0]
+    for i in range(1, upto + 1):
+        bound = min(arch.widths[i], (arch.heads[i - 1] + (1 if arch.residual else 0)) * bound)
+    return bound
 
 
 @dataclass(frozen=True)
@@ -355,6 +384,18 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     - otherwise a path from the block to the output through unforced nodes
       makes it *observable*.
 
+    The variants change what a collapse forces.  An event at a layer with
+    several heads holds in every head.  Under a causal mask, uniform scores
+    give the causal average, not ``J/t``: a score collapse leaves the tokens
+    distinct (identical tokens stay identical).  With a residual stream
+    ``X_i = X_{i-1} + ...`` a score collapse leaves the tokens distinct too,
+    ``V_i = 0`` makes ``X_i = X_{i-1}`` (only layer ``i``'s scores are lost:
+    their product with ``V_i`` is zero), the tokens are not confined to a
+    lower-rank subspace by a low-rank ``V_i``, and a constant coordinate
+    survives a layer only when ``V_i = 0``.  With several heads it survives
+    only when ``d_i > h_i (d_{i-1} - 1)`` (a functional constant on every
+    head's output exists).  No predicted ranks are claimed for the variants.
+
     Parameters
     ----------
     graph : networkx.DiGraph
@@ -378,6 +419,9 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     []
     >>> propagate(G, ["values:1"]).unobservable
     ['scores:1', 'scores:2']
+    >>> R = dependency_graph(Architecture.uniform(layers=2, width=2, rank=1, residual=True))
+    >>> propagate(R, ["scores:1"]).observable, propagate(R, ["values:1"]).unobservable
+    (['scores:2', 'values'], ['scores:1'])
     """
     arch = _architecture(graph)
     if arch.degenerate:
@@ -417,22 +461,39 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             states[values]["zero"] = values
         elif i in values_rank:
             states[values][f"rank<={values_rank[i].rank}"] = values
-        if "zero" in states[values] or "zero" in prev:
+        stream = "zero" in states[values] and arch.residual  # V_i = 0 with a residual stream: X_i = X_{i-1}
+        if ("zero" in states[values] and not arch.residual) or "zero" in prev:
             states[tokens]["zero"] = states[values].get("zero", prev.get("zero"))
         else:
             if "identical" in prev:
                 states[tokens]["identical"] = prev["identical"]
-            elif "uniform" in states[attention]:
+            elif "uniform" in states[attention] and not arch.causal and not arch.residual:
+                # J/t makes the tokens equal; the causal average and the residual stream keep them apart
                 states[tokens]["identical"] = states[attention]["uniform"]
         bound, origin = rank_bound[i - 1]
         generic = _bottleneck(arch, i)
-        if i in values_rank and values_rank[i].rank < min(bound, generic):
-            bound, origin = values_rank[i].rank, values
-        bound = min(bound, generic)
+        heads = arch.heads[i - 1]
+        if arch.is_plain:
+            if i in values_rank and values_rank[i].rank < min(bound, generic):
+                bound, origin = values_rank[i].rank, values
+            bound = min(bound, generic)
+        else:
+            # h_i heads (and the stream itself) carry a lower-rank span of X_{i-1} into a span h_i (+ 1) times as large
+            bound = min(arch.widths[i], (heads + (1 if arch.residual else 0)) * bound)
+            if bound >= generic:
+                bound, origin = generic, None
+            if i in values_rank and not arch.residual and heads * values_rank[i].rank < bound:
+                bound, origin = heads * values_rank[i].rank, values  # every head's V_{i,h} has rank r
         rank_bound[i] = (bound, origin)
         if origin is not None and "zero" not in states[tokens]:
             states[tokens][f"rank<={bound}"] = origin
-        if "constant-coordinate" in prev and "zero" not in states[tokens] and \
+        shared = "uniform" in states[attention]  # forced attention: every head has the same S(A_i)
+        if arch.residual:
+            # X_{i-1} + V_i X_{i-1} J/t adds a column-constant term; the causal average does not
+            keeps_coordinate = stream or (shared and not arch.causal)
+        else:
+            keeps_coordinate = heads == 1 or shared or arch.widths[i] > heads * (arch.widths[i - 1] - 1)
+        if "constant-coordinate" in prev and "zero" not in states[tokens] and keeps_coordinate and \
                 rank_bound[i][0] >= arch.widths[0]:
             states[tokens]["constant-coordinate"] = prev["constant-coordinate"]
         previous = tokens
@@ -445,7 +506,9 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         return tuple(nx.shortest_path(graph, source, target))
 
     zero_nodes = {n for n, s in states.items() if "zero" in s and graph.nodes[n]["kind"] == "tokens"}
-    dims = None if has_bottleneck(arch) else effective_block_dimensions(arch)
+    # V_i = 0 on a residual stream: the attention output V_i X S(A_i) is zero, the stream goes on
+    dead_edges = {(f"attention:{i}", f"tokens:{i}") for i in values_zero if arch.residual}
+    dims = None if has_bottleneck(arch) or not arch.is_plain else effective_block_dimensions(arch)
     verdicts = {}
     for i in range(1, arch.layers + 1):
         block, scores, attention = f"scores:{i}", f"scores:{i}", f"attention:{i}"
@@ -463,7 +526,12 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 "uniform-attention", f"S(A_{i}) = J/t whatever What_{i} is: {why}",
                 path(origin, attention)),), 0)
             continue
-        live = graph.subgraph(n for n in graph.nodes if n not in zero_nodes)
+        live = nx.restricted_view(graph, zero_nodes, dead_edges)
+        if dead_edges and not nx.has_path(live, scores, "output") and (attention, f"tokens:{i}") in dead_edges:
+            verdicts[block] = BlockVerdict(block, UNOBSERVABLE, (Reason(
+                "zero-values", f"V_{i} = 0: the layer adds nothing to the residual stream, so S(A_{i}) is "
+                "multiplied by zero", (scores, attention, f"tokens:{i}")),), 0)
+            continue
         if not nx.has_path(live, scores, "output"):
             blocker = min((n for n in zero_nodes if nx.has_path(graph, scores, n)),
                           key=lambda n: graph.nodes[n]["layer"])
@@ -507,17 +575,28 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                           f"the event constrains P to rank <= {e.rank}") for e in value_events)
         verdicts["values"] = BlockVerdict("values", COLLAPSED, tuple(
             Reason("event", text, (e.node,)) for e in value_events), None)
+    elif _shared_value_reasons(arch, states):
+        verdicts["values"] = BlockVerdict("values", PARTIAL, tuple(_shared_value_reasons(arch, states)), None)
     else:
         verdicts["values"] = BlockVerdict("values", OBSERVABLE, (Reason(
-            "live-path", "F = P X M_l: the value path to the output is never forced "
-            "(attention columns sum to 1)", path(f"values:{arch.layers}", "output")),),
+            "live-path", ("F = P X M_l: the value path to the output is never forced "
+                          "(attention columns sum to 1)") if arch.is_plain else
+            "the value path to the output is never forced (attention columns sum to 1)",
+            path(f"values:{arch.layers}", "output")),),
             None if dims is None else dims["values"])
 
     normal = {}
     for i, event in scores_collapsed.items():
-        # identical tokens, an earlier score collapse or any value collapse hide layer i already
-        hidden_anyway = ("identical" in states["input"] or bool(values_zero)
-                         or any(j < i for j in scores_collapsed))
+        if arch.is_plain:
+            # identical tokens, an earlier score collapse or any value collapse hide layer i already
+            hidden_anyway = ("identical" in states["input"] or bool(values_zero)
+                             or any(j < i for j in scores_collapsed))
+        else:
+            # the variants: hidden when identical or zero tokens enter layer i, or its V_i = 0 on a
+            # residual stream, or a later V_j = 0 without one (the output is 0)
+            before = states["input" if i == 1 else f"tokens:{i - 1}"]
+            hidden_anyway = ("identical" in before or "zero" in before or "zero" in states["output"]
+                             or (arch.residual and i in values_zero))
         normal[f"scores:{i}"] = 0 if hidden_anyway or props[i - 1]["k"] >= 2 else "positive"
     seen = [j for j in range(1, arch.layers + 1)
             if verdicts[f"scores:{j}"].status in (OBSERVABLE, PARTIAL) and props[j - 1]["even"]]
@@ -545,6 +624,60 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         normal_first_order=normal, sign_components=2 ** len(seen),
         generic_sign_components=2 ** sum(1 for p in props if p["even"]), notes=tuple(notes),
         graph=marked)
+
+
+def _shared_value_reasons(arch: Architecture, states: dict) -> list:
+    """Why the value maps of a variant reach the output only in combination (no reason for the plain model).
+
+    The plain model's values block is ``P`` itself (``F = P X M_l``); in the
+    variants it is every ``V_{i,h}``, and a forced attention combines them:
+
+    - several heads whose attention is forced (a score collapse, identical or
+      zero tokens) share it, so only ``sum_h V_{i,h}`` reaches the output;
+    - several heads whose input keeps a constant coordinate: ``1^T S = 1^T``,
+      so only the sum over heads of the columns of ``V_{i,h}`` on that
+      coordinate reaches it;
+    - a residual stream through two consecutive layers whose attention acts
+      as an idempotent average (``J/t`` after a collapse without a mask, or
+      identical tokens) applies ``(I + V_{i+1}) (I + V_i)`` to the mean token:
+      only the product reaches the output.
+    """
+    reasons = []
+    flat = []
+    for i in range(1, arch.layers + 1):
+        before = "input" if i == 1 else f"tokens:{i - 1}"
+        attention = states[f"attention:{i}"]
+        if "zero" in states[before]:
+            continue
+        if arch.heads[i - 1] > 1 and "uniform" in attention:
+            reasons.append(Reason(
+                "shared-attention", f"the {arch.heads[i - 1]} heads of layer {i} share the forced attention "
+                f"S(A_{i}): only the sum of their value maps V_{{{i},h}} reaches the output",
+                (f"values:{i}", f"tokens:{i}")))
+        if arch.heads[i - 1] > 1 and "constant-coordinate" in states[before]:
+            reasons.append(Reason(
+                "shared-bias", f"the tokens entering layer {i} keep a constant coordinate and every column of "
+                f"S sums to 1: only the sum over the {arch.heads[i - 1]} heads of the columns of V_{{{i},h}} on "
+                "that coordinate reaches the output", (before, f"values:{i}", f"tokens:{i}")))
+        if "identical" in states[before] or ("uniform" in attention and not arch.causal):
+            flat.append(i)
+        if arch.residual and i < arch.layers and "constant-coordinate" in states[before] \
+                and "constant-coordinate" in states[f"tokens:{i}"]:
+            reasons.append(Reason(
+                "residual-bias", f"the tokens entering and leaving layer {i} keep a constant coordinate b: "
+                f"G = I + g e_b^T on X_{i} is undone by layer {i + 1} (V_{i + 1} -> (V_{i + 1} - g e_b^T) G^-1, "
+                f"W_{i + 1} -> G^-T W_{i + 1} G^-1) and made by V_{i}, so V_{i} and V_{i + 1} move together",
+                (before, f"tokens:{i}", f"tokens:{i + 1}")))
+    if arch.residual:
+        for i in flat:
+            if i + 1 in flat:
+                before = "input" if i == 1 else f"tokens:{i - 1}"
+                reasons.append(Reason(
+                    "residual-product", f"layers {i} and {i + 1} average the tokens with weights that do not "
+                    f"depend on their scores: the residual stream applies (I + V_{i + 1}) (I + V_{i}) to the "
+                    "mean token, and only the product reaches the output",
+                    (before, f"tokens:{i}", f"tokens:{i + 1}")))
+    return reasons
 
 
 def minimal_collapses(graph: nx.DiGraph, block: str, max_size: int = 2, level: str = UNOBSERVABLE,

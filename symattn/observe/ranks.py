@@ -27,6 +27,7 @@ from ..jacobian import (
     parameter_columns,
     random_bank,
     random_point,
+    symmetry_orbit_bound,
 )
 from ..model import Architecture, require_architecture, require_seed
 from .events import (
@@ -56,22 +57,34 @@ def _rank_tangent_basis(B, C, p) -> np.ndarray:
     return np.stack(vectors, axis=1)
 
 
+def _layer_keys(arch: Architecture, name: str, layer: int) -> list:
+    """The block keys of ``name`` in every head of ``layer`` (one key in a one-head layer)."""
+    return [arch.block_key(name, layer, h) for h in range(1, arch.heads[layer - 1] + 1)]
+
+
 def _set_point(arch, events, p, seed):
-    """A random point of the collapsed set (residues) and the tangent bases of value-rank blocks."""
+    """A random point of the collapsed set (residues) and the tangent bases of value-rank blocks.
+
+    An event at a layer with several heads holds in every head (``Q_{i,h} = 0``,
+    ``V_{i,h} = 0``, ``V_{i,h}`` of rank ``r``).
+    """
     point, coefficient_values = random_point(arch, p, seed)
     rng = generator(seed, "value rank")
     tangents = {}
     for e in events:
         if e.kind == SCORE_COLLAPSE:
-            point[("Q", e.layer)] = np.zeros_like(point[("Q", e.layer)])
+            for key in _layer_keys(arch, "Q", e.layer):
+                point[key] = np.zeros_like(point[key])
         elif e.kind == VALUE_COLLAPSE:
-            point[("V", e.layer)] = np.zeros_like(point[("V", e.layer)])
+            for key in _layer_keys(arch, "V", e.layer):
+                point[key] = np.zeros_like(point[key])
         elif e.kind == VALUE_RANK:
             rows, cols = arch.block_shapes(e.layer)["V"]
-            B = rng.integers(1, p, size=(rows, e.rank), dtype=np.int64)
-            C = rng.integers(1, p, size=(e.rank, cols), dtype=np.int64)
-            point[("V", e.layer)] = matmul_mod(B, C, p)
-            tangents[("V", e.layer)] = (B, C)
+            for key in _layer_keys(arch, "V", e.layer):
+                B = rng.integers(1, p, size=(rows, e.rank), dtype=np.int64)
+                C = rng.integers(1, p, size=(e.rank, cols), dtype=np.int64)
+                point[key] = matmul_mod(B, C, p)
+                tangents[key] = (B, C)
     return point, coefficient_values, tangents
 
 
@@ -110,22 +123,20 @@ def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     # the input scaled, X -> eps X: every score vanishes at eps = 0, whatever the normalizer
     J = jacobian_series(arch, input_scaling(), bank, point, p, truncation, coefficient_values)
     columns = parameter_columns(arch)
-    fixed = {("Q", e.layer) for e in events if e.kind == SCORE_COLLAPSE}
-    fixed |= {("V", e.layer) for e in events if e.kind == VALUE_COLLAPSE}
+    fixed = {key for e in events if e.kind == SCORE_COLLAPSE for key in _layer_keys(arch, "Q", e.layer)}
+    fixed |= {key for e in events if e.kind == VALUE_COLLAPSE for key in _layer_keys(arch, "V", e.layer)}
     pieces, owner = [], []  # tangent columns of the set and the block each belongs to
-    for i in range(1, arch.layers + 1):
-        for name in ("Q", "K", "V"):
-            key = (name, i)
-            block = "values" if name == "V" else f"scores:{i}"
-            if key in fixed:
-                continue
-            if key in tangents:
-                B, C = tangents[key]
-                piece = _combine(J, columns[key], _rank_tangent_basis(B, C, p), p)
-            else:
-                piece = J[:, columns[key], :]
-            pieces.append(piece)
-            owner += [block] * piece.shape[1]
+    for key, _ in arch.blocks():  # the blocks of observability are per layer: every head of layer i
+        block = "values" if key[0] == "V" else f"scores:{key[1]}"
+        if key in fixed:
+            continue
+        if key in tangents:
+            B, C = tangents[key]
+            piece = _combine(J, columns[key], _rank_tangent_basis(B, C, p), p)
+        else:
+            piece = J[:, columns[key], :]
+        pieces.append(piece)
+        owner += [block] * piece.shape[1]
     T = np.concatenate(pieces, axis=1)
     owner = np.array(owner)
     blocks = {}
@@ -139,7 +150,8 @@ def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     normal = {}
     for e in events:
         if e.kind == SCORE_COLLAPSE:
-            normal[f"scores:{e.layer}"] = _rank(J[:, columns[("Q", e.layer)], :], p)
+            normal[f"scores:{e.layer}"] = _rank(J[:, [c for key in _layer_keys(arch, "Q", e.layer)
+                                                        for c in columns[key]], :], p)
     from ..algebra.valuations import smith_valuations
 
     full = smith_valuations(J, p)
@@ -161,6 +173,12 @@ _DIMENSION_CACHE: dict = {}
 
 
 def _effective_dimension(arch: Architecture) -> int:
+    """The generic rank: the effective dimension, or for the variants #params minus the symmetry orbit."""
+    if not arch.is_plain:
+        key = ("variant", repr(arch.replace(normalizer="softmax")))
+        if key not in _DIMENSION_CACHE:
+            _DIMENSION_CACHE[key] = symmetry_orbit_bound(arch)
+        return _DIMENSION_CACHE[key]
     key = (tuple(arch.widths), tuple(arch.score_ranks))  # independent of tokens and normalizers
     if key not in _DIMENSION_CACHE:
         _DIMENSION_CACHE[key] = effective_dimension(arch)
@@ -169,7 +187,8 @@ def _effective_dimension(arch: Architecture) -> int:
 
 def _default_bank(arch: Architecture) -> int:
     eff = _effective_dimension(arch)
-    score_dims = eff - effective_block_dimensions(arch)["values"]
+    values = effective_block_dimensions(arch)["values"] if arch.is_plain else arch.widths[-1] * arch.widths[0]
+    score_dims = eff - values
     return max(arch.widths[0] + 1, math.ceil(eff / (arch.widths[-1] * arch.tokens)) + 2, score_dims + 2)
 
 
@@ -445,15 +464,25 @@ def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N
         if previous is not None:  # the first ranks were checked before the progress bar started
             _require_rank_memory(arch, grown_bank(step.bank) if confirm else step.bank, step.truncation)
 
+    def decide(generic, step, history):
+        if generic["total"] >= eff:
+            return []
+        if not arch.is_plain and len(history) > 1 and history[-2][1]["total"] == generic["total"]:
+            # the variants: the orbit bound need not be reached (a wider hidden layer than its input adds
+            # kernel); a rank that a larger bank and truncation leave unchanged is the generic rank
+            return []
+        return [GROW_BANK, DEEPEN]
+
     adapted = adapt(lambda step: _generic_ranks(arch, p, seed, step.bank, step.truncation), Step(size, N),
-                    lambda generic, step, history: [GROW_BANK, DEEPEN] if generic["total"] < eff else [],
+                    decide,
                     Growth(max_bank=max_bank if auto_bank else None, max_truncation=max_order if auto_order else None,
                            grow_bank=doubled),
                     before_step=before_step)
     generic, size, N = adapted.outcome, adapted.step.bank, adapted.step.truncation
     if not adapted.concluded:
         raise SymattnError(
-            f"the generic rank {generic['total']} stays below the effective dimension {eff} "
+            f"the generic rank {generic['total']} stays below the "
+            f"{'effective dimension' if arch.is_plain else 'symmetry-orbit bound'} {eff} "
             f"(bank {size}, truncation eps^{N}): raise the bank or the truncation")
     resolved_at = generic["deepest"]
     bar.update()
@@ -476,7 +505,8 @@ def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N
     statuses = {b: _status_from_rank(b, main["blocks"][b], reference[b], events) for b in reference}
     method = (f"Smith-form ranks of J(eps) mod eps^{N} over GF({p}) at a random point of the set, along "
               f"X -> eps X (rank over GF(p)((eps)) = generic rank on the set); the generic rank "
-              f"{generic['total']} = effective dimension resolves by eps^{resolved_at}; bank {size}"
+              f"{generic['total']} = {'effective dimension' if arch.is_plain else '#params - symmetry orbit'} "
+              f"resolves by eps^{resolved_at}; bank {size}"
               + (f"; confirmed at GF({primes[1]}), another point and a larger bank" if confirmed else "")
               + f"; generic rank, adaptive steps: {adapted.describe()}")
     return RankCheck(
@@ -540,21 +570,21 @@ def _near_set_exponents(arch, event, m, p, seed, size, N):
     bank = random_bank(arch, size, p, seed)
     series, inputs = curve_series(arch, input_scaling(), point, bank, p, N)
     rng = generator(seed, "near set")
-    key = ("Q", event.layer) if event.kind == SCORE_COLLAPSE else ("V", event.layer)
-    moved = np.zeros_like(series[key])
-    if event.kind == VALUE_RANK:
-        rows, cols = arch.block_shapes(event.layer)["V"]
-        B = rng.integers(1, p, size=(rows, event.rank), dtype=np.int64)
-        C = rng.integers(1, p, size=(event.rank, cols), dtype=np.int64)
-        moved[..., 0] = matmul_mod(B, C, p)
-    if m < N:
-        moved[..., m] = point[key]
-    series[key] = moved
+    for key in _layer_keys(arch, "Q" if event.kind == SCORE_COLLAPSE else "V", event.layer):  # every head
+        moved = np.zeros_like(series[key])
+        if event.kind == VALUE_RANK:
+            rows, cols = arch.block_shapes(event.layer)["V"]
+            B = rng.integers(1, p, size=(rows, event.rank), dtype=np.int64)
+            C = rng.integers(1, p, size=(event.rank, cols), dtype=np.int64)
+            moved[..., 0] = matmul_mod(B, C, p)
+        if m < N:
+            moved[..., m] = point[key]
+        series[key] = moved
     J = jacobian_from_series(arch, series, inputs, p, N, coefficient_values)
     columns = parameter_columns(arch)
     out, score_columns = {}, []
     for i in range(1, arch.layers + 1):
-        own = columns[("Q", i)] + columns[("K", i)]
+        own = [c for name in ("Q", "K") for key in _layer_keys(arch, name, i) for c in columns[key]]
         score_columns += own
         out[f"scores:{i}"] = list(smith_valuations(J[:, own, :], p).exponents)
     everything = list(smith_valuations(J, p).exponents)
