@@ -10,7 +10,10 @@ when it does not, the ratio reported is a lower bound.
 
 Targets (the expansion issue): two layers, width 2, three tokens, order 6,
 generic normalizer in at most 5 s and at least 100x faster than plain sympy
-where sympy finishes; ``leading_coefficient(arch, 2).explicit()`` at width 2
+where sympy finishes (the ratio is taken against ``expand`` with every
+coefficient written as sympy, the baseline's output; ``expand`` alone
+returns the python-flint polynomials and writes a coefficient when it is
+read); ``leading_coefficient(arch, 2).explicit()`` at width 2
 and three tokens in at most 3 s; a formula claim about that coefficient
 (true or false) decided in at most 3 s.  Each is reported as met or NOT met;
 the assertions allow twice the target, since other processes on a 2-core
@@ -73,6 +76,8 @@ def _expansion_row(layers: int, width: int, tokens: int, order: int, target: flo
     arch = Architecture.uniform(layers=layers, width=width, tokens=tokens)
     generic = Normalizer.generic(1)
     seconds, F = _timed(lambda: expand(arch, order=order, normalizer=generic), repeats=1 if layers > 1 else 3)
+    # the coefficients are written as sympy when read: time that too (every F_n as sympy matrices)
+    written_seconds, _ = _timed(lambda: list(expand(arch, order=order, normalizer=generic)), repeats=1)
     rng = random.Random(7)
     point = {name: Fraction(rng.randint(-9, 9) or 1, rng.randint(1, 5)) for name in F.symbol_names()}
     baseline = _baseline(layers, width, tokens, order, point)
@@ -83,10 +88,10 @@ def _expansion_row(layers: int, width: int, tokens: int, order: int, target: flo
         status, bound = "finished, same coefficients at a random point", ""
     else:
         status, bound = f"timed out after {TIMEOUT:.0f} s ({baseline['done']} of {baseline['total']} entries)", ">= "
-    ratio = baseline["seconds"] / seconds
+    ratio = baseline["seconds"] / written_seconds  # against sympy expressions, like the baseline's
     met = "" if target is None else ("met" if seconds <= target else "NOT met")
-    row = [layers, width, tokens, order, f"{seconds:.3f}", f"{bound}{baseline['seconds']:.1f}",
-           f"{bound}{ratio:,.0f}x", met, status]
+    row = [layers, width, tokens, order, f"{seconds:.3f}", f"{written_seconds:.3f}",
+           f"{bound}{baseline['seconds']:.1f}", f"{bound}{ratio:,.0f}x", met, status]
     return row, seconds, ratio, baseline["result"] is not None
 
 
@@ -100,8 +105,8 @@ def test_expand_against_plain_sympy_series(table):
     row, seconds, ratio, finished = _expansion_row(2, 2, 3, 6, 5.0)
     rows.append(row)
     table("benchmark 5: expand (generic normalizer c_1, c_2, ...) against plain sympy series",
-          ["layers", "width", "tokens", "order", "engine (s)", "sympy (s)", "sympy/engine", "5 s target",
-           "baseline"], rows)
+          ["layers", "width", "tokens", "order", "expand (s)", "+ all as sympy (s)", "sympy (s)",
+           "sympy/(+ all as sympy)", "5 s target", "baseline"], rows)
     assert seconds <= 10.0
 
 
