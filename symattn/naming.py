@@ -135,9 +135,15 @@ def parameter(letter: str, layer: int) -> Name:
     --------
     >>> parameter("V", 1).meaning
     'value matrix of layer 1'
+    >>> parameter("K", "{2,1}").meaning         # head 1 of layer 2 (a layer with several heads)
+    'key matrix of head 1 of layer 2'
     """
     if letter not in _PARAMETERS:
         raise ValueError(f"a native parameter is Q, K or V, got {letter!r}")
+    if isinstance(layer, str) and "," in layer:  # Q_{i,h}: head h of layer i
+        i, h = (int(part) for part in layer.strip("{}").split(","))
+        name = f"{letter}_{{{i},{h}}}"
+        return Name(name, name, name, f"{_PARAMETERS[letter]} matrix of head {h} of layer {i}")
     i = int(layer)
     return Name(f"{letter}_{i}", f"{letter}_{{{i}}}", f"{letter}_{i}", f"{_PARAMETERS[letter]} matrix of layer {i}")
 

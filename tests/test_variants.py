@@ -464,3 +464,102 @@ def test_cli_rejects_a_wrong_number_of_heads(capsys):
     status = main(["spectrum", "--widths", "2,3", "--residual"])
     _, err = capsys.readouterr()
     assert status == 2 and "needs d_i = d_{i-1}" in err
+
+
+# -- observability with residual paths --------------------------------------------------------
+def test_residual_edges_in_the_dependency_graph():
+    from symattn.observe import dependency_graph
+
+    G = dependency_graph(Architecture.uniform(layers=2, width=2, heads=[1, 2], causal=True, residual=True))
+    assert [(u, v) for u, v, kind in G.edges(data="kind") if kind == "residual"] == [
+        ("input", "tokens:1"), ("tokens:1", "tokens:2")]
+    assert G.nodes["values:2"]["params"] == ("V_{2,1}", "V_{2,2}") and G.nodes["attention:1"]["causal"] is True
+    plain = dependency_graph(Architecture.uniform(layers=2, width=2))
+    assert plain.number_of_edges() == 11 and "residual" not in {k for _, _, k in plain.edges(data="kind")}
+
+
+@pytest.mark.parametrize("kwargs, collapse, hidden, observable", [
+    ({}, "scores:1", ["scores:2"], ["values"]),                               # the plain model: J/t hides layer 2
+    (dict(residual=True), "scores:1", [], ["scores:2", "values"]),           # the stream carries the tokens past
+    (dict(causal=True), "scores:1", [], ["scores:2", "values"]),             # the causal average keeps them apart
+    (dict(residual=True), "values:1", ["scores:1"], ["scores:2"]),           # X_1 = X_0: only layer 1 is lost
+    ({}, "values:1", ["scores:1", "scores:2"], []),                          # X_1 = 0
+])
+def test_a_collapse_hides_what_the_exact_ranks_say(kwargs, collapse, hidden, observable):
+    from symattn.observe import observe
+
+    arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, **kwargs)
+    result = observe(arch, [collapse])
+    assert result.unobservable == hidden and result.observable == observable
+    assert result.agrees_with_rank
+    for block in hidden:
+        assert result.rank.on_set[block] == 0
+    for block in observable:
+        assert result.rank.on_set[block] == result.rank.generic[block] > 0
+
+
+def test_residual_product_and_shared_attention_are_seen_by_the_ranks():
+    from symattn.observe import observe
+
+    residual = observe(Architecture.uniform(layers=2, width=2, rank=1, tokens=3, residual=True),
+                       ["identical-tokens"])
+    assert residual.partial == ["values"] and residual.unobservable == ["scores:1", "scores:2"]
+    assert residual.observability.verdicts["values"].reasons[0].rule == "residual-product"
+    assert (residual.rank.on_set["values"], residual.rank.generic["values"]) == (4, 8)  # (I + V_2)(I + V_1) only
+    heads = observe(Architecture.uniform(layers=2, width=2, rank=1, tokens=3, heads=2), ["scores:2"])
+    assert heads.partial == ["values"] and heads.observability.verdicts["values"].reasons[0].rule == "shared-attention"
+    assert (heads.rank.on_set["values"], heads.rank.generic["values"]) == (8, 12)  # V_{2,1} + V_{2,2} only
+    assert residual.agrees_with_rank and heads.agrees_with_rank
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kwargs, events", [
+    (dict(residual=True), 2),
+    (dict(causal=True, residual=True), 2),
+    (dict(heads=2, causal=True), 2),
+    (dict(heads=[1, 2], causal=True, residual=True), 1),
+])
+def test_every_verdict_agrees_with_exact_ranks(kwargs, events):
+    from symattn.observe import exceptional_fibers
+
+    for normalizer in ("softmax", "cosh"):
+        arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer=normalizer, **kwargs)
+        table = exceptional_fibers(arch, max_events=events)
+        assert table.agrees_with_rank, [row.disagreements for row in table.rows if not row.agrees_with_rank]
+        assert len(table.rows) == (34 if events == 2 else 8)
+
+
+def test_bias_through_a_residual_collapse():
+    # J/t adds a column-constant term to the stream: the constant coordinate survives layer 1, so softmax
+    # hides a direction of What_2 (shift invariance) and V_1, V_2 move together (G = I + g e_b^T)
+    from symattn.observe import observe
+
+    result = observe(Architecture.uniform(layers=2, width=2, rank=1, tokens=3, residual=True), ["bias", "scores:1"])
+    assert result.partial == ["scores:2", "values"] and result.agrees_with_rank
+    assert [r.rule for r in result.observability.verdicts["values"].reasons] == ["residual-bias"]
+    assert (result.rank.on_set["scores:2"], result.rank.on_set["values"]) == (2, 6)
+
+
+# -- every command on every variant --------------------------------------------------------------
+@pytest.mark.parametrize("flags", [["--heads", "2"], ["--causal"], ["--residual"], ["--heads", "1,2", "--causal",
+                                                                                      "--residual"]])
+def test_every_command_runs_on_the_variant(capsys, flags):
+    network = ["--layers", "2", *flags]
+    identify_data = run_json(capsys, "identify", *network, "--estimate", "none")
+    assert identify_data["dimension"]["certified"] and identify_data["fiber"]["kernel_is_symmetry_orbit"]
+    assert all(o["predicted"] is None for o in identify_data["orders"])
+    observe_data = run_json(capsys, "observe", *network, "--collapse", "scores:1")
+    assert observe_data["agrees_with_rank"] is True
+    expand_data = run_json(capsys, "expand", *network, "--order", "2")
+    assert expand_data["architecture"]["heads"] == ([2, 2] if flags[:2] == ["--heads", "2"] else
+                                                    [1, 2] if "1,2" in flags else [1, 1])
+    check_data = run_json(capsys, "check", *network, "--claim", "kernel = 6")
+    assert len(check_data["claims"]) == 1
+
+
+def test_report_on_a_variant(tmp_path, capsys):
+    for flags in (["--heads", "2", "--causal"], ["--residual"]):
+        status = main(["report", "--layers", "1", *flags, "--quiet", "--out", str(tmp_path / flags[-1][2:])])
+        out, err = capsys.readouterr()
+        assert status == 0, err
+        assert "no formula claimed" in out

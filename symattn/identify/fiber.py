@@ -354,7 +354,7 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
               f"orders (native Jacobian on {bank_size} inputs, rows compressed); gauge tangents of "
               + ("G_i in GL(a_i), H_i in GL(d_i)" if arch.is_plain else
                  "G_{i,h} in GL(a_i) per head" + (", H_i in GL(d_i)" if hidden_gauge_layers(arch) else
-                                                  " (no hidden GL(d_i): residual stream)"))
+                                                  " (no hidden GL(d_i): residual stream)" if arch.residual else ""))
               + (", and the scalings of lightning layers" if scaling_count else "")
               + "; their product with J(eps) computed exactly; the kernel equals the orbit's tangent space when "
                 "rank J + rank(tangents) = #params")

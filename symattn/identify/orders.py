@@ -300,7 +300,8 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
             notes.append(f"the function does not depend on this block below eps^{truncation}"
                          + (" (one token: S(A) = 1)" if arch.degenerate else ""))
         elif block_ranks[name] < dims[name]:
-            notes.append(f"jet rank {block_ranks[name]} on the block's columns is below its effective "
+            notes.append(f"jet rank {block_ranks[name]} on the block's columns is below its "
+                         f"{'effective ' if arch.is_plain else 'block '}"
                          f"dimension {dims[name]}: not certified locally identifying at this order")
         elif block_ranks[name] > dims[name]:
             notes.append(f"jet rank {block_ranks[name]} on the block's columns exceeds its effective dimension "
