@@ -949,7 +949,11 @@ class _Engine:
 
     def contact_order(self, layer: int):
         s = self.spectrum
-        block = s.blocks.get(f"scores:{layer}", {})
+        block = dict(s.blocks.get(f"scores:{layer}", {}))
+        for name, histogram in s.blocks.items():  # a layer with heads: the blocks scores:i:h of all its heads
+            if name.startswith(f"scores:{layer}:"):
+                for e, m in histogram.items():
+                    block[e] = block.get(e, 0) + m
         exponents = sorted(int(e) for e in block)
         note = (f"least exponent added by layer {layer}'s Q_{layer}, K_{layer} columns "
                 f"(block scores:{layer} = {block}); " + self._spectrum_note())
@@ -1090,7 +1094,8 @@ def _check_one(engine: _Engine, text: str) -> ClaimCheck:
         if contact is None:
             return ClaimCheck(text, quantity, layer, claimed, None, None, note)
         computed = engine.spectrum.multiplicity(contact)
-        block = engine.spectrum.blocks.get(f"scores:{layer}", {}).get(str(contact), 0)
+        block = sum(histogram.get(str(contact), 0) for name, histogram in engine.spectrum.blocks.items()
+                    if name == f"scores:{layer}" or name.startswith(f"scores:{layer}:"))  # every head
         method = (f"multiplicity of exponent {contact} (layer {layer}'s contact order) in the whole spectrum; "
                   f"layer {layer}'s own block contributes {block}; " + note)
         return ClaimCheck(text, quantity, layer, claimed, computed,

@@ -72,16 +72,19 @@ MAX_AUTO_DIGITS = 640
 # -- the Jacobian -----------------------------------------------------------------------
 def _as_flat_parameters(arch: Architecture, params) -> list:
     if isinstance(params, Parameters):
-        if params.layers != arch.layers:
-            raise ShapeError(f"parameters have {params.layers} layers, the architecture {arch.layers}")
+        units = arch.units()  # one per head; the layers themselves with one head per layer
+        if params.layers != len(units):
+            what = "layers" if len(units) == arch.layers else "heads"
+            raise ShapeError(f"parameters have {params.layers} {what}, the architecture {len(units)}")
         flat = []
-        for i in range(arch.layers):
-            for name, block in (("Q", params.Q[i]), ("K", params.K[i]), ("V", params.V[i])):
+        for u, (i, h) in enumerate(units):
+            for name, block in (("Q", params.Q[u]), ("K", params.K[u]), ("V", params.V[u])):
                 rows = block.tolist() if isinstance(block, (sp.MatrixBase, np.ndarray)) else block
                 shape = np.shape(np.array(rows, dtype=object))
-                expected = arch.block_shapes(i + 1)[name]
+                expected = arch.block_shapes(i)[name]
                 if tuple(shape) != expected:
-                    raise ShapeError(f"{name}_{i + 1} must be {expected[0]} x {expected[1]}, got shape {shape}")
+                    raise ShapeError(f"{arch.block_label(arch.block_key(name, i, h))} must be {expected[0]} x "
+                                     f"{expected[1]}, got shape {shape}")
                 flat.extend(v for row in rows for v in row)
         return flat
     flat = list(np.asarray(params, dtype=object).ravel())

@@ -563,3 +563,20 @@ def test_report_on_a_variant(tmp_path, capsys):
         out, err = capsys.readouterr()
         assert status == 0, err
         assert "no formula claimed" in out
+
+
+def test_claims_on_a_network_with_heads(capsys):
+    data = run_json(capsys, "check", "--layers", "2", "--heads", "2", "--claim", "contact_order(2) = 5",
+                    "--claim", "multiplicity(2) = 6", "--claim", "kernel = 8")
+    assert [(c["verdict"], c["computed"]) for c in data["claims"]] == [(True, 5), (True, 6), (True, 8)]
+
+
+def test_numeric_jacobian_takes_parameters_of_heads():
+    from symattn.numeric import numeric_jacobian
+
+    arch = Architecture.uniform(layers=1, width=1, tokens=2, heads=2, causal=True)
+    params = arch.parameters_from([[[1]], [[2]]], [[[1]], [["1/2"]]], [[[1]], [[3]]])
+    J = numeric_jacobian(arch, params, [[[1, 2]]], eps="1/2")
+    assert J.shape == (2, 6)
+    # token 1 attends to itself only: d F_1 / d V_{1,h} = x_1 = 1 for both heads, and no score moves it
+    assert np.abs(J[0] - [0, 0, 1, 0, 0, 1]).max() < 1e-14 and np.abs(J[1]).min() < np.abs(J[1]).max()
