@@ -28,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -40,6 +41,7 @@ __all__ = [
     "latex_tabularx",
     "latex_longtable",
     "latex_method",
+    "latex_prose",
     "markdown_method",
     "text_table",
     "Figure",
@@ -264,6 +266,53 @@ def _column_count(columns: str) -> int:
     return count
 
 
+#: Plain-text formulas in prose (methods, notes) and their LaTeX: ``eps^19``, ``What_1``, ``Q_i``, ``<=``, ...
+_PROSE_MATH = re.compile(
+    r"(?P<epspow>\beps\^\(?(?P<power>[0-9a-zA-Z+\- ]+?)\)?(?![\w(]))"
+    r"|(?P<eps>\beps\b)"
+    r"|(?P<what>\bWhat_(?P<whatsub>[0-9a-z]+)\b)"
+    r"|(?P<sub>(?<![A-Za-z0-9_.])(?P<base>[A-Za-z]t?)_(?P<index>[0-9]+|[a-z])(?P<transpose>\^T)?(?![A-Za-z0-9_]))"
+    r"|(?P<rel><=|>=|->)"
+)
+
+
+def latex_prose(text) -> str:
+    """Plain text with its formulas (``eps^19``, ``What_1``, ``Q_i``, ``P_0^T``, ``<=``) set in math; the rest escaped.
+
+    For method notes and other sentences written in plain text, so that the
+    LaTeX reads as a paper does: ``eps`` is ``$\\varepsilon$``, a letter with
+    a one-word index is a subscript, ``What_i`` is ``$\\widehat W_{i}$``.
+    Longer names with underscores (``sign_group_order``) stay text.
+
+    Examples
+    --------
+    >>> print(latex_prose("rank over GF(p)((eps)) resolved below eps^19; Q_i = eps Qt_i; P_0^T K_1^T"))
+    rank over GF(p)(($\\varepsilon$)) resolved below $\\varepsilon^{19}$; $Q_{i}$ = $\\varepsilon$ $\\tilde Q_{i}$; $P_{0}^\\top$ $K_{1}^\\top$
+    >>> print(latex_prose("What_2 = 0 (error probability <= 1e-9, a -> b) in effective.sign_group_order"))
+    $\\widehat W_{2}$ = 0 (error probability $\\le$ 1e-9, a $\\to$ b) in effective.sign\\_group\\_order
+    """
+    out, position = [], 0
+    text = str(text)
+    for match in _PROSE_MATH.finditer(text):
+        out.append(latex_escape(text[position:match.start()]))
+        if match.group("epspow"):
+            out.append(rf"$\varepsilon^{{{match.group('power').replace(' ', '')}}}$")
+        elif match.group("eps"):
+            out.append(r"$\varepsilon$")
+        elif match.group("what"):
+            out.append(rf"$\widehat W_{{{match.group('whatsub')}}}$")
+        elif match.group("sub"):
+            base = match.group("base")
+            base = rf"\tilde {base[0]}" if len(base) == 2 else base  # Qt_i: the base point's Q-tilde
+            out.append(rf"${base}_{{{match.group('index')}}}"
+                       + (r"^\top" if match.group("transpose") else "") + "$")
+        else:
+            out.append({"<=": r"$\le$", ">=": r"$\ge$", "->": r"$\to$"}[match.group("rel")])
+        position = match.end()
+    out.append(latex_escape(text[position:]))
+    return "".join(out)
+
+
 def latex_method(text: str, label: str = "Method") -> str:
     """A note under a table: ``label: text.`` in small type (the text is plain and escaped here).
 
@@ -273,7 +322,7 @@ def latex_method(text: str, label: str = "Method") -> str:
     \\par\\smallskip\\noindent{\\small \\textit{Method:} ranks over GF(p) at 2 primes\\_.}\\par
     """
     text = str(text).rstrip(".")
-    return rf"\par\smallskip\noindent{{\small \textit{{{latex_escape(label)}:}} {latex_escape(text)}.}}\par"
+    return rf"\par\smallskip\noindent{{\small \textit{{{latex_escape(label)}:}} {latex_prose(text)}.}}\par"
 
 
 def markdown_method(text: str, label: str = "method") -> str:

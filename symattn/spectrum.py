@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._format import FormattedResult, latex_escape, latex_method, latex_tabular, markdown_method
+from ._format import FormattedResult, latex_escape, latex_method, latex_prose, latex_tabular, markdown_method
 from .naming import texttt
 from .adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, grown_bank, schwartz_zippel_bound
 from .algebra.linalg import series_matmul
@@ -507,7 +507,7 @@ class Spectrum(FormattedResult):
             parts += [r"\qquad", latex_tabular(
                 [(texttt(b), c, p, a) for b, c, p, a in self._block_cells(show)], "llll",
                 header=("block", "computed", "predicted", "agrees"))]
-        notes = "\n".join(rf"\item {latex_escape(note)}" for note in self._notes())
+        notes = "\n".join(rf"\item {latex_prose(note)}" for note in self._notes())
         parts += ["\n\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small\n" + notes + "\n\\end{itemize}",
                   latex_method(self.method)]
         return "\n".join(parts)

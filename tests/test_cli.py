@@ -164,8 +164,8 @@ def test_latex(capsys):
         "\\subsection*{Numerical sensitivity (mpmath and float64)}",
         "\\subsection*{Identifiability: dimension, generic fiber, identification orders}",
         "\\subsubsection*{Dimension of the function space}", "\\subsubsection*{Generic fiber}",
-        "\\subsubsection*{Identification orders along simultaneous query/key collapse Q\\_i = eps Qt\\_i, "
-        "K\\_i = eps Kt\\_i (layers 1..2)}",
+        "\\subsubsection*{Identification orders along simultaneous query/key collapse $Q_{i}$ = $\\varepsilon$ "
+        "$\\tilde Q_{i}$, $K_{i}$ = $\\varepsilon$ $\\tilde K_{i}$ (layers 1..2)}",
         "\\subsection*{Observability under collapse}"]
     # every result's method note
     assert out.count("\\textit{Method:}") == 6 and "\\textit{Lower bound:}" in out

@@ -135,8 +135,8 @@ def test_identify_headings_start_at_level_two(capsys):
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if line.startswith("\\subsection")] == [
         "\\subsection*{Dimension of the function space}", "\\subsection*{Generic fiber}",
-        "\\subsection*{Identification orders along simultaneous query/key collapse Q\\_i = eps Qt\\_i, "
-        "K\\_i = eps Kt\\_i (layers 1..1)}"]
+        "\\subsection*{Identification orders along simultaneous query/key collapse $Q_{i}$ = $\\varepsilon$ "
+        "$\\tilde Q_{i}$, $K_{i}$ = $\\varepsilon$ $\\tilde K_{i}$ (layers 1..1)}"]
     assert "dimension of the function space & value \\\\" in out  # the dimension table has its header
 
 
@@ -189,3 +189,14 @@ def test_a_graph_without_events_says_it_has_no_verdicts():
     figure = draw(dependency_graph(ARCH))
     assert figure.axes[0].get_title() == "dependency graph"
     assert [t.get_text() for t in figure.legends[0].get_texts()] == ["node (no events: no verdicts)"]
+
+
+def test_prose_formulas_are_typeset_in_latex():
+    from symattn._format import latex_method, latex_prose
+
+    assert latex_prose("below eps^19 at Q_i = eps Qt_i") == \
+        r"below $\varepsilon^{19}$ at $Q_{i}$ = $\varepsilon$ $\tilde Q_{i}$"
+    assert latex_prose("What_3 = 0; P_0^T; k_1 = 2; x <= 1; a -> b; sign_group_order; GF(p)") == \
+        r"$\widehat W_{3}$ = 0; $P_{0}^\top$; $k_{1}$ = 2; x $\le$ 1; a $\to$ b; sign\_group\_order; GF(p)"
+    assert latex_method("ranks mod eps^(N) at 50% & more") == \
+        r"\par\smallskip\noindent{\small \textit{Method:} ranks mod $\varepsilon^{N}$ at 50\% \& more.}\par"

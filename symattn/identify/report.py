@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 
 from ..curves import Curve
-from .._format import FormattedResult, latex_array, latex_escape, latex_method, latex_tabular, markdown_table
+from .._format import (
+    FormattedResult, latex_array, latex_escape, latex_method, latex_prose, latex_tabular, markdown_table,
+)
 from ..naming import block_key, texttt
 from ..jacobian import (
     DEFAULT_PRIMES,
@@ -186,7 +188,7 @@ class IdentificationReport(FormattedResult):
         d = self.dimension
         dimension, fiber, orders = self._headings()
         order_rows = [[texttt(row[0])] + [latex_escape(cell) for cell in row[1:]] for row in self._order_rows()]
-        flips = "".join(rf"\item {latex_escape(line)}" + "\n" for line in self._flip_lines())
+        flips = "".join(rf"\item {latex_prose(line)}" + "\n" for line in self._flip_lines())
         not_sharp = [f"{o.block}: {o.note}" for o in (*self.orders, self.values) if not o.sharp]
         jets = latex_tabular([["rank", *self.jet_ranks]], "l" + "r" * len(self.jet_ranks),
                              header=["$n$", *range(len(self.jet_ranks))])
@@ -199,7 +201,7 @@ class IdentificationReport(FormattedResult):
             latex_tabular(escaped(self._fiber_rows()), "lr", header=("quantity", "value")),
             *(["\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small", flips.rstrip(), "\\end{itemize}"] if flips else []),
             latex_method(self.fiber.method),
-            rf"\{heading}*{{{latex_escape(orders)}}}",
+            rf"\{heading}*{{{latex_prose(orders)}}}",
             latex_tabular(order_rows, "lrrlrl", header=escaped([self._ORDER_HEADER])[0]),
             "", r"\medskip", "",
             r"\noindent Jet ranks (rank of the Jacobian of $(F_0, \dots, F_n)$ in curve coordinates):", "",

@@ -9,7 +9,8 @@ from typing import Iterable
 import networkx as nx
 
 from .._format import (
-    FormattedResult, Section, latex_escape, latex_longtable, latex_method, latex_tabularx, markdown_method,
+    FormattedResult, Section, latex_escape, latex_longtable, latex_method, latex_prose, latex_tabularx,
+    markdown_method,
 )
 from ..naming import texttt
 from ..errors import SymattnError
@@ -182,7 +183,7 @@ class ObserveResult(FormattedResult):
 
     def _latex_body(self) -> str:
         """The verdicts, ranks and reasons as a ``tabularx`` as wide as the text, with the notes and the method."""
-        rows = [(texttt(block), status, rank, generic, latex_escape(text),
+        rows = [(texttt(block), status, rank, generic, latex_prose(text),
                  r" $\to$ ".join(latex_escape(node) for node in path.split(" -> ")))
                 for block, status, rank, generic, text, path in self._rows()]
         table = latex_tabularx(rows, "llrrLL", header=("block", "verdict", "rank", "generic", "reason", "path"))
@@ -195,9 +196,9 @@ class ObserveResult(FormattedResult):
                   latex_escape(f"sign components of the fiber: {self.observability.sign_components} "
                                f"(generic {self.observability.generic_sign_components})"),
                   f"graph and exact rank agree: {'yes' if self.agrees_with_rank else 'no'}"]
-        notes += [latex_escape(f"disagreement: {d}") for d in self.disagreements]
-        notes += [latex_escape(n) for n in self.observability.notes]
-        notes += [latex_escape(str(c)) for c in self.contact]
+        notes += [latex_prose(f"disagreement: {d}") for d in self.disagreements]
+        notes += [latex_prose(n) for n in self.observability.notes]
+        notes += [latex_prose(str(c)) for c in self.contact]
         items = "\n".join(rf"\item {n}" for n in notes)
         return "\n".join([table, "\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small", items, "\\end{itemize}",
                           latex_method(self.rank.method)])
@@ -416,7 +417,7 @@ class ExceptionalFibers(FormattedResult):
             return ", ".join(texttt(b) for b in blocks) or "--"
 
         rows = [(" + ".join(texttt(e.name) for e in r.events), names(r.unobservable), names(r.partial), r.fiber_dim_jump,
-                 latex_escape("; ".join(r.conditions)), "yes" if r.agrees_with_rank else "NO") for r in self.rows]
+                 latex_prose("; ".join(r.conditions)), "yes" if r.agrees_with_rank else "NO") for r in self.rows]
         columns = r">{\raggedright}p{0.19\linewidth}>{\raggedright}p{0.16\linewidth}" \
                   r">{\raggedright}p{0.15\linewidth}r>{\raggedright\arraybackslash}p{0.26\linewidth}l"
         table = "{\\small\\setlength{\\tabcolsep}{4pt}\n" + latex_longtable(
