@@ -914,14 +914,17 @@ def scaling_tangent_series(arch: Architecture, curve: Curve, point, p: int, trun
 
 
 def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: int = 0) -> int:
-    """``#params`` minus the rank of the symmetry-orbit tangents at a random point mod ``p``.
+    """An upper bound of the rank of the native Jacobian: ``#params`` minus the symmetry orbit's dimension.
 
     The gauge orbit (and the scalings of lightning heads) lies in every
     fiber, so its tangents lie in the kernel of the native Jacobian: the rank
-    of ``J`` is at most ``#params`` minus their rank.  A rank mod ``p`` at a
-    random point is at most the generic one, so the bound stays a bound.  It
-    is the rank the variants are compared with (no effective dimension is
-    derived for them).
+    of ``J`` is at most ``#params`` minus their rank at a random point mod
+    ``p`` (at most the generic rank, so the bound stays a bound).  With a
+    causal mask and one head per layer without a residual stream, ``F = P X
+    M_l`` still holds (the mask acts on the scores, which are
+    ``M^T X^T What_i X M`` in input coordinates), so the effective dimension
+    bounds the rank too, and the smaller bound is returned.  It is the rank
+    the variants are compared with (no formula is claimed for them).
 
     Examples
     --------
@@ -930,16 +933,21 @@ def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: i
     10
     >>> symmetry_orbit_bound(Architecture.uniform(layers=2, width=2, rank=1, residual=True))   # 16 - 2
     14
+    >>> symmetry_orbit_bound(Architecture([2, 3, 3], [1, 1], causal=True))   # 25 - 11 = 14 > 12 = dim (What, P)
+    12
     """
     from .algebra.valuations import smith_valuations
+    from .effective import effective_dimension
 
     point, _ = random_point(arch, p, seed)
     still = Curve("a random point (no curve)")
     tangents = [t for t in (gauge_tangent_series(arch, still, point, p, 1),
                             scaling_tangent_series(arch, still, point, p, 1)) if len(t)]
-    if not tangents:
-        return arch.param_count
-    return arch.param_count - smith_valuations(np.concatenate(tangents), p).resolved_rank
+    bound = arch.param_count - (smith_valuations(np.concatenate(tangents), p).resolved_rank if tangents else 0)
+    if all(h == 1 for h in arch.heads) and not arch.residual \
+            and not any(n.is_lightning for n in arch.normalizers):
+        bound = min(bound, effective_dimension(arch))  # F = P X M_l: a mask alone keeps the effective parameters
+    return bound
 
 
 def degree_bound(arch: Architecture, curve: Curve, truncation: int, variable_constants: bool = True) -> int:

@@ -297,7 +297,10 @@ def _upper_bound(arch: Architecture) -> tuple[int, str]:
             "head" + (", GL(d_i) per hidden layer" if hidden_gauge_layers(arch) else
                       ", no hidden GL(d_i): a residual stream breaks it" if arch.residual else "")
             + (", the scalings of lightning heads" if _lightning_layers(arch) else "")
-            + "), a rank at a random point mod p; the orbit lies in every fiber")
+            + "), a rank at a random point mod p; the orbit lies in every fiber"
+            + ("; with one head per layer and no residual stream F = P X M_l still holds, so at most the "
+               "dimension of (What_1, ..., What_l, P)" if all(h == 1 for h in arch.heads) and not arch.residual
+               else ""))
     eff = _effective_dim(arch)
     lightning = _lightning_layers(arch)
     if arch.degenerate and not lightning:
