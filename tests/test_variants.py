@@ -580,3 +580,18 @@ def test_numeric_jacobian_takes_parameters_of_heads():
     assert J.shape == (2, 6)
     # token 1 attends to itself only: d F_1 / d V_{1,h} = x_1 = 1 for both heads, and no score moves it
     assert np.abs(J[0] - [0, 0, 1, 0, 0, 1]).max() < 1e-14 and np.abs(J[1]).min() < np.abs(J[1]).max()
+
+
+def test_the_examples_of_docs_variants_md_run():
+    import doctest
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "variants.md").read_text(encoding="utf-8")
+    assert text.startswith("---\norphan: true\n---\n")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 2
+    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, "variants.md", "docs/variants.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0 and runner.tries == 12
