@@ -180,7 +180,7 @@ def test_dot_tikz_and_drawing_share_names_and_colours():
     dot, tikz = to_dot(result), to_tikz(result)
     assert '"scores:2" [label="scores:2\\nA_2 (Q_2, K_2)\\ncolumn-constant", kind="scores", fillcolor="#e6550d", ' \
            'tooltip="unobservable"];' in dot
-    assert r"\node[rectangle, fill={rgb,255:red,230; green,85; blue,13}] (scores2) at (7.8, 1.9) " \
+    assert r"\node[rectangle, fill={rgb,255:red,230; green,85; blue,13}] (scores2) at (7.8, 2.5) " \
            r"{\texttt{scores:2}\\ $A_{2}$\\ {\scriptsize $Q_2$, $K_2$}\\ {\scriptsize column-constant}};" in tikz
     assert '"values:1" [label="values:1\\nV_1 X_0 (V_1)", kind="values", fillcolor="#74c476"' in dot
 
@@ -200,3 +200,33 @@ def test_prose_formulas_are_typeset_in_latex():
         r"$\widehat W_{3}$ = 0; $P_{0}^\top$; $k_{1}$ = 2; x $\le$ 1; a $\to$ b; sign\_group\_order; GF(p)"
     assert latex_method("ranks mod eps^(N) at 50% & more") == \
         r"\par\smallskip\noindent{\small \textit{Method:} ranks mod $\varepsilon^{N}$ at 50\% \& more.}\par"
+
+
+def test_graph_labels_are_legible_at_print_size():
+    from symattn.observe.export import BOX_FONT_SIZE
+
+    for layers in (1, 2, 3):
+        graph = dependency_graph(Architecture.uniform(layers=layers))
+        figure = draw_panels([propagate(graph, [score_collapse(i)]) for i in range(1, layers + 1)])
+        width = figure.get_size_inches()[0]
+        # printed at the width of the text (6.5 in), as in the report, the box text stays at 8 pt or more
+        assert BOX_FONT_SIZE * min(1.0, 6.5 / width) >= 8.0, (layers, width)
+        assert {t.get_fontsize() for t in figure.axes[0].texts if t.get_text()} == {BOX_FONT_SIZE}
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_graph_legend_fits_the_figure(layers):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401  (the figure has its own canvas)
+
+    graph = dependency_graph(Architecture.uniform(layers=layers))
+    figure = draw_panels([propagate(graph, [score_collapse(i)]) for i in range(1, layers + 1)])
+    renderer = figure.canvas.get_renderer()
+    figure.draw(renderer)
+    legend = figure.legends[0].get_window_extent(renderer)
+    page = figure.bbox
+    assert page.x0 <= legend.x0 and legend.x1 <= page.x1 and page.y0 <= legend.y0
+    for ax in figure.axes:  # and every box inside its panel
+        for text in ax.texts:
+            if text.get_text():
+                box = text.get_bbox_patch().get_window_extent(renderer)
+                assert page.x0 <= box.x0 and box.x1 <= page.x1, text.get_text()

@@ -195,6 +195,13 @@ def to_tikz(item) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Font size (pt) of the boxes and the legend: a drawing of up to three layers printed at the width of
+#: the text (6.5 in, the report's figures) keeps them at 8 pt or more.
+BOX_FONT_SIZE = 11
+
+#: Narrowest drawing (in): the legend's three columns fit in it.
+MIN_WIDTH_IN = 8.0
+
 #: Fill of the graph's boxes that are not effective blocks, and of those whose state an event forces.
 _OTHER, _FORCED = "#deebf7", "#d9d9d9"
 
@@ -217,12 +224,14 @@ def _node_fill(graph, verdict, node) -> str:
 
 
 def _layout(graph) -> dict:
-    """Compact positions for drawing: layer ``i`` in columns ``2i - 1`` (scores, values) and ``2i``."""
+    """Compact positions: layer ``i`` in columns ``2i - 1`` (scores, values) and ``2i`` (attention, tokens);
+    the output under the last tokens."""
     pos = {}
     for node, data in graph.nodes(data=True):
         i, kind = data["layer"], data["kind"]
-        pos[node] = {"input": (0, 0), "output": (2 * i - 1, 0), "scores": (2 * i - 1, 1),
-                     "attention": (2 * i, 1), "values": (2 * i - 1, -1), "tokens": (2 * i, 0)}.get(kind, (2 * i, -1))
+        x, row = {"input": (0, 0), "output": (2 * i - 2, -1), "scores": (2 * i - 1, 1),
+                  "attention": (2 * i, 1), "values": (2 * i - 1, -1), "tokens": (2 * i, 0)}.get(kind, (2 * i, -2))
+        pos[node] = (x, 1.3 * row)  # rows apart enough for boxes of four lines
     return pos
 
 
@@ -236,7 +245,8 @@ def _draw_label(graph, node) -> str:
         lines[-1] += " (" + ", ".join(f"${naming.parameter(p[0], p.split('_')[1]).latex}$"
                                       if p[:1] in "QKV" and "_" in p else p for p in data["params"]) + ")"
     if data.get("state"):
-        lines.append(", ".join(data["state"]))
+        state = ", ".join(data["state"])
+        lines.append(state.replace("-", "-\n") if len(state) > 12 else state)  # column-constant: two lines
     return "\n".join(line for line in lines if line)
 
 
@@ -249,7 +259,7 @@ def _draw_on(ax, graph, verdict, title: str) -> set:
         used.add(fill if fill in (_OTHER, _FORCED) else next(s for s, c in _COLOURS.items() if c == fill))
         x, y = pos[node]
         style = "round,pad=0.35" if graph.nodes[node]["kind"] != "attention" else "round4,pad=0.35"
-        boxes[node] = ax.text(x, y, _draw_label(graph, node), ha="center", va="center", fontsize=10,
+        boxes[node] = ax.text(x, y, _draw_label(graph, node), ha="center", va="center", fontsize=BOX_FONT_SIZE,
                               linespacing=1.25, zorder=3,
                               bbox=dict(boxstyle=style, facecolor=fill, edgecolor="#525252", linewidth=0.8))
     for u, v in graph.edges:
@@ -257,11 +267,11 @@ def _draw_on(ax, graph, verdict, title: str) -> set:
                     arrowprops=dict(arrowstyle="-|>", color="#525252", linewidth=1.0, shrinkA=2, shrinkB=2,
                                     patchA=boxes[u].get_bbox_patch(), patchB=boxes[v].get_bbox_patch(),
                                     mutation_scale=12))
-    xs = [x for x, _ in pos.values()]
-    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
-    ax.set_ylim(-1.6, 1.6)
+    xs, ys = [x for x, _ in pos.values()], [y for _, y in pos.values()]
+    ax.set_xlim(min(xs) - 0.55, max(xs) + 0.55)
+    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
     ax.set_axis_off()
-    ax.set_title(title, fontsize=11)
+    ax.set_title(title, fontsize=BOX_FONT_SIZE + 1)
     return used
 
 
@@ -278,7 +288,7 @@ def _legend(figure, used: set) -> None:
     fills = {**_COLOURS, _FORCED: _FORCED, _OTHER: _OTHER}
     labels = dict(_LEGEND, **({_OTHER: "node (no events: no verdicts)"} if used == {_OTHER} else {}))
     handles = [Patch(facecolor=fills[key], edgecolor="#525252", label=labels[key]) for key in order if key in used]
-    figure.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)), fontsize=10,
+    figure.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)), fontsize=BOX_FONT_SIZE,
                   frameon=False)
 
 
@@ -347,8 +357,9 @@ def draw_panels(items, path=None, ax=None):
         if path is not None:
             _save(ax.figure, path)
         return ax.figure
-    columns = max(2 * max(d["layer"] for _, d in graph.nodes(data=True)) for graph, _ in pairs)
-    figure = Figure(figsize=(1.05 * columns + 1.2, 2.9 * len(pairs) + 0.7), layout="constrained")
+    columns = max(1 + max(x for x, _ in _layout(graph).values()) for graph, _ in pairs)
+    # at least as wide as the legend's three columns
+    figure = Figure(figsize=(max(MIN_WIDTH_IN, 1.12 * columns + 0.4), 3.1 * len(pairs) + 0.8), layout="constrained")
     FigureCanvasAgg(figure)
     used = set()
     for axes, (graph, verdict) in zip(figure.subplots(len(pairs), 1, squeeze=False)[:, 0], pairs):
