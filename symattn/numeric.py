@@ -454,8 +454,8 @@ class Sensitivity(FormattedResult):
 
         The format follows the extension of ``path`` (``.png``, ``.pdf``,
         ``.svg``).  Left panel mpmath, right panel float64 with its round-off
-        floor (dotted); one colour per exact exponent ``e_j``, explained in the
-        legend; kernel directions thin grey.  Labels and titles are matplotlib
+        floor (dotted); one colour per exact exponent ``e_j``, explained in one
+        legend under the panels; kernel directions thin grey.  Labels and titles are matplotlib
         mathtext.
 
         Examples
@@ -469,11 +469,9 @@ class Sensitivity(FormattedResult):
         True
         >>> figure = result.figure()
         >>> [ax.get_title() for ax in figure.axes]
-        ['mpmath, 32 digits', 'float64']
-        >>> [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
-        ['$e_j = 0$', '$e_j = 1$', 'kernel (below the axis)']
-        >>> [text.get_text() for text in figure.axes[1].get_legend().get_texts()]
-        ['$e_j = 0$', '$e_j = 1$', 'kernel', 'round-off floor $10^{-16}\\\\,\\\\sigma_1$']
+        ['mpmath, 32 digits; kernel below the axis', 'float64']
+        >>> [text.get_text() for text in figure.legends[0].get_texts()]
+        ['$e_j = 0$', '$e_j = 1$', 'kernel directions', 'float64 round-off floor $10^{-16}\\\\,\\\\sigma_1$']
         """
         from pathlib import Path
 
@@ -502,9 +500,9 @@ class Sensitivity(FormattedResult):
         for axes, values, title in ((left, self.mpmath_singular_values, f"mpmath, {self.dps} digits"),
                                     (right, self.float64_singular_values, "float64")):
             kernel = [y for row in values for y in map(_plot_log10, row[self.exact_rank:]) if math.isfinite(y)]
-            kernel_label = "kernel"
+            kernel_label = "kernel directions"
             if bottom is not None and kernel and max(kernel) < bottom:
-                kernel_label = "kernel (below the axis)"
+                title += "; kernel below the axis"
             seen = set()
             kernel_labelled = False
             for j in range(count):
@@ -520,15 +518,22 @@ class Sensitivity(FormattedResult):
                     kernel_labelled = True
             if axes is right:
                 axes.plot(x, floor, ":", color="black", linewidth=1.5, zorder=5,
-                          label=r"round-off floor $10^{-16}\,\sigma_1$")
+                          label=r"float64 round-off floor $10^{-16}\,\sigma_1$")
             axes.set_title(title)
             axes.set_xlabel(r"$\log_{10} \varepsilon$")
             axes.grid(True, color="0.92")
-            axes.legend(loc="lower right", fontsize=8.5, title=r"exact exponent", title_fontsize=8.5)
         left.set_ylabel(r"$\log_{10} \sigma_j(\varepsilon)$")
         figure.suptitle(r"Singular values of $J(\varepsilon)$ near query/key collapse")
         if bottom is not None:
             left.set_ylim(bottom=bottom)
+        # one legend under both panels (it covers no curve): the exponents' colours, then the grey and dotted lines
+        entries = {}
+        for axes in (left, right):
+            for handle, label in zip(*axes.get_legend_handles_labels()):
+                entries.setdefault(label, handle)
+        figure.legend(list(entries.values()), list(entries), loc="outside lower center", ncol=min(4, len(entries)),
+                      fontsize=9, title=r"colour: exact decay exponent $e_j$ (the slope of its line)",
+                      title_fontsize=9, frameon=False)
         return figure
 
 
