@@ -200,6 +200,7 @@ class ClosedForm(FormattedResult):
 
     layers: int
     latex_lines: tuple
+    text: str = ""
 
     _latex_body_is_math = True
 
@@ -215,6 +216,8 @@ class ClosedForm(FormattedResult):
         return "$$\n" + self.to_latex() + "\n$$"
 
     def __str__(self) -> str:
+        if self.text:
+            return self.text
         l = self.layers
         return (f"F = P X M_{l}, M_0 = I, M_i = M_{{i-1}} S(M_{{i-1}}^T X^T What_i X M_{{i-1}}), "
                 f"What_i = P_{{i-1}}^T K_i^T Q_i P_{{i-1}}, P = V_{l} ... V_1")
@@ -230,7 +233,16 @@ def closed_form_result(arch: Architecture) -> ClosedForm:
     1
     >>> print(form.latex_lines[0])
     F_\\theta(X) = P\\,X\\,M_{1}
+
+    The variants: with a causal mask alone the same closed form holds (the
+    mask acts on the scores); with heads or a residual stream no closed form
+    in effective parameters is derived, and the layer map itself is written.
+
+    >>> print(closed_form_result(Architecture.uniform(layers=2, heads=2, residual=True)))
+    F = X_2, X_0 = X, X_i = X_{i-1} + sum_h V_{i,h} X_{i-1} S(X_{i-1}^T K_{i,h}^T Q_{i,h} X_{i-1}) (2 heads per layer, residual stream; no closed form in effective parameters is derived)
     """
+    if not arch.is_plain and (arch.residual or any(h > 1 for h in arch.heads)):
+        return _variant_closed_form(arch)
     lines = [r"F_\theta(X) = P\,X\,M_{%d}" % arch.layers, r"M_0 = I"]
     for i in range(1, arch.layers + 1):
         lines.append(
@@ -238,7 +250,27 @@ def closed_form_result(arch: Architecture) -> ClosedForm:
         )
     lines.append(r"\widehat W_i = P_{i-1}^\top K_i^\top Q_i P_{i-1},\quad P_i = V_i \cdots V_1,\quad P = P_{%d}"
                  % arch.layers)
+    if arch.causal:
+        lines.append(r"S(A)_{jk} = \frac{s(A_{jk})}{\sum_{j' \le k} s(A_{j'k})}\ (j \le k),\quad S(A)_{jk} = 0\ (j > k)")
+        text = str(ClosedForm(arch.layers, ())) + ", with the causal mask S(A)_jk = 0 for j > k"
+        return ClosedForm(arch.layers, tuple(lines), text)
     return ClosedForm(arch.layers, tuple(lines))
+
+
+def _variant_closed_form(arch: Architecture) -> ClosedForm:
+    """The layer map of a network with heads or a residual stream (no closed form in effective parameters)."""
+    several = any(h > 1 for h in arch.heads)
+    stream, stream_latex = ("X_{i-1} + ", "X_{i-1} + ") if arch.residual else ("", "")
+    head = "sum_h V_{i,h} X_{i-1} S(X_{i-1}^T K_{i,h}^T Q_{i,h} X_{i-1})" if several else \
+        "V_i X_{i-1} S(X_{i-1}^T K_i^T Q_i X_{i-1})"
+    head_latex = (r"\sum_{h=1}^{h_i} V_{i,h} X_{i-1}\, S\!\left(X_{i-1}^\top K_{i,h}^\top Q_{i,h} X_{i-1}\right)"
+                  if several else r"V_i X_{i-1}\, S\!\left(X_{i-1}^\top K_i^\top Q_i X_{i-1}\right)")
+    lines = [r"F_\theta(X) = X_{%d}" % arch.layers, r"X_0 = X", r"X_i = " + stream_latex + head_latex]
+    if arch.causal:
+        lines.append(r"S(A)_{jk} = \frac{s(A_{jk})}{\sum_{j' \le k} s(A_{j'k})}\ (j \le k),\quad S(A)_{jk} = 0\ (j > k)")
+    text = (f"F = X_{arch.layers}, X_0 = X, X_i = {stream}{head} ({arch.describe_variant()}; no closed form in "
+            "effective parameters is derived)")
+    return ClosedForm(arch.layers, tuple(lines), text)
 
 
 def hidden_gauge_layers(arch: Architecture) -> list[int]:

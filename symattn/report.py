@@ -39,6 +39,7 @@ from ._format import (
     text_table,
 )
 from .effective import (
+    closed_form_result,
     effective_block_dimensions,
     effective_closed_form_latex,
     effective_dimension,
@@ -138,6 +139,7 @@ class ArchitectureReport(FormattedResult):
     closed_form_latex: str
     method: str = METHOD
     sections: tuple = field(default=())
+    closed_form_text: str = ""
 
     # -- extension ------------------------------------------------------------------
     def figures(self) -> list:
@@ -215,13 +217,16 @@ class ArchitectureReport(FormattedResult):
         blocks = ", ".join(f"{name} {dim}" for name, dim in self.effective_blocks.items())
         return [
             ("native parameters", str(self.params)),
-            ("effective dimension", f"{self.effective_dim}  ({blocks})"),
+            ("effective dimension", f"{self.effective_dim}  ({blocks})" if self.effective_dim is not None else
+             "none derived (heads or a residual stream: F does not factor through What_i and P)"),
             ("gauge group dimension", str(self.gauge_dim)),
             ("sign group order", str(self.sign_group_order)),
             ("degenerate (t = 1)", "yes" if self.degenerate else "no"),
         ]
 
     def _closed_form_text(self) -> str:
+        if self.closed_form_text:  # a variant: its own layer map (effective.closed_form_result)
+            return self.closed_form_text
         layers = self.architecture["layers"]
         return (
             f"F(X) = P X M_{layers},  M_0 = I,  M_i = M_{{i-1}} S(M_{{i-1}}^T X^T What_i X M_{{i-1}}),\n"
@@ -399,16 +404,19 @@ def architecture_report(arch: Architecture) -> ArchitectureReport:
     >>> report.normalizers[0]["name"], report.normalizers[0]["latex"]
     ('softmax', 'e^{x}')
     """
+    factors = not arch.residual and all(h == 1 for h in arch.heads)
     return ArchitectureReport(
         architecture=arch.to_json(),
         params=arch.param_count,
-        effective_dim=effective_dimension(arch),
-        effective_blocks=effective_block_dimensions(arch),
+        # heads or a residual stream: F does not factor through (What_i, P), no effective dimension is derived
+        effective_dim=effective_dimension(arch) if factors else None,
+        effective_blocks=effective_block_dimensions(arch) if factors else {},
         gauge_dim=gauge_dimension(arch),
         sign_group_order=sign_group_order(arch),
         degenerate=arch.degenerate,
         normalizers=tuple({**n.to_json(), "latex": n.latex()} for n in arch.normalizers),
         closed_form_latex=effective_closed_form_latex(arch),
+        closed_form_text="" if arch.is_plain else str(closed_form_result(arch)),
     )
 
 
