@@ -1049,11 +1049,12 @@ def _sign_flip_count(arch: Architecture, seed: int):
     if any(n.is_generic for n in arch.normalizers):
         return order, (f"effective.sign_group_order = {order} ({rule}); a generic normalizer cannot be "
                        "evaluated numerically, so no independent check"), None
-    layers = range(1, arch.layers + 1)
-    if arch.layers <= 6:
-        subsets = [s for size in range(1, arch.layers + 1) for s in combinations(layers, size)]
-    else:  # each layer alone, and consecutive pairs (they generate the lightning part)
-        subsets = [(i,) for i in layers] + [(i, i + 1) for i in range(1, arch.layers)]
+    count = len(arch.units())  # the heads in parameter order: the layers when each has one head
+    layers = range(1, count + 1)
+    if count <= 6:
+        subsets = [s for size in range(1, count + 1) for s in combinations(layers, size)]
+    else:  # each head alone, and consecutive pairs (they generate the lightning part)
+        subsets = [(i,) for i in layers] + [(i, i + 1) for i in range(1, count)]
     rng = random.Random(seed)
     values = [sp.Rational(rng.randint(-30, 30), rng.randint(10, 40)) for _ in range(arch.param_count)]
     params = arch.parameters_from_flat(values)

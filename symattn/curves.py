@@ -208,6 +208,8 @@ def input_scaling() -> Curve:
 def polynomial_curve(blocks: dict, name: str = "user curve") -> Curve:
     """A user curve: ``{"Q1": Matrix([[eps, 2*eps**2]]), ...}``; other blocks stay generic.
 
+    In a layer with several heads, ``Q1`` replaces ``Q_{1,h}`` in every head.
+
     Examples
     --------
     >>> c = polynomial_curve({"K2": sp.Matrix([[EPS, 0]])})

@@ -595,3 +595,11 @@ def test_the_examples_of_docs_variants_md_run():
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     runner.run(test)
     assert runner.failures == 0 and runner.tries == 12
+
+
+def test_sign_group_of_even_heads_checked_numerically(capsys):
+    # 4 heads of cosh: every one of the 15 nonempty sets of flipped heads keeps F (mpmath, 60 digits)
+    data = run_json(capsys, "check", "--layers", "2", "--heads", "2", "--normalizer", "cosh",
+                    "--claim", "sign_group_order = 16")
+    (claim,) = data["claims"]
+    assert claim["verdict"] is True and claim["computed"] == 16 and "15 sign flips" in claim["method"]
