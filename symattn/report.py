@@ -211,7 +211,11 @@ class ArchitectureReport(FormattedResult):
             ("widths", ", ".join(map(str, arch["widths"]))),
             ("score ranks", ", ".join(map(str, arch["score_ranks"]))),
             ("tokens", str(arch["tokens"])),
-        ] + self._normalizer_rows(fmt)
+        ] + ([  # the variants (absent from the plain model's JSON)
+            ("heads", ", ".join(map(str, arch["heads"]))),
+            ("causal mask", "yes" if arch["causal"] else "no"),
+            ("residual stream", "yes" if arch["residual"] else "no"),
+        ] if "heads" in arch else []) + self._normalizer_rows(fmt)
 
     def _effective_rows(self) -> list[tuple[str, str]]:
         blocks = ", ".join(f"{name} {dim}" for name, dim in self.effective_blocks.items())
