@@ -193,7 +193,7 @@ def sweep(grid, analyses=None, *, options: Mapping | None = None, out=None, sche
             pending.append({"key": key, "point": _jsonable(point), "analysis": name, "options": opts})
     n_workers = local_workers(workers, len(pending)) if scheduler == LOCAL else (workers or 1)
     per_task_memory = _memory_per_task(memory_limit, scheduler, n_workers)
-    where = describe_scheduler(scheduler, n_workers)
+    where = describe_scheduler(scheduler, n_workers) if pending else "nothing to compute (every task reused)"
     computed = []
     dashboard = []
 

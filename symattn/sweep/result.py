@@ -214,16 +214,19 @@ class SweepResult(FormattedResult):
                 f"{self.failed} failed, {self.skipped} skipped")
 
     def to_markdown(self) -> str:
-        lines = [f"# {self._title()}", "", markdown_table(("quantity", "value"), self._counts(), align="lr")]
+        def table(header, rows, align=""):
+            return markdown_table(header, [[str(cell).replace("|", "\\|") for cell in row] for row in rows], align)
+
+        lines = [f"# {self._title()}", "", table(("quantity", "value"), self._counts(), align="lr")]
         for analysis in self.analyses:
             columns, rows = self._analysis_table(analysis)
             if rows:
-                lines += ["", f"## {analysis}", "", markdown_table(columns, rows)]
+                lines += ["", f"## {analysis}", "", table(columns, rows)]
         skipped, failed = self._problem_tables()
         if failed:
-            lines += ["", "## Not computed", "", markdown_table(("point", "analysis", "status", "reason"), failed)]
+            lines += ["", "## Not computed", "", table(("point", "analysis", "status", "reason"), failed)]
         if skipped:
-            lines += ["", "## Skipped", "", markdown_table(("point", "analysis", "reason"), skipped)]
+            lines += ["", "## Skipped", "", table(("point", "analysis", "reason"), skipped)]
         pictures = [Path(f).name for f in self.files if str(f).endswith(".png")]
         if pictures:
             lines += ["", "## Plots", ""] + [f"![{Path(name).stem}]({name})" for name in pictures]

@@ -56,29 +56,22 @@ _ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 _WORKER_ONLY = ("MALLOC_TRIM_THRESHOLD_",)
 
 
-def _peak_memory() -> int | None:
-    """This process's peak resident memory in bytes since the last :func:`_reset_peak_memory` (Linux)."""
+def _process_memory(field: str) -> int | None:
+    """A size of this process from ``/proc/self/status`` in bytes (``VmHWM``: peak resident, ``VmSize``: virtual)."""
     try:
         with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+            return next(int(line.split()[1]) * 1024 for line in status if line.startswith(field + ":"))
     except (OSError, StopIteration, ValueError):
         return None
 
 
 def _reset_peak_memory() -> None:
+    """Start the peak resident memory (``VmHWM``) afresh: the next task's peak is its own (Linux)."""
     try:
         with open("/proc/self/clear_refs", "w") as refs:
             refs.write("5")
     except OSError:
         pass
-
-
-def _virtual_memory() -> int | None:
-    try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
-    except (OSError, StopIteration, ValueError):
-        return None
 
 
 def _one_line(err) -> str:
@@ -114,7 +107,7 @@ def run_in_process(task: dict, max_memory=None) -> dict:
     except Exception as err:  # an internal failure of the analysis: recorded, the sweep goes on
         status, reason = ERROR, f"internal error: {type(err).__name__}: {_one_line(err)}"
     return {"key": task["key"], "status": status, "reason": reason, "result": result,
-            "seconds": round(time.perf_counter() - started, 4), "peak_memory": _peak_memory(),
+            "seconds": round(time.perf_counter() - started, 4), "peak_memory": _process_memory("VmHWM"),
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
@@ -300,7 +293,7 @@ def _serve(memory_limit: int, parent: int) -> None:
         try:
             import resource
 
-            ceiling = (_virtual_memory() or 0) + memory_limit
+            ceiling = (_process_memory("VmSize") or 0) + memory_limit
             resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
         except (ImportError, ValueError, OSError):
             pass  # no address-space limit here: the package's own estimates still apply

@@ -1,18 +1,18 @@
 """Where a sweep's tasks run: a Dask cluster (local or existing), one child process, or this process.
 
-=====================  ===========================================================================
-``scheduler``          runs the tasks
-=====================  ===========================================================================
-``None`` / ``"local"``  a Dask ``LocalCluster`` on this machine: worker processes, one thread each,
-                       one per core (at most ``workers``); each worker runs its tasks in a child
-                       process with the time and memory limits (:mod:`symattn.sweep.runner`).
-                       With ``DASK_SCHEDULER_ADDRESS`` set, ``None`` uses that scheduler instead.
-``"tcp://HOST:PORT"``  an existing Dask scheduler (``dask scheduler``, dask-jobqueue, Kubernetes...);
-                       its workers need this version of symattn installed.
-``"sequential"``       one task after another in one child process of this one (limits hold).
-``"synchronous"``      one task after another in this process: no time or memory limit (for
-                       debugging and examples).
-=====================  ===========================================================================
+======================  ===========================================================================
+``scheduler``           runs the tasks
+======================  ===========================================================================
+``None``, ``"local"``   a Dask ``LocalCluster`` on this machine: worker processes, one thread each,
+                        one per core (at most ``workers``); each worker runs its tasks in a child
+                        process with the time and memory limits (:mod:`symattn.sweep.runner`).
+                        With ``DASK_SCHEDULER_ADDRESS`` set, ``None`` uses that scheduler instead.
+``"tcp://HOST:PORT"``   an existing Dask scheduler (``dask scheduler``, dask-jobqueue, Kubernetes...);
+                        its workers need this version of symattn installed.
+``"sequential"``        one task after another in one child process of this one (limits hold).
+``"synchronous"``       one task after another in this process: no time or memory limit (for
+                        debugging and examples).
+======================  ===========================================================================
 
 Every outcome reaches ``on_outcome`` as soon as its task finishes, so the
 caller writes it to the results store at once.
