@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from symattn.cli import main
 from symattn.identify import function_space_dimension
@@ -83,6 +85,36 @@ def test_bad_grid_text_on_the_command_line(tmp_path):
     bad_file.write_text("[grid]\nlayers = [1, 2\n")
     status, _, err = _cli(["sweep", "--grid", str(bad_file), "--quiet"])
     assert status == 2 and "is not valid TOML" in err
+
+
+_GRID_FLAG_VALUES = {
+    "--layers": ["1", "1..2", "0", "x", "2..1", "", "1,,2", "-1..1", "1..100000"],
+    "--width": ["1", "1,2", "0", "a", "1..", "..2", "1..2"],
+    "--widths": ["1,1", "1,1;1,1,1", "1..2", ";", "a,b"],
+    "--rank": ["1", "1..2", "0", "r"],
+    "--tokens": ["2", "1..2", "0", "t"],
+    "--normalizer": ["softmax", "softmax,cosh", "1 + x**2", "exp(", "", "__import__('os')", "x", "relu,,cosh"],
+    "--heads": ["1", "1..2", "0", "h"],
+    "--analysis": ["dimension", "parameters,dimension", "spectra", ""],
+    "--events": ["scores:1", "keys:1", "values:1,bias", ""],
+    "--task-timeout": ["60", "0", "-1"],
+}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flags=st.dictionaries(st.sampled_from(sorted(_GRID_FLAG_VALUES)), st.just(None), max_size=4), data=st.data())
+def test_random_grid_command_lines_exit_0_or_2(flags, data):
+    argv = ["sweep", "--scheduler", "synchronous", "--quiet", "--json"]
+    for flag in flags:
+        argv += [flag, data.draw(st.sampled_from(_GRID_FLAG_VALUES[flag]))]
+    if "--layers" not in flags and "--widths" not in flags:
+        argv += ["--layers", "1"]
+    status, out, err = _cli(argv)
+    assert status in (0, 2), (argv, err)
+    assert "Traceback" not in err and "internal error" not in err, (argv, err)
+    if status == 0:
+        data_out = json.loads(out)
+        assert data_out["tasks"] == len(data_out["rows"])
 
 
 def test_invalid_combinations_are_skipped_with_reasons():
