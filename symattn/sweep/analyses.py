@@ -43,6 +43,11 @@ class Analysis:
 
     ``run(arch, options)`` returns the result's JSON; ``sureness(json)``
     returns ``(exactness, bound)``; ``defaults`` are its options.
+
+    Examples
+    --------
+    >>> ANALYSES["spectrum"].defaults
+    {'seed': 0, 'bank': 'auto', 'order': 'auto'}
     """
 
     name: str

@@ -55,7 +55,13 @@ __all__ = ["GridError", "Skip", "read_grid", "read_grid_file", "grid_points", "b
 
 
 class GridError(SymattnError):
-    """Grid text that cannot be read: names the field, the text and what is accepted."""
+    """Grid text that cannot be read: names the field, the text and what is accepted.
+
+    Examples
+    --------
+    >>> issubclass(GridError, SymattnError)
+    True
+    """
 
 
 #: The fields a grid knows, in the order the points vary (the last fastest), and the kind of value.

@@ -152,6 +152,17 @@ class SweepResult(FormattedResult):
         Files written (``results.parquet``, ``results.csv``).
     seconds : float
         Wall time of the sweep.
+
+    Examples
+    --------
+    >>> from symattn.sweep import sweep
+    >>> result = sweep({"layers": 1, "width": "1..2"}, "parameters", scheduler="synchronous", progress=False)
+    >>> result.tasks, result.failed, [row["params"] for row in result.rows]
+    (2, 0, [3, 8])
+    >>> result.to_json()["rows"][0]["status"], result.dataframe().shape[0]
+    ('ok', 2)
+    >>> print(result.to_latex().splitlines()[0])
+    \\section*{Sweep: 2 tasks, 2 computed, 0 reused, 0 failed, 0 skipped}
     """
 
     tasks: int
@@ -416,7 +427,17 @@ class SweepResult(FormattedResult):
 
 
 def write_plots(result: SweepResult, directory) -> list[Path]:
-    """Draw every plot of ``result`` into ``directory`` as PNG; return the files written."""
+    """Draw every plot of ``result`` into ``directory`` as PNG; return the files written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from symattn.sweep import sweep
+    >>> result = sweep({"layers": "1..2", "width": 1, "tokens": 2}, "dimension", scheduler="synchronous",
+    ...                progress=False)
+    >>> [p.name for p in write_plots(result, tempfile.mkdtemp())]
+    ['sweep_dimension.png']
+    """
     written = []
     for filename, plot in result.plots():
         path = Path(directory) / filename
@@ -440,7 +461,17 @@ def _label(row: dict, columns: list[str], skip=()) -> str:
 
 
 def write_tables(rows, directory) -> list[Path]:
-    """Write ``results.parquet`` and ``results.csv`` into ``directory`` (each through a temporary file)."""
+    """Write ``results.parquet`` and ``results.csv`` into ``directory`` (each through a temporary file).
+
+    Examples
+    --------
+    >>> import tempfile, pandas
+    >>> folder = tempfile.mkdtemp()
+    >>> [p.name for p in write_tables([{"layers": 1, "lower": 7}], folder)]
+    ['results.parquet', 'results.csv']
+    >>> pandas.read_parquet(f"{folder}/results.parquet")["lower"].tolist()
+    [7]
+    """
     folder = Path(directory)
     frame = table_frame(rows)
     written = []

@@ -87,6 +87,13 @@ def run_in_process(task: dict, max_memory=None) -> dict:
         ``key``, ``status`` (``ok``, ``error`` or ``memory``), ``reason``
         (None when ok), ``result`` (the analysis's JSON), ``seconds``,
         ``peak_memory`` (bytes, this process's peak during the task) and ``worker``.
+
+    Examples
+    --------
+    >>> outcome = run_in_process({"key": "k", "point": {"layers": 1, "rank": 3}, "analysis": "parameters",
+    ...                           "options": {}})
+    >>> outcome["status"], outcome["reason"][:22]
+    ('error', 'score rank a_1 = 3 is ')
     """
     from ..errors import ResourceLimitError, SymattnError
     from ..limits import format_size
@@ -252,6 +259,12 @@ def run_on_worker(task: dict, timeout: float | None, memory_limit: int | None) -
     """Run ``task`` in this worker thread's :class:`TaskRunner` (the function a sweep gives Dask).
 
     Never raises for a task's own failure: the outcome says what happened.
+
+    Examples
+    --------
+    >>> task = {"key": "k", "point": {"layers": 1, "width": 1}, "analysis": "parameters", "options": {}}
+    >>> run_on_worker(task, 60.0, None)["result"]["params"]  # outside Dask: this thread's runner
+    3
     """
     thread = threading.get_ident()
     with _RUNNERS_LOCK:

@@ -70,7 +70,13 @@ def resolve_scheduler(scheduler: str | None) -> str:
 
 
 def describe_scheduler(scheduler: str, workers: int | None = None) -> str:
-    """A short description of where tasks run, for the result and the summary."""
+    """A short description of where tasks run, for the result and the summary.
+
+    Examples
+    --------
+    >>> describe_scheduler("local", 2), describe_scheduler("sequential")
+    ('Dask LocalCluster, 2 worker processes', 'sequential (one child process)')
+    """
     if scheduler == SYNCHRONOUS:
         return "synchronous (this process, no limits)"
     if scheduler == SEQUENTIAL:

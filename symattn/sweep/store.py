@@ -71,6 +71,14 @@ class ResultStore:
     ----------
     directory : path
         The sweep's ``--out`` folder (created if missing).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> store = ResultStore(tempfile.mkdtemp())
+    >>> store.put("abc", {"status": "timeout"})
+    >>> store.get("abc"), store.get("missing"), store.folder.name
+    ({'status': 'timeout'}, None, 'store')
     """
 
     def __init__(self, directory):
