@@ -18,7 +18,21 @@ from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_sweep", "run_sweep"]
 
-_GRID_HELP = " In a sweep: a value, a list a,b,c or a range a..b."
+_GRID_HELP = {
+    "widths": "in a sweep: several lists separated by ';', e.g. 2,3,2;3,3,3",
+    "ranks": "in a sweep: several lists separated by ';', e.g. 1,1;2,1",
+    "heads": "in a sweep: a value, a list a,b,c or a range a..b (per-layer lists in a --grid file)",
+}
+_GRID_VALUES_HELP = "in a sweep: a value, a list a,b,c or a range a..b"
+_GRID_FLAG_HELP = "in a sweep: for every point (vary it in a --grid file)"
+
+
+def _more_help(text: str | None, more: str) -> str:
+    """``text; more`` (a final full stop of ``text`` dropped)."""
+    text = (text or "").rstrip()
+    if text.endswith(".") and not text.endswith("..."):
+        text = text[:-1]
+    return f"{text}; {more}" if text else more
 
 
 def _grid_flags(parser) -> list[tuple[str, str]]:
@@ -40,8 +54,13 @@ def _grid_flags(parser) -> list[tuple[str, str]]:
         action.default = None
         if action.nargs != 0:  # a flag with a value (store_true flags stay flags: a yes for every point)
             action.type = None
-            action.help = (action.help or "") + _GRID_HELP
+            action.help = _more_help(action.help, _GRID_HELP.get(field, _GRID_VALUES_HELP))
+        else:
+            action.help = _more_help(action.help, _GRID_FLAG_HELP)
         fields.append((field, action.dest))
+    for action in parser._actions:
+        if action.dest == "max_memory":
+            action.help = _more_help(action.help, "in a sweep: for each task")
     parser.set_defaults(**defaults)
     return fields
 
