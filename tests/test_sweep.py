@@ -153,6 +153,25 @@ def test_grid_file_and_json_keys(tmp_path):
     assert status == 0 and [r["layers"] for r in json.loads(out)["rows"]] == [1]
 
 
+def test_out_writes_tables_summaries_and_plots_and_names_them(tmp_path):
+    status, out, err = _cli(["sweep", "--layers", "1..2", "--width", "1,2", "--tokens", "2", "--normalizer",
+                             "softmax,cosh", "--analysis", "dimension,spectrum,observe", "--events", "scores:1",
+                             "--scheduler", "synchronous", "--out", str(tmp_path)])
+    assert status == 0, err
+    names = ["results.parquet", "results.csv", "sweep.md", "sweep.tex", "sweep.json", "sweep_dimension.png",
+             "sweep_orders.png", "sweep_observability.png"]
+    for name in names:
+        assert (tmp_path / name).stat().st_size > 0, name
+        assert str(tmp_path / name) in err  # each file written is named
+    summary = (tmp_path / "sweep.md").read_text()
+    assert "## dimension" in summary and "## spectrum" in summary and "![sweep_orders](sweep_orders.png)" in summary
+    assert "\\begin{document}" in (tmp_path / "sweep.tex").read_text()
+    assert out.startswith("# Sweep: 24 tasks, 24 computed, 0 reused, 0 failed, 0 skipped")
+    frame = pd.read_parquet(tmp_path / "results.parquet")
+    assert set(frame["analysis"]) == {"dimension", "spectrum", "observe"} and len(frame) == 24
+    assert json.loads(frame[frame["analysis"] == "spectrum"]["spectrum"].iloc[0]) == {"0": 1, "1": 1}
+
+
 # -- the results store ---------------------------------------------------------------------------
 def test_interrupted_sweep_keeps_what_finished_and_resumes(tmp_path, monkeypatch):
     grid = {"layers": "1..2", "width": "1,2", "tokens": 2}
