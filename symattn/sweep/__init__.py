@@ -171,7 +171,7 @@ def sweep(grid, analyses=None, *, options: Mapping | None = None, out=None, sche
     if task_timeout is not None and (isinstance(task_timeout, bool) or not task_timeout > 0):
         raise GridError(f"task_timeout must be a positive number of seconds or None, got {task_timeout!r}")
 
-    entries = []  # (architecture, analysis, options, key), in grid order
+    entries = []  # (architecture, point, analysis, options, key), in grid order
     for point in points:
         arch = build_architecture(point)
         for name in names:
