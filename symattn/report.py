@@ -32,6 +32,7 @@ from ._format import (
     latex_document,
     latex_escape,
     latex_method,
+    latex_prose,
     latex_tabular,
     latex_tabularx,
     markdown_method,
@@ -349,7 +350,8 @@ class ArchitectureReport(FormattedResult):
             "\\subsection*{Closed form}",
             "\\begin{gather*}\n" + self.closed_form_latex + "\n\\end{gather*}",
             "\\subsection*{Effective parameters and symmetries}",
-            _quantity_tabular(self._effective_rows()),
+            # plain-text values (numbers, block names, sentences): typeset, in a table as wide as the text
+            latex_tabularx([(latex_escape(name), latex_prose(value)) for name, value in self._effective_rows()], "lL"),
             latex_method(self.method),
         ]
         for section in self.sections:

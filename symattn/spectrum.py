@@ -504,7 +504,8 @@ class Spectrum(FormattedResult):
         if self.blocks_withheld:
             parts.append(r"\par\smallskip\noindent " + latex_escape(f"No block table: {self.blocks_withheld}."))
         else:
-            parts += [r"\qquad", latex_tabular(
+            # below the exponents, not beside them: with several heads the two would not fit side by side
+            parts += ["\n\\medskip\n\\noindent", latex_tabular(
                 [(texttt(b), c, p, a) for b, c, p, a in self._block_cells(show)], "llll",
                 header=("block", "computed", "predicted", "agrees"))]
         notes = "\n".join(rf"\item {latex_prose(note)}" for note in self._notes())

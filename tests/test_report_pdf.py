@@ -154,3 +154,16 @@ def test_every_command_prints_a_standalone_document_that_compiles(name, tmp_path
     assert run.returncode == 0, run.stdout[-3000:]
     log = (tmp_path / f"{name}.log").read_text(errors="replace")
     assert [w for w in overfull_boxes(log) if w > OVERFULL_TOLERANCE_PT] == []
+
+
+def test_the_report_of_a_network_with_heads_compiles(tmp_path):
+    assert main(["report", "--quiet", "--layers", "2", "--heads", "2", "--out", str(tmp_path)]) == 0
+    for _ in range(2):
+        run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "report.tex"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout[-3000:]
+    log = (tmp_path / "report.log").read_text(errors="replace")
+    assert [w for w in overfull_boxes(log) if w > OVERFULL_TOLERANCE_PT] == []
+    latex = (tmp_path / "report.tex").read_text()
+    assert r"effective dimension & none derived (heads or a residual stream: F does not factor through " \
+           r"$\widehat W_{i}$ and P) \\" in latex
