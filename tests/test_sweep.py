@@ -279,10 +279,14 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path):
         out = tmp_path / "out"
         killed = {}
 
+        def finished_by_both_workers():
+            records = [json.loads(p.read_text()) for p in (out / "store").glob("*.json")] \
+                if (out / "store").exists() else []
+            return len({record["worker"] for record in records}) == 2
+
         def kill_one_worker_mid_sweep():
-            store = out / "store"
-            _wait_for(lambda: store.exists() and len(list(store.glob("*.json"))) >= 2, 120, "two finished tasks")
-            killed["finished"] = {p.stem: p.read_text() for p in store.glob("*.json")}
+            _wait_for(finished_by_both_workers, 120, "a finished task from each worker")
+            killed["finished"] = {p.stem: p.read_text() for p in (out / "store").glob("*.json")}
             workers[0].send_signal(signal.SIGKILL)
             killed["at"] = time.monotonic()
 
@@ -306,8 +310,7 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path):
         for key, text in killed["finished"].items():
             assert (out / "store" / f"{key}.json").read_text() == text
         assert {row["key"] for row in data["rows"]} >= set(killed["finished"])
-        workers_used = {row["worker"] for row in data["rows"] if row["status"] == "ok"}
-        assert len(workers_used) == 2  # both worked before one was killed
+        assert len(killed["finished"]) < 12  # the worker died mid-sweep
     finally:
         for process in processes:
             if process.poll() is None:
