@@ -214,11 +214,9 @@ def test_graph_labels_are_legible_at_print_size():
         assert {t.get_fontsize() for t in figure.axes[0].texts if t.get_text()} == {BOX_FONT_SIZE}
 
 
-@pytest.mark.parametrize("layers", [1, 2, 3])
-def test_graph_legend_fits_the_figure(layers):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401  (the figure has its own canvas)
-
-    graph = dependency_graph(Architecture.uniform(layers=layers))
+@pytest.mark.parametrize("layers, heads", [(1, 1), (2, 1), (3, 1), (2, 2)])
+def test_graph_legend_fits_the_figure(layers, heads):
+    graph = dependency_graph(Architecture.uniform(layers=layers, heads=heads))
     figure = draw_panels([propagate(graph, [score_collapse(i)]) for i in range(1, layers + 1)])
     renderer = figure.canvas.get_renderer()
     figure.draw(renderer)

@@ -288,8 +288,13 @@ def _legend(figure, used: set) -> None:
     fills = {**_COLOURS, _FORCED: _FORCED, _OTHER: _OTHER}
     labels = dict(_LEGEND, **({_OTHER: "node (no events: no verdicts)"} if used == {_OTHER} else {}))
     handles = [Patch(facecolor=fills[key], edgecolor="#525252", label=labels[key]) for key in order if key in used]
-    figure.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)), fontsize=BOX_FONT_SIZE,
-                  frameon=False)
+    renderer = figure.canvas.get_renderer()
+    for ncol in range(min(3, len(handles)), 0, -1):  # as many columns as fit the figure's width
+        legend = figure.legend(handles=handles, loc="outside lower center", ncol=ncol, fontsize=BOX_FONT_SIZE,
+                               frameon=False)
+        if ncol == 1 or legend.get_window_extent(renderer).width <= figure.bbox.width * 0.98:
+            return
+        legend.remove()
 
 
 def _save(figure, path) -> None:
