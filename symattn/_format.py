@@ -90,6 +90,8 @@ LATEX_PREAMBLE = (
     "\\usepackage{pdflscape}\n"
     "\\usepackage[font=small]{caption}\n"
     "\\setlength{\\emergencystretch}{3em}\n"
+    "\\renewcommand{\\topfraction}{0.9}\n\\renewcommand{\\textfraction}{0.07}\n"
+    "\\renewcommand{\\floatpagefraction}{0.8}\n"
     "\\newcolumntype{L}{>{\\raggedright\\arraybackslash}X}\n"
 )
 
@@ -390,7 +392,8 @@ class Figure:
     def latex(self, width: str = r"\linewidth") -> str:
         """The figure as a LaTeX float with its caption (the caption is escaped)."""
         return "\n".join([r"\begin{figure}[htbp]", r"\centering",
-                          rf"\includegraphics[width={width}]{{{self.stem}.{self.latex_format}}}",
+                          rf"\includegraphics[width={width},height=0.85\textheight,keepaspectratio]"
+                          rf"{{{self.stem}.{self.latex_format}}}",
                           rf"\caption{{{self.caption_latex or latex_escape(self.caption)}}}", r"\end{figure}"])
 
 

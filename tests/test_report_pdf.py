@@ -97,7 +97,7 @@ def test_figures_with_captions(compiled):
     assert "Figure 2: The dependency graph after each score collapse (one panel per event)" in flat
     latex = (folder / "report.tex").read_text()
     for stem in ("sensitivity", "dependency_graph"):
-        assert rf"\includegraphics[width=\linewidth]{{{stem}.pdf}}" in latex
+        assert rf"\includegraphics[width=\linewidth,height=0.85\textheight,keepaspectratio]{{{stem}.pdf}}" in latex
         assert (folder / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
 
 
