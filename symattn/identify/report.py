@@ -10,7 +10,7 @@ from ..curves import Curve
 from .._format import (
     FormattedResult, latex_array, latex_escape, latex_method, latex_prose, latex_tabular, markdown_table,
 )
-from ..naming import block_key, texttt
+from ..naming import texttt
 from ..jacobian import (
     DEFAULT_PRIMES,
 )
@@ -109,7 +109,7 @@ class IdentificationReport(FormattedResult):
     def _order_rows(self):
         rows = []
         for o in (*self.orders, self.values):
-            label = block_key(o.layer)
+            label = o.block  # scores:i (scores:i:h for a head of a layer with several), values
             rows.append((label, "-" if o.order is None else o.order, "-" if o.predicted is None else o.predicted,
                          "yes" if o.sharp else "no", f"{o.jet_rank}/{o.block_dimension}",
                          {None: "-", True: "yes", False: "NO"}[o.exact_independence]))
