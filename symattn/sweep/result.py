@@ -25,8 +25,8 @@ __all__ = ["SweepResult", "make_row", "table_frame", "write_tables", "write_plot
 #: The columns of a row besides the point's and the analysis's own (the analysis's fields that
 #: share one of these names are prefixed with the analysis name).
 ROW_FIELDS = ("layers", "width", "widths", "score_rank", "score_ranks", "tokens", "normalizer", "analysis",
-              "options", "status", "reason", "exactness", "bound", "seconds", "peak_memory", "worker", "key",
-              "reused")
+              "options", "status", "reason", "exactness", "bound", "seconds", "cpu_seconds", "peak_memory", "worker",
+              "key", "reused")
 
 #: The result columns each analysis shows in the summary tables.
 SUMMARY_COLUMNS = {
@@ -78,8 +78,9 @@ def make_row(arch, analysis: str, options: dict, record: dict, reused: bool) -> 
     row["exactness"], row["bound"] = result.pop("exactness", None), result.pop("bound", None)
     for name, value in result.items():
         row[f"{analysis}_{name}" if name in ROW_FIELDS else name] = value
-    row.update(seconds=record.get("seconds"), peak_memory=record.get("peak_memory"), worker=record.get("worker"),
-               key=record.get("key"), reused=reused)
+    row.update(seconds=record.get("seconds"), cpu_seconds=record.get("cpu_seconds"),
+               peak_memory=record.get("peak_memory"), worker=record.get("worker"), key=record.get("key"),
+               reused=reused)
     return row
 
 

@@ -85,8 +85,9 @@ def run_in_process(task: dict, max_memory=None) -> dict:
     -------
     dict
         ``key``, ``status`` (``ok``, ``error`` or ``memory``), ``reason``
-        (None when ok), ``result`` (the analysis's JSON), ``seconds``,
-        ``peak_memory`` (bytes, this process's peak during the task) and ``worker``.
+        (None when ok), ``result`` (the analysis's JSON), ``seconds`` (wall),
+        ``cpu_seconds`` (this process's CPU time), ``peak_memory`` (bytes, this
+        process's peak during the task) and ``worker``.
 
     Examples
     --------
@@ -100,7 +101,7 @@ def run_in_process(task: dict, max_memory=None) -> dict:
     from .analyses import run_analysis
 
     _reset_peak_memory()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     status, reason, result = OK, None, None
     try:
         result = run_analysis(task["point"], task["analysis"], task["options"], max_memory=max_memory)
@@ -114,7 +115,8 @@ def run_in_process(task: dict, max_memory=None) -> dict:
     except Exception as err:  # an internal failure of the analysis: recorded, the sweep goes on
         status, reason = ERROR, f"internal error: {type(err).__name__}: {_one_line(err)}"
     return {"key": task["key"], "status": status, "reason": reason, "result": result,
-            "seconds": round(time.perf_counter() - started, 4), "peak_memory": _process_memory("VmHWM"),
+            "seconds": round(time.perf_counter() - started, 4),
+            "cpu_seconds": round(time.process_time() - cpu_started, 4), "peak_memory": _process_memory("VmHWM"),
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
