@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Name", "block", "block_key", "event", "node", "notation", "parameter", "texttt"]
+__all__ = ["Name", "block", "block_key", "event", "head_block", "node", "notation", "parameter", "texttt"]
 
 
 @dataclass(frozen=True)
@@ -215,8 +215,39 @@ def node(kind: str, layer: int, layers: int | None = None) -> Name:
     raise ValueError(f"unknown graph node kind {kind!r}")
 
 
-def notation(layers: int) -> dict:
+def head_block(layer: int, head: int | None = None) -> Name:
+    """The scores of a layer (or of one of its heads) where no effective block is claimed.
+
+    With several heads, or a residual stream, ``F`` does not factor through
+    ``What_i = P_{i-1}^T K_i^T Q_i P_{i-1}`` and ``P``; the block is then named
+    by its parameters, ``scores:i`` or ``scores:i:h`` (head ``h``), as in the
+    spectrum's and the orders' tables.
+
+    Examples
+    --------
+    >>> b = head_block(2, 1)
+    >>> b.key, b.text, b.latex
+    ('scores:2:1', 'K_{2,1}^T Q_{2,1}', 'K_{2,1}^\\\\top Q_{2,1}')
+    >>> head_block(1).meaning
+    'scores of layer 1 (from Q_1, K_1); no effective block claimed for this network'
+    """
+    i = int(layer)
+    sub = f"{i}" if head is None else f"{i},{int(head)}"
+    key = f"scores:{i}" if head is None else f"scores:{i}:{int(head)}"
+    where = f"layer {i}" if head is None else f"head {int(head)} of layer {i}"
+    q, k = (f"Q_{sub}", f"K_{sub}") if head is None else (f"Q_{{{sub}}}", f"K_{{{sub}}}")
+    return Name(key, rf"K_{{{sub}}}^\top Q_{{{sub}}}", f"{k}^T {q}",
+                f"scores of {where} (from {q}, {k}); no effective block claimed for this network",
+                rf"scores of {where} (from $Q_{{{sub}}}, K_{{{sub}}}$); no effective block claimed for this network")
+
+
+def notation(layers: int, heads=None, effective: bool = True) -> dict:
     """The naming table of a network with ``layers`` layers: its blocks, events and native parameters.
+
+    ``heads`` (one count per layer) names the blocks and parameters of each
+    head of a layer with several (``scores:i:h``, ``Q_{i,h}``); with
+    ``effective=False`` (several heads, or a residual stream) no block is
+    named as an effective parameter (:func:`head_block`).
 
     Returns
     -------
@@ -234,10 +265,20 @@ def notation(layers: int) -> dict:
     ['Q_1', 'K_1', 'V_1', 'Q_2', 'K_2', 'V_2']
     """
     layers = int(layers)
+    heads = [1] * layers if heads is None else [int(h) for h in heads]
+    if effective and max(heads) == 1:
+        blocks = [block(i) for i in range(1, layers + 1)] + [block(None)]
+    else:
+        blocks = [head_block(i) if h == 1 else head_block(i, j)
+                  for i, h in enumerate(heads, start=1) for j in range(1, h + 1)]
+        blocks.append(Name("values", "V", "V", "value maps V_i of every head and layer; no combined value map "
+                           "claimed for this network",
+                           r"value maps $V_i$ of every head and layer; no combined value map claimed for this network"))
     return {
-        "blocks": [block(i) for i in range(1, layers + 1)] + [block(None)],
+        "blocks": blocks,
         "events": ([event("score_collapse", i) for i in range(1, layers + 1)]
                    + [event("value_collapse", i) for i in range(1, layers + 1)]
                    + [event("identical_tokens"), event("bias")]),
-        "parameters": [parameter(letter, i) for i in range(1, layers + 1) for letter in "QKV"],
+        "parameters": [parameter(letter, i) if h == 1 else parameter(letter, f"{{{i},{j}}}")
+                       for i, h in enumerate(heads, start=1) for j in range(1, h + 1) for letter in "QKV"],
     }

@@ -65,6 +65,22 @@ METHOD = (
 )
 
 
+def _method(arch: Architecture) -> str:
+    """:data:`METHOD` for the plain model; for a variant, the gauge group and symmetries it has."""
+    if arch.is_plain:
+        return METHOD
+    gauge = "one GL(a_i) per head" + ("" if arch.residual else " x GL(d_i) per hidden layer")
+    factors = not arch.residual and all(h == 1 for h in arch.heads)
+    return ("exact closed formulas: native parameter count, "
+            + ("dimensions of the rank-bounded effective blocks, " if factors else "")
+            + f"gauge group {gauge}"
+            + (" (none on the hidden widths: a residual stream fixes them)" if arch.residual else "")
+            + (", head permutations" if max(arch.heads) > 1 else "")
+            + ", sign flips of even normalizers (effective.sign_group_order)"
+            + ("" if factors else "; no effective dimension claimed (F does not factor through What_i and P "
+                                  "with several heads or a residual stream)"))
+
+
 def _quantity_tabular(rows) -> str:
     """Two columns ``name & value``: the names are plain text (escaped), the values LaTeX already."""
     return latex_tabular([(latex_escape(name), value) for name, value in rows], "ll")
@@ -157,7 +173,11 @@ class ArchitectureReport(FormattedResult):
         >>> [(n.key, n.text) for n in table["blocks"]]
         [('scores:1', 'What_1'), ('values', 'P')]
         """
-        return naming.notation(self.architecture["layers"])
+        arch = self.architecture
+        heads = arch.get("heads")
+        # several heads or a residual stream: F does not factor through What_i and P
+        effective = not arch.get("residual", False) and (heads is None or max(heads) == 1)
+        return naming.notation(arch["layers"], heads=heads, effective=effective)
 
     def _notation_rows(self):
         table = self.notation()
@@ -423,6 +443,7 @@ def architecture_report(arch: Architecture) -> ArchitectureReport:
         normalizers=tuple({**n.to_json(), "latex": n.latex()} for n in arch.normalizers),
         closed_form_latex=effective_closed_form_latex(arch),
         closed_form_text="" if arch.is_plain else str(closed_form_result(arch)),
+        method=_method(arch),
     )
 
 

@@ -228,3 +228,30 @@ def test_graph_legend_fits_the_figure(layers, heads):
             if text.get_text():
                 box = text.get_bbox_patch().get_window_extent(renderer)
                 assert page.x0 <= box.x0 and box.x1 <= page.x1, text.get_text()
+
+
+@pytest.mark.parametrize("variant, blocks, parameters, gauge", [
+    ({}, ["scores:1", "scores:2", "values"], ["Q_1", "K_1", "V_1", "Q_2", "K_2", "V_2"], "GL(a_i) x GL(d_i)"),
+    # a causal mask alone keeps F = P X M_l: the effective blocks stay
+    ({"causal": True}, ["scores:1", "scores:2", "values"], ["Q_1", "K_1", "V_1", "Q_2", "K_2", "V_2"],
+     "one GL(a_i) per head x GL(d_i) per hidden layer"),
+    ({"heads": [1, 2]}, ["scores:1", "scores:2:1", "scores:2:2", "values"],
+     ["Q_1", "K_1", "V_1", "Q_{2,1}", "K_{2,1}", "V_{2,1}", "Q_{2,2}", "K_{2,2}", "V_{2,2}"],
+     "one GL(a_i) per head x GL(d_i) per hidden layer, head permutations"),
+    ({"residual": True}, ["scores:1", "scores:2", "values"], ["Q_1", "K_1", "V_1", "Q_2", "K_2", "V_2"],
+     "one GL(a_i) per head (none on the hidden widths"),
+])
+def test_the_notation_and_method_of_a_variant_claim_only_what_it_has(variant, blocks, parameters, gauge):
+    from symattn.report import architecture_report
+
+    report = architecture_report(Architecture.uniform(layers=2, **variant))
+    table = report.notation()
+    assert [n.key for n in table["blocks"]] == blocks
+    assert [n.key for n in table["parameters"]] == parameters
+    assert gauge in report.method
+    factors = not variant.get("residual") and variant.get("heads") is None
+    # What_i = P^T K^T Q P and P are named only where F factors through them
+    assert any("What_" in n.text for n in table["blocks"]) == factors
+    assert ("no effective dimension claimed" in report.method) == (not factors)
+    if not factors:
+        assert all("no effective block claimed" in n.meaning for n in table["blocks"][:-1])
