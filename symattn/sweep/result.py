@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .._format import FormattedResult, latex_array, latex_escape, latex_tabular, markdown_table
 from ..errors import SymattnError
+from .grid import _extra_fields
 
 __all__ = ["SweepResult", "make_row", "table_frame", "write_tables", "write_plots", "SUMMARY_COLUMNS", "ROW_FIELDS"]
 
@@ -54,7 +55,10 @@ def _architecture_fields(arch) -> dict:
               "score_ranks": list(arch.score_ranks),
               "tokens": arch.tokens,
               "normalizer": names[0] if len(set(names)) == 1 else ",".join(names)}
-    fields.update({key: value for key, value in data.items() if key not in _ARCHITECTURE_KEYS})  # variants
+    variants = {name: parameter.default for name, parameter in _extra_fields().items()}  # heads, causal, ...
+    variants.update({key: value for key, value in data.items() if key not in _ARCHITECTURE_KEYS})
+    for key, value in variants.items():  # one value when every layer has the same
+        fields[key] = value[0] if isinstance(value, list) and value and len(set(value)) == 1 else value
     return fields
 
 
@@ -287,10 +291,20 @@ class SweepResult(FormattedResult):
             raise SymattnError("no dimension results to plot")
         panels: dict[tuple, list] = {}
         for row in rows:
-            panels.setdefault((row["score_rank"], row["tokens"], row["normalizer"]), []).append(row)
-        figure = Figure(figsize=(4.2 * len(panels), 3.6), layout="constrained")
-        for ax, ((rank, tokens, normalizer), group) in zip(figure.subplots(1, len(panels), squeeze=False)[0],
-                                                             panels.items()):
+            # one panel per value of everything but depth and width (rank, tokens, normalizer, heads, ...)
+            key = tuple((column, _cell(row.get(column))) for column in
+                        dict.fromkeys([*self._point_columns(), "score_rank", "tokens", "normalizer"])
+                        if column not in ("layers", "width", "widths"))
+            panels.setdefault(key, []).append(row)
+        columns = min(len(panels), 4)
+        rows_of_panels = -(-len(panels) // columns)
+        figure = Figure(figsize=(4.2 * columns, 3.6 * rows_of_panels), layout="constrained")
+        axes = figure.subplots(rows_of_panels, columns, squeeze=False).ravel()
+        for ax in axes[len(panels):]:
+            ax.set_visible(False)
+        figure.suptitle("green: certified dimension = formula; red: below the formula (formula in brackets); "
+                        "grey: no formula claimed", fontsize=8)
+        for ax, (key, group) in zip(axes, panels.items()):
             widths = sorted({_cell(r["width"] if r["width"] is not None else r["widths"]) for r in group}, key=str)
             depths = sorted({r["layers"] for r in group})
             ax.set_xlim(-0.5, len(widths) - 0.5)
@@ -304,15 +318,16 @@ class SweepResult(FormattedResult):
                 elif r["lower"] == expected and r["certified"]:
                     color, text = "#a6dba0", f"{r['lower']}"
                 else:
-                    color, text = "#f4a582", f"{r['lower']}\n(formula {expected})"
+                    color, text = "#f4a582", f"{r['lower']}\n[{expected}]"
                 ax.add_patch(_square(x, y, color))
                 ax.text(x, y, text, ha="center", va="center", fontsize=8)
             ax.set_xticks(range(len(widths)), [str(w) for w in widths])
             ax.set_yticks(range(len(depths)), [str(d) for d in depths])
             ax.set_xlabel("width d")
             ax.set_ylabel("layers l")
-            rank_text = f"a = {rank}" if rank is not None else "ranks vary"
-            ax.set_title(f"dimension vs l a (2d - a) + d^2\n{rank_text}, t = {tokens}, {normalizer}", fontsize=9)
+            names = {"score_rank": "a", "tokens": "t"}
+            ax.set_title("dimension vs l a (2d - a) + d^2\n" + ", ".join(
+                f"{names.get(column, column)} = {value}" for column, value in key if value != ""), fontsize=9)
         return figure
 
     def plot_contact_orders(self):
