@@ -159,6 +159,38 @@ def latex(expr, **settings) -> str:
     return sp.latex(expr, symbol_names=names, **settings)
 
 
+#: Characters of LaTeX source per displayed line of a long formula: about the width of an A4 text line
+#: (measured on expansions: some 17 source characters per centimetre, the symbols being long commands).
+_LATEX_LINE = 220
+
+
+def _broken_latex(expr) -> list[str]:
+    """The LaTeX of a sum as lines of at most about :data:`_LATEX_LINE` source characters, signs leading.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x")
+    >>> lines = _broken_latex(sum(x**k for k in range(80)))
+    >>> len(lines), lines[1][:12]
+    (4, '+ x^{55} + x')
+    >>> _broken_latex(x - 1)
+    ['x - 1']
+    """
+    if not isinstance(expr, sp.Add):
+        return [_latex(expr)]
+    lines, line = [], ""
+    for k, term in enumerate(expr.as_ordered_terms()):
+        text = _latex(term)
+        if k:
+            text = ("- " + text[1:].lstrip()) if text.startswith("-") else "+ " + text
+        if line and len(line) + len(text) + 1 > _LATEX_LINE:
+            lines.append(line)
+            line = text
+        else:
+            line = f"{line} {text}" if line else text
+    return lines + [line]
+
+
 class CoefficientMatrix(sp.ImmutableDenseMatrix):
     r"""An immutable sympy Matrix whose LaTeX uses the package's symbol names.
 
@@ -967,11 +999,31 @@ class Expansion(FormattedResult):
         }
 
     def _latex_body(self) -> str:
-        """Each ``F_n`` as one LaTeX ``equation*``."""
-        return "\n".join(
-            "\\begin{equation*}\n" + f"F_{{{n}}} = {_latex(c)}\n" + "\\end{equation*}"
-            for n, c in enumerate(self.coefficients)
-        )
+        """Each ``F_n``: as one matrix when it is short, entry by entry over broken lines otherwise.
+
+        A long entry is written ``(F_n)_{rc} = ...`` in an ``align*`` whose
+        lines hold a few terms each and may break across pages, so that a
+        document of a large expansion keeps to the page width.
+
+        Examples
+        --------
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> body = F._latex_body()
+        >>> body.count("equation*"), body.count("align*")   # F_0, F_1 short; F_2 entry by entry
+        (4, 2)
+        """
+        parts = [r"\allowdisplaybreaks"]
+        for n, c in enumerate(self.coefficients):
+            widest_row = max((sum(len(_latex(e)) + 10 for e in c.row(r)) for r in range(c.rows)), default=0)
+            if widest_row <= _LATEX_LINE:
+                parts.append("\\begin{equation*}\n" + f"F_{{{n}}} = {_latex(c)}\n" + "\\end{equation*}")
+                continue
+            lines = []
+            for (r, col), entry in np.ndenumerate(np.array(c.tolist(), dtype=object)):
+                broken = _broken_latex(entry)
+                lines.append(f"(F_{{{n}}})_{{{r + 1}{col + 1}}} &= " + " \\\\\n  &\\quad ".join(broken))
+            parts.append("\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}")
+        return "\n".join(parts)
 
     def _latex_math(self) -> str:
         lines = r" \\ ".join(f"F_{{{n}}} &= {_latex(c)}" for n, c in enumerate(self.coefficients))

@@ -100,3 +100,20 @@ def test_every_result_states_its_method_in_latex():
     for name, result in RESULTS.items():
         if name != "closed form":
             assert "\\textit{Method:}" in result.to_latex(), name
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
+def test_a_long_expansion_keeps_to_the_page_width(tmp_path):
+    from symattn import Normalizer, expand
+
+    # one layer at width 2 with a generic normalizer: F_0 and F_2 have entries far wider than a line
+    F = expand(Architecture.uniform(layers=1, width=2, tokens=3), order=2, normalizer=Normalizer.generic(1))
+    source = tmp_path / "expansion.tex"
+    source.write_text(F.to_latex(standalone=True))
+    assert "\\begin{align*}" in source.read_text() and "(F_{2})_{23} &=" in source.read_text()
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", source.name],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:]
+    log = (tmp_path / "expansion.log").read_text(errors="replace")
+    widths = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
+    assert [w for w in widths if w > 1.0] == []
