@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from ._format import FormattedResult, latex_escape, latex_tabular, markdown_table
+from ._format import FormattedResult, latex_escape, latex_method, latex_tabular, markdown_table
 from .errors import ShapeError, SymattnError
 from .model import Architecture, require_architecture, require_seed
 from .parsing import parse_expression, to_sympy, to_sympy_matrix
@@ -901,7 +901,11 @@ class ClaimsReport(FormattedResult):
 
     def _latex_body(self) -> str:
         rows = [(f"\\texttt{{{latex_escape(a)}}}", b, latex_escape(c)) for a, b, c, _ in self._rows()]
-        return latex_tabular(rows, "lll", header=("claim", "verdict", "computed"))
+        # one method note per claim, numbered as the rows (the methods are sentences, too long for a column)
+        notes = "\n".join(latex_method(method, f"Method ({n})")
+                          for n, (_, _, _, method) in enumerate(self._rows(), start=1))
+        numbered = [(f"({n}) " + a, b, c) for n, (a, b, c) in enumerate(rows, start=1)]
+        return latex_tabular(numbered, "lll", header=("claim", "verdict", "computed")) + "\n" + notes
 
     def _latex_math(self) -> str:
         rows = r" \\ ".join(rf"\texttt{{{latex_escape(a)}}} & \text{{{b}}} & \text{{{latex_escape(c)}}}"
@@ -949,11 +953,12 @@ class _Engine:
 
     def contact_order(self, layer: int):
         s = self.spectrum
-        block = dict(s.blocks.get(f"scores:{layer}", {}))
+        block = {int(e): m for e, m in s.blocks.get(f"scores:{layer}", {}).items()}  # ints, as Spectrum.exponents
         for name, histogram in s.blocks.items():  # a layer with heads: the blocks scores:i:h of all its heads
             if name.startswith(f"scores:{layer}:"):
                 for e, m in histogram.items():
-                    block[e] = block.get(e, 0) + m
+                    block[int(e)] = block.get(int(e), 0) + m
+        block = dict(sorted(block.items()))
         exponents = sorted(int(e) for e in block)
         note = (f"least exponent added by layer {layer}'s Q_{layer}, K_{layer} columns "
                 f"(block scores:{layer} = {block}); " + self._spectrum_note())
