@@ -89,6 +89,7 @@ LATEX_PREAMBLE = (
     "\\usepackage{longtable}\n"
     "\\usepackage{pdflscape}\n"
     "\\usepackage[font=small]{caption}\n"
+    "\\usepackage{float}\n"
     "\\setlength{\\emergencystretch}{3em}\n"
     "\\renewcommand{\\topfraction}{0.9}\n\\renewcommand{\\textfraction}{0.07}\n"
     "\\renewcommand{\\floatpagefraction}{0.8}\n"
@@ -390,8 +391,8 @@ class Figure:
                 + (f" (Vector versions: {vectors}.)" if vectors else ""))
 
     def latex(self, width: str = r"\linewidth") -> str:
-        """The figure as a LaTeX float with its caption (the caption is escaped)."""
-        return "\n".join([r"\begin{figure}[htbp]", r"\centering",
+        """The figure with its caption (escaped), placed here (``[H]``): after its section, never past the next heading."""
+        return "\n".join([r"\begin{figure}[H]", r"\centering",
                           rf"\includegraphics[width={width},height=0.85\textheight,keepaspectratio]"
                           rf"{{{self.stem}.{self.latex_format}}}",
                           rf"\caption{{{self.caption_latex or latex_escape(self.caption)}}}", r"\end{figure}"])

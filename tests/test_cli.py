@@ -211,7 +211,7 @@ def test_out_writes_markdown_and_latex(capsys, tmp_path):
     assert markdown.index("## Observability") < markdown.index("](dependency_graph.png)")
     assert "\\includegraphics[width=\\linewidth,height=0.85\\textheight,keepaspectratio]{sensitivity.pdf}" in latex
     assert "\\includegraphics[width=\\linewidth,height=0.85\\textheight,keepaspectratio]{dependency_graph.pdf}" in latex
-    assert latex.count("\\begin{figure}[htbp]") == latex.count("\\caption{") == 2
+    assert latex.count("\\begin{figure}[H]") == latex.count("\\caption{") == 2
     for stem in ("sensitivity", "dependency_graph"):
         assert (target / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (target / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"

@@ -91,7 +91,7 @@ def test_latex_compiles_with_pdflatex(name, tmp_path):
 def test_latex_document_wraps_a_fragment():
     document = latex_document(r"\[ x^2 \]")
     assert "\\usepackage{amsmath}" in document
-    for package in ("[a4paper,margin=2.2cm]{geometry}", "{tabularx}", "{longtable}", "{graphicx}", "{array}"):
+    for package in ("[a4paper,margin=2.2cm]{geometry}", "{tabularx}", "{longtable}", "{graphicx}", "{array}", "{float}"):
         assert "\\usepackage" + package in document
     assert_well_formed(document)
 
