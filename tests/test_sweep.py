@@ -31,7 +31,7 @@ from symattn.sweep import GridError, read_grid, run_analysis, sweep
 from symattn.sweep import schedule as schedule_module
 
 #: Fields that describe how and where a task ran, not its result.
-RUN_FIELDS = {"seconds", "peak_memory", "worker", "key", "reused", "dimension_seconds", "spectrum_seconds"}
+RUN_FIELDS = {"seconds", "cpu_seconds", "peak_memory", "worker", "key", "reused", "dimension_seconds", "spectrum_seconds"}
 
 
 def _result_fields(row: dict) -> dict:
