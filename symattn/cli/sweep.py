@@ -41,7 +41,9 @@ def _grid_flags(parser) -> list[tuple[str, str]]:
     Each keeps its name and help, takes its text unread (the sweep reads
     values, lists and ranges) and stores it under ``grid_<name>``; the
     Architecture that every command is given is then the default one.
-    Returns ``(field, dest)`` pairs.
+    The flags are found as argparse keeps them (``parser._actions``, each
+    with the group it was added to), so a network flag added to the common
+    flags becomes a grid flag here too.  Returns ``(field, dest)`` pairs.
     """
     fields, defaults = [], {}
     for action in parser._actions:
