@@ -36,7 +36,6 @@ from typing import Mapping
 
 from .._modules import make_callable
 from ..limits import memory_limit, parse_size, progress_bar
-from .analyses import ANALYSES, analysis_options, read_analyses, run_analysis, task_options
 from .grid import GridError, Skip, build_architecture, grid_points, point_label, read_grid, read_grid_file
 from .result import SweepResult, make_row, table_frame, write_plots, write_tables
 from .schedule import LOCAL, SEQUENTIAL, SYNCHRONOUS, describe_scheduler, local_workers, resolve_scheduler, run_tasks
@@ -51,9 +50,23 @@ __all__ = [
 #: Seconds a task may run before it is stopped and recorded as timed out (``task_timeout=``).
 DEFAULT_TASK_TIMEOUT = 3600.0
 
+#: Imported on first use: a Dask worker imports this package for the task runner alone, and the
+#: analyses (every module of the package) load in the runner's own process.
+_FROM_ANALYSES = ("ANALYSES", "analysis_options", "read_analyses", "run_analysis")
+
+
+def __getattr__(name):
+    if name in _FROM_ANALYSES:
+        from . import analyses
+
+        return getattr(analyses, name)
+    raise AttributeError(f"module 'symattn.sweep' has no attribute {name!r}")
+
 
 def _split_options(analyses: list[str], options: Mapping | None) -> dict[str, dict]:
     """Options per analysis from ``{"seed": 1, "spectrum": {"order": 12}}`` (plain keys apply to every analysis)."""
+    from .analyses import ANALYSES, analysis_options
+
     options = dict(options or {})
     common = {key: value for key, value in options.items() if key not in ANALYSES}
     for name in options:
@@ -154,6 +167,8 @@ def sweep(grid, analyses=None, *, options: Mapping | None = None, out=None, sche
     >>> again.dataframe()[["layers", "normalizer", "kernel", "status"]].shape
     (4, 4)
     """
+    from .analyses import read_analyses, task_options
+
     started = time.perf_counter()
     if isinstance(grid, (str, Path)):
         spec = read_grid_file(grid)
