@@ -13,7 +13,8 @@ computation estimated above it stops before it starts.  A child that dies
 (the limit, a signal, the system's out-of-memory killer) is recorded with
 its exit signal and started again.
 
-On a Dask worker, :func:`run_on_worker` keeps one runner per worker thread;
+On a Dask worker, :func:`run_on_worker` takes a runner of the worker's pool
+for each task (a local cluster starts them with the worker: :func:`dask_setup`);
 :func:`run_in_process` runs a task in the calling process instead, without
 limits (the ``"synchronous"`` mode of :func:`symattn.sweep.sweep`).
 
@@ -39,7 +40,8 @@ import tempfile
 import threading
 import time
 
-__all__ = ["TaskRunner", "run_in_process", "run_on_worker", "TIMEOUT", "MEMORY", "CRASHED", "ERROR", "OK"]
+__all__ = ["TaskRunner", "run_in_process", "run_on_worker", "dask_setup", "TIMEOUT", "MEMORY", "CRASHED", "ERROR",
+           "OK"]
 
 OK, ERROR, TIMEOUT, MEMORY, CRASHED, LOST = "ok", "error", "timeout", "memory", "crashed", "lost"
 
@@ -144,9 +146,11 @@ class TaskRunner:
         self.started = 0  # children started so far
         self._buffer = b""
         self._log = None
+        self._ready = False
 
     # -- the child ------------------------------------------------------------------------
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start the child now, without waiting for its imports (the next task waits for them)."""
         self._log = tempfile.TemporaryFile()
         env = {name: value for name, value in os.environ.items() if name not in _WORKER_ONLY}
         env.update(_ONE_THREAD)
@@ -155,11 +159,20 @@ class TaskRunner:
                                         env=env, close_fds=True)
         self.started += 1
         self._buffer = b""
-        ready = self._read_line(time.monotonic() + START_TIMEOUT)
-        if ready != {"ready": True}:
-            reason = self._ended("could not start")
+        self._ready = False
+
+    def _ensure_ready(self) -> None:
+        """A child that has imported the analyses and waits for a task (started afresh if it ended)."""
+        if self.process is None or self.process.poll() is not None:
             self._stop()
-            raise RuntimeError(reason)
+            self.start()
+        if not self._ready:
+            ready = self._read_line(time.monotonic() + START_TIMEOUT)
+            if ready != {"ready": True}:
+                reason = self._ended("could not start")
+                self._stop()
+                raise RuntimeError(reason)
+            self._ready = True
 
     def _stop(self) -> None:
         if self.process is not None:
@@ -216,9 +229,7 @@ class TaskRunner:
         Returns the same description as :func:`run_in_process`; ``status`` is
         also ``timeout`` or ``crashed``.
         """
-        if self.process is None or self.process.poll() is not None:
-            self._stop()
-            self._start()
+        self._ensure_ready()
         started = time.perf_counter()
         try:
             self.process.stdin.write((json.dumps(task) + "\n").encode("utf-8"))
@@ -243,43 +254,56 @@ class TaskRunner:
 
 
 # -- on a Dask worker ------------------------------------------------------------------------
-_RUNNERS: dict[int, TaskRunner] = {}
-_RUNNERS_LOCK = threading.Lock()
+#: Runners waiting for a task in this process (a worker thread takes one for each task).
+_IDLE: list[TaskRunner] = []
+_IDLE_LOCK = threading.Lock()
+
+#: The environment variable through which a local cluster tells its workers' preload the memory limit.
+MEMORY_ENVIRONMENT_VARIABLE = "SYMATTN_SWEEP_TASK_MEMORY"
 
 
 def _close_runners() -> None:
-    with _RUNNERS_LOCK:
-        for runner in _RUNNERS.values():
+    with _IDLE_LOCK:
+        for runner in _IDLE:
             runner.close()
-        _RUNNERS.clear()
+        _IDLE.clear()
 
 
 atexit.register(_close_runners)
 
 
+def _take_runner(memory_limit: int | None) -> TaskRunner:
+    with _IDLE_LOCK:
+        for index, runner in enumerate(_IDLE):
+            if runner.memory_limit == memory_limit:
+                return _IDLE.pop(index)
+    return TaskRunner(memory_limit)
+
+
+def _give_back(runner: TaskRunner) -> None:
+    with _IDLE_LOCK:
+        _IDLE.append(runner)
+
+
 def run_on_worker(task: dict, timeout: float | None, memory_limit: int | None) -> dict:
-    """Run ``task`` in this worker thread's :class:`TaskRunner` (the function a sweep gives Dask).
+    """Run ``task`` in one of this worker's :class:`TaskRunner` children (the function a sweep gives Dask).
 
     Never raises for a task's own failure: the outcome says what happened.
 
     Examples
     --------
     >>> task = {"key": "k", "point": {"layers": 1, "width": 1}, "analysis": "parameters", "options": {}}
-    >>> run_on_worker(task, 60.0, None)["result"]["params"]  # outside Dask: this thread's runner
+    >>> run_on_worker(task, 60.0, None)["result"]["params"]  # outside Dask: a runner of this process
     3
     """
-    thread = threading.get_ident()
-    with _RUNNERS_LOCK:
-        runner = _RUNNERS.get(thread)
-        if runner is None or runner.memory_limit != memory_limit:
-            if runner is not None:
-                runner.close()
-            runner = _RUNNERS[thread] = TaskRunner(memory_limit)
+    runner = _take_runner(memory_limit)
     try:
         outcome = runner.run(task, timeout)
     except RuntimeError as err:  # the child could not start on this worker
         outcome = {"key": task["key"], "status": CRASHED, "reason": str(err), "result": None, "seconds": 0.0,
                    "peak_memory": None, "worker": None}
+    finally:
+        _give_back(runner)
     try:
         from distributed import get_worker
 
@@ -287,6 +311,30 @@ def run_on_worker(task: dict, timeout: float | None, memory_limit: int | None) -
     except (ImportError, ValueError):
         pass
     return outcome
+
+
+def dask_setup(worker) -> None:
+    """Dask preload (``--preload symattn.sweep.runner``): start the worker's task processes at once.
+
+    Their imports then overlap the worker's own start instead of delaying
+    its first task.  The memory limit comes from
+    ``SYMATTN_SWEEP_TASK_MEMORY`` (bytes; a local cluster sets it).
+
+    Examples
+    --------
+    >>> class Worker:
+    ...     nthreads = 1
+    >>> dask_setup(Worker())
+    >>> any(runner.process is not None for runner in _IDLE)
+    True
+    """
+    text = os.environ.get(MEMORY_ENVIRONMENT_VARIABLE, "")
+    memory_limit = int(text) if text.isdigit() and int(text) > 0 else None
+    threads = getattr(getattr(worker, "state", None), "nthreads", None) or getattr(worker, "nthreads", 1) or 1
+    for _ in range(threads):
+        runner = TaskRunner(memory_limit)
+        runner.start()
+        _give_back(runner)
 
 
 # -- the child -----------------------------------------------------------------------------

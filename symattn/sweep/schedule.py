@@ -31,7 +31,9 @@ import sys
 from typing import Callable
 
 from ..errors import SymattnError
-from .runner import CRASHED, ERROR, LOST, TaskRunner, run_in_process, run_on_worker
+from .runner import (
+    CRASHED, ERROR, LOST, MEMORY_ENVIRONMENT_VARIABLE, TaskRunner, run_in_process, run_on_worker,
+)
 
 __all__ = ["run_tasks", "describe_scheduler", "resolve_scheduler", "SEQUENTIAL", "SYNCHRONOUS", "LOCAL"]
 
@@ -123,8 +125,11 @@ def _run_on_dask(tasks, scheduler, workers, timeout, memory_limit, on_outcome, o
     try:
         if scheduler == LOCAL:
             logging.getLogger("distributed").setLevel(logging.ERROR)
+            # each worker starts its task process as it starts (the preload), so their imports overlap
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0", silence_logs=logging.ERROR)
+                                   dashboard_address=":0", silence_logs=logging.ERROR,
+                                   preload=["symattn.sweep.runner"],
+                                   env={MEMORY_ENVIRONMENT_VARIABLE: str(memory_limit or 0)})
             client = Client(cluster)
         else:
             try:
@@ -136,9 +141,9 @@ def _run_on_dask(tasks, scheduler, workers, timeout, memory_limit, on_outcome, o
             services = client.scheduler_info().get("services", {})
             on_start(client.dashboard_link if "dashboard" in services else None)
             futures = {}
-            for task in tasks:
+            for index, task in enumerate(tasks):  # started in the order given (the largest first)
                 future = client.submit(run_on_worker, task, timeout, memory_limit, pure=False,
-                                       key=f"symattn-sweep-{task['key']}")
+                                       key=f"symattn-sweep-{task['key']}", priority=len(tasks) - index)
                 futures[future] = task
             try:
                 for future in as_completed(list(futures)):
