@@ -110,6 +110,7 @@ def run_check(args, arch):
 
 
 COMMANDS = (
-    Subcommand("check", "check claimed numbers (contact orders, multiplicities, kernel, dimension, ...) against "
-               "the engine; exit status 0 even when a claim is false", run_check, configure_check),
+    Subcommand("check", "check claimed numbers (contact orders, multiplicities, kernel, dimension, ...) and "
+               "leading coefficients as matrix formulas against the engine; exit status 0 even when a claim "
+               "is false", run_check, configure_check),
 )
