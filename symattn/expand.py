@@ -541,7 +541,8 @@ def symbols(names, arch: Architecture, *, normalizer=None, order: int | None = N
         asked = [int(n[2:]) for n in wanted if n.startswith("c_") and n[2:].isdigit()]
         order = max([2] + [min(n, MAX_ORDER + 1) - 1 for n in asked])
     used = _with_normalizer(arch, normalizer)
-    known = {s.name: s for m in (*used.symbols().Q, *used.symbols().K, *used.symbols().V) for s in m}
+    native = used.symbols()
+    known = {s.name: s for m in (*native.Q, *native.K, *native.V) for s in m}
     known.update(package_symbols(used, order))
     known.update(matrix_symbols(used))
     known.update({f"alpha_{i}": sp.Symbol(f"alpha_{i}") for i in range(2, used.layers + 1)})
@@ -1014,15 +1015,16 @@ class Expansion(FormattedResult):
         """
         parts = [r"\allowdisplaybreaks"]
         for n, c in enumerate(self.coefficients):
-            widest_row = max((sum(len(_latex(e)) + 10 for e in c.row(r)) for r in range(c.rows)), default=0)
-            if widest_row <= _LATEX_LINE:
+            # each entry printed once, as lines: a coefficient whose rows fit one line stays a matrix
+            # (printed again, but it is short); otherwise the lines are used as they are
+            broken = [[_broken_latex(c[r, col]) for col in range(c.cols)] for r in range(c.rows)]
+            if all(len(lines) == 1 for row in broken for lines in row) and \
+                    max((sum(len(lines[0]) + 10 for lines in row) for row in broken), default=0) <= _LATEX_LINE:
                 parts.append("\\begin{equation*}\n" + f"F_{{{n}}} = {_latex(c)}\n" + "\\end{equation*}")
                 continue
-            lines = []
-            for (r, col), entry in np.ndenumerate(np.array(c.tolist(), dtype=object)):
-                broken = _broken_latex(entry)
-                lines.append(f"(F_{{{n}}})_{{{r + 1}{col + 1}}} &= " + " \\\\\n  &\\quad ".join(broken))
-            parts.append("\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}")
+            entries = [f"(F_{{{n}}})_{{{r + 1}{col + 1}}} &= " + " \\\\\n  &\\quad ".join(lines)
+                       for r, row in enumerate(broken) for col, lines in enumerate(row)]
+            parts.append("\\begin{align*}\n" + " \\\\\n".join(entries) + "\n\\end{align*}")
         return "\n".join(parts)
 
     def _latex_math(self) -> str:
@@ -1081,7 +1083,7 @@ class Expansion(FormattedResult):
         counts = self.term_counts()
         rows, cols = self.architecture.widths[-1], self.architecture.tokens
         table = [(n, f"{nonzero} of {rows * cols}", terms) for n, (nonzero, terms) in enumerate(counts)]
-        first = next((n for n, (nonzero, _) in enumerate(counts) if n >= 1 and nonzero), None)
+        first = self.leading_order()
         lines = [f"# Expansion along {self._describe()}", "",
                  f"- architecture: {self.architecture.describe()}",
                  f"- order: F_0 .. F_{self.order}, {rows} x {cols} each; "
