@@ -74,18 +74,23 @@ def test_well_formed_check_can_fail():
         assert_well_formed(r"\frac{1}{2")
 
 
+def compile_without_overflow(document: str, folder, stem: str, timeout: float = 120) -> None:
+    """Compile ``document`` with pdflatex in ``folder``: it must succeed with no overfull box over 1pt."""
+    source = folder / f"{stem}.tex"
+    source.write_text(document)
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", source.name],
+                         cwd=folder, capture_output=True, text=True, timeout=timeout)
+    assert run.returncode == 0, run.stdout[-2000:]
+    # no table or formula runs into the margin (an overfull box of more than 1pt)
+    log = (folder / f"{stem}.log").read_text(errors="replace")
+    widths = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
+    assert [w for w in widths if w > 1.0] == []
+
+
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
 @pytest.mark.parametrize("name", sorted(RESULTS))
 def test_latex_compiles_with_pdflatex(name, tmp_path):
-    source = tmp_path / "result.tex"
-    source.write_text(RESULTS[name].to_latex(standalone=True))
-    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", source.name],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout[-2000:]
-    # no table or formula runs into the margin (an overfull box of more than 1pt)
-    log = (tmp_path / "result.log").read_text(errors="replace")
-    widths = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
-    assert [w for w in widths if w > 1.0] == []
+    compile_without_overflow(RESULTS[name].to_latex(standalone=True), tmp_path, "result")
 
 
 def test_latex_document_wraps_a_fragment():
@@ -108,12 +113,6 @@ def test_a_long_expansion_keeps_to_the_page_width(tmp_path):
 
     # one layer at width 2 with a generic normalizer: F_0 and F_2 have entries far wider than a line
     F = expand(Architecture.uniform(layers=1, width=2, tokens=3), order=2, normalizer=Normalizer.generic(1))
-    source = tmp_path / "expansion.tex"
-    source.write_text(F.to_latex(standalone=True))
-    assert "\\begin{align*}" in source.read_text() and "(F_{2})_{23} &=" in source.read_text()
-    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", source.name],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout[-2000:]
-    log = (tmp_path / "expansion.log").read_text(errors="replace")
-    widths = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
-    assert [w for w in widths if w > 1.0] == []
+    document = F.to_latex(standalone=True)
+    assert "\\begin{align*}" in document and "(F_{2})_{23} &=" in document
+    compile_without_overflow(document, tmp_path, "expansion", timeout=300)
