@@ -25,59 +25,36 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
-import sys
-import time
 from fractions import Fraction
-from pathlib import Path
 
 import sympy as sp
 
 from symattn import Architecture, Normalizer, expand, leading_coefficient
 from symattn.expand import check_formula_claim
 
-HERE = Path(__file__).resolve().parent
+from harness import best_of, run_baseline
+
 TIMEOUT = float(os.environ.get("SYMATTN_BENCH_TIMEOUT", "300"))
 
 
-def _timed(function, repeats: int = 3):
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function()
-        best = min(best, time.perf_counter() - start)
-    return best, result
-
-
 def _baseline(layers: int, width: int, tokens: int, order: int, point: dict) -> dict:
-    command = [sys.executable, str(HERE / "sympy_expand_baseline.py"), "--layers", str(layers), "--width",
-               str(width), "--tokens", str(tokens), "--order", str(order),
-               "--point", json.dumps({k: str(v) for k, v in point.items()})]
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, SYMPY_GROUND_TYPES="python"))
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # the child this test started
-        out, err = proc.communicate()
-        timed_out = True
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    final = next((line for line in lines if "coefficients" in line), None)
-    progress = [line for line in lines if line.get("stage") == "series"]
-    if final is None and not timed_out:
-        raise AssertionError(f"baseline failed with status {proc.returncode}: {err[-2000:]}")
-    return {"seconds": final["seconds"] if final else time.perf_counter() - start, "result": final,
-            "done": progress[-1]["done"] if progress else 0, "total": progress[-1]["total"] if progress else None}
+    run = run_baseline("sympy_expand_baseline.py",
+                       ["--layers", str(layers), "--width", str(width), "--tokens", str(tokens), "--order",
+                        str(order), "--point", json.dumps({k: str(v) for k, v in point.items()})],
+                       TIMEOUT, "coefficients")
+    if run["result"] is None and not run["timed_out"]:
+        raise AssertionError(f"baseline failed with status {run['returncode']}: {run['stderr'][-2000:]}")
+    if run["result"] is not None:  # the baseline's own time, without the interpreter's start
+        run["seconds"] = run["result"]["seconds"]
+    return run
 
 
 def _expansion_row(layers: int, width: int, tokens: int, order: int, target: float | None):
     arch = Architecture.uniform(layers=layers, width=width, tokens=tokens)
     generic = Normalizer.generic(1)
-    seconds, F = _timed(lambda: expand(arch, order=order, normalizer=generic), repeats=1 if layers > 1 else 3)
+    seconds, F = best_of(lambda: expand(arch, order=order, normalizer=generic), 1 if layers > 1 else 3)
     # the coefficients are written as sympy when read: time that too (every F_n as sympy matrices)
-    written_seconds, _ = _timed(lambda: list(expand(arch, order=order, normalizer=generic)), repeats=1)
+    written_seconds, _ = best_of(lambda: list(expand(arch, order=order, normalizer=generic)), 1)
     rng = random.Random(7)
     point = {name: Fraction(rng.randint(-9, 9) or 1, rng.randint(1, 5)) for name in F.symbol_names()}
     baseline = _baseline(layers, width, tokens, order, point)
@@ -113,12 +90,12 @@ def test_expand_against_plain_sympy_series(table):
 def test_matrix_forms_and_formula_claims(table):
     arch = Architecture.uniform(layers=2, width=2, tokens=3)
     lc = leading_coefficient(arch, 2, Normalizer.generic(1))
-    explicit_seconds, M = _timed(lambda: lc.explicit(), repeats=1)
+    explicit_seconds, M = best_of(lambda: lc.explicit(), 1)
     assert M.shape == (2, 3)
     true_claim = "leading(2) = c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J"
     false_claim = "leading(2) = c_1^3/t^4 * P*X*H*C_1*H*C_1*H*C_2*J"
-    true_seconds, true_check = _timed(lambda: check_formula_claim(arch, true_claim), repeats=1)
-    false_seconds, false_check = _timed(lambda: check_formula_claim(arch, false_claim), repeats=1)
+    true_seconds, true_check = best_of(lambda: check_formula_claim(arch, true_claim), 1)
+    false_seconds, false_check = best_of(lambda: check_formula_claim(arch, false_claim), 1)
     assert true_check.verdict is True and false_check.verdict is False
     assert false_check.counterexample is not None
     rows = [[name, f"{seconds:.2f}", "met" if seconds <= 3.0 else "NOT met"] for name, seconds in

@@ -22,62 +22,30 @@ same job as the baseline).  Ratios are baseline / exact.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 from symattn.curves import collapse
 from symattn.model import Architecture
 from symattn.spectrum import DEFAULT_PRIMES, decay_spectrum, random_bank, spectrum_at
 
-HERE = Path(__file__).resolve().parent
+from harness import best_of, run_baseline
+
 TIMEOUT = float(os.environ.get("SYMATTN_BENCH_TIMEOUT", "300"))
 
 
-def _best_of(function, repeats: int = 5) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function()
-        best = min(best, time.perf_counter() - start)
-    return best, result
-
-
 def _run_baseline(layers: int, bank: int, order: int, timeout: float) -> dict:
-    env = dict(os.environ, SYMPY_GROUND_TYPES="python")
-    command = [sys.executable, str(HERE / "sympy_baseline.py"), "--layers", str(layers), "--bank", str(bank),
-               "--order", str(order)]
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # the child this test started
-        out, err = proc.communicate()
-        timed_out = True
-    seconds = time.perf_counter() - start
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    final = next((line for line in lines if "exponents" in line), None)
-    progress = [line for line in lines if line.get("stage") == "series"]
-    return {
-        "seconds": seconds, "timed_out": timed_out, "returncode": proc.returncode, "stderr": err,
-        "result": final, "done": progress[-1]["done"] if progress else 0,
-        "total": progress[-1]["total"] if progress else None,
-    }
+    return run_baseline("sympy_baseline.py", ["--layers", str(layers), "--bank", str(bank), "--order", str(order)],
+                        timeout, "exponents")
 
 
 def _compare(layers: int, order: int, table) -> None:
     arch = Architecture.uniform(layers=layers, width=2, rank=1, tokens=3, normalizer="softmax")
-    certified_seconds, certified = _best_of(lambda: decay_spectrum(arch, progress=False))
+    certified_seconds, certified = best_of(lambda: decay_spectrum(arch, progress=False), 5)
     assert certified.separating and certified.unresolved == 0
     assert max(certified.exponents) < order
     p = DEFAULT_PRIMES[0]
     bank = random_bank(arch, certified.bank, p, 0)
-    single_seconds, single = _best_of(lambda: spectrum_at(arch, collapse(), bank, p, 0, order))
+    single_seconds, single = best_of(lambda: spectrum_at(arch, collapse(), bank, p, 0, order), 5)
     assert single.exponents == certified.exponents
 
     baseline = _run_baseline(layers, certified.bank, order, TIMEOUT)
