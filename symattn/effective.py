@@ -241,7 +241,7 @@ def closed_form_result(arch: Architecture) -> ClosedForm:
     >>> print(closed_form_result(Architecture.uniform(layers=2, heads=2, residual=True)))
     F = X_2, X_0 = X, X_i = X_{i-1} + sum_h V_{i,h} X_{i-1} S(X_{i-1}^T K_{i,h}^T Q_{i,h} X_{i-1}) (2 heads per layer, residual stream; no closed form in effective parameters is derived)
     """
-    if not arch.is_plain and (arch.residual or any(h > 1 for h in arch.heads)):
+    if not arch.factors_through_effective:
         return _variant_closed_form(arch)
     lines = [r"F_\theta(X) = P\,X\,M_{%d}" % arch.layers, r"M_0 = I"]
     for i in range(1, arch.layers + 1):

@@ -944,8 +944,7 @@ def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: i
     tangents = [t for t in (gauge_tangent_series(arch, still, point, p, 1),
                             scaling_tangent_series(arch, still, point, p, 1)) if len(t)]
     bound = arch.param_count - (smith_valuations(np.concatenate(tangents), p).resolved_rank if tangents else 0)
-    if all(h == 1 for h in arch.heads) and not arch.residual \
-            and not any(n.is_lightning for n in arch.normalizers):
+    if arch.factors_through_effective and not any(n.is_lightning for n in arch.normalizers):
         bound = min(bound, effective_dimension(arch))  # F = P X M_l: a mask alone keeps the effective parameters
     return bound
 

@@ -332,6 +332,23 @@ class Architecture:
         """
         return not self.causal and not self.residual and all(h == 1 for h in self.heads)
 
+    @property
+    def factors_through_effective(self) -> bool:
+        """``F = P X M_l`` in the effective parameters ``(What_1, ..., What_l, P)``.
+
+        True with one head per layer and no residual stream (a causal mask
+        keeps the closed form); with several heads or a residual stream no
+        effective parameters are derived.
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=2, causal=True).factors_through_effective
+        True
+        >>> Architecture.uniform(layers=2, heads=2).factors_through_effective
+        False
+        """
+        return not self.residual and all(h == 1 for h in self.heads)
+
     def block_shapes(self, layer: int) -> dict[str, tuple[int, int]]:
         """Shapes of ``Q_i, K_i, V_i`` for layer ``i`` (1-based; the same for every head)."""
         d_in, d_out, a = self.widths[layer - 1], self.widths[layer], self.score_ranks[layer - 1]

@@ -70,7 +70,7 @@ def _method(arch: Architecture) -> str:
     if arch.is_plain:
         return METHOD
     gauge = "one GL(a_i) per head" + ("" if arch.residual else " x GL(d_i) per hidden layer")
-    factors = not arch.residual and all(h == 1 for h in arch.heads)
+    factors = arch.factors_through_effective
     return ("exact closed formulas: native parameter count, "
             + ("dimensions of the rank-bounded effective blocks, " if factors else "")
             + f"gauge group {gauge}"
@@ -173,11 +173,9 @@ class ArchitectureReport(FormattedResult):
         >>> [(n.key, n.text) for n in table["blocks"]]
         [('scores:1', 'What_1'), ('values', 'P')]
         """
-        arch = self.architecture
-        heads = arch.get("heads")
-        # several heads or a residual stream: F does not factor through What_i and P
-        effective = not arch.get("residual", False) and (heads is None or max(heads) == 1)
-        return naming.notation(arch["layers"], heads=heads, effective=effective)
+        # no effective dimension: several heads or a residual stream, F does not factor through What_i and P
+        return naming.notation(self.architecture["layers"], heads=self.architecture.get("heads"),
+                               effective=self.effective_dim is not None)
 
     def _notation_rows(self):
         table = self.notation()
@@ -430,7 +428,7 @@ def architecture_report(arch: Architecture) -> ArchitectureReport:
     >>> report.normalizers[0]["name"], report.normalizers[0]["latex"]
     ('softmax', 'e^{x}')
     """
-    factors = not arch.residual and all(h == 1 for h in arch.heads)
+    factors = arch.factors_through_effective
     return ArchitectureReport(
         architecture=arch.to_json(),
         params=arch.param_count,
