@@ -900,12 +900,11 @@ class ClaimsReport(FormattedResult):
         return table + ("\n\n" + "\n".join(lines) if lines else "") + f"\n\nall true: {self.all_true}"
 
     def _latex_body(self) -> str:
-        rows = [(f"\\texttt{{{latex_escape(a)}}}", b, latex_escape(c)) for a, b, c, _ in self._rows()]
         # one method note per claim, numbered as the rows (the methods are sentences, too long for a column)
-        notes = "\n".join(latex_method(method, f"Method ({n})")
-                          for n, (_, _, _, method) in enumerate(self._rows(), start=1))
-        numbered = [(f"({n}) " + a, b, c) for n, (a, b, c) in enumerate(rows, start=1)]
-        return latex_tabular(numbered, "lll", header=("claim", "verdict", "computed")) + "\n" + notes
+        rows = list(enumerate(self._rows(), start=1))
+        table = [(f"({n}) \\texttt{{{latex_escape(a)}}}", b, latex_escape(c)) for n, (a, b, c, _) in rows]
+        notes = "\n".join(latex_method(method, f"Method ({n})") for n, (_, _, _, method) in rows)
+        return latex_tabular(table, "lll", header=("claim", "verdict", "computed")) + "\n" + notes
 
     def _latex_math(self) -> str:
         rows = r" \\ ".join(rf"\texttt{{{latex_escape(a)}}} & \text{{{b}}} & \text{{{latex_escape(c)}}}"
