@@ -193,11 +193,15 @@ class SpectrumRun:
 
 
 def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed: int, truncation: int,
-                progress=None, extra_banks=()) -> SpectrumRun | list[SpectrumRun]:
+                progress=None, extra_banks=(), block_table: bool = True) -> SpectrumRun | list[SpectrumRun]:
     """The spectrum at one prime, point (from ``seed``) and bank of residues.
 
     With ``extra_banks``, the same point is used for every bank, one forward
     pass computes all of them, and a list of runs (``bank`` first) is returned.
+    The block table (one Smith form per prefix of column blocks) is computed
+    for ``bank`` only, and only with ``block_table=True``; every other run has
+    ``blocks == {}`` and one Smith form of the whole Jacobian, which is all that
+    :meth:`SpectrumRun.same_result` compares.
 
     Examples
     --------
@@ -212,6 +216,10 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     >>> short = spectrum_at(arch, collapse(), random_bank(arch, 3, p, 0), p, seed=0, truncation=1)
     >>> short.exponents, short.unresolved      # eps^1 is not resolved mod eps^1
     ({0: 4}, 4)
+    >>> whole = spectrum_at(arch, collapse(), random_bank(arch, 3, p, 0), p, seed=0, truncation=3,
+    ...                     block_table=False)
+    >>> whole.same_result(run), run.blocks, whole.blocks
+    (True, {'scores:1': {'1': 3}, 'values': {'0': 4}}, {})
     """
     point, coefficient_values = random_point(arch, p, seed)
     banks = [bank, *extra_banks]
@@ -222,19 +230,21 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     columns = block_columns(arch)
     order = list(columns)  # scores:1 .. scores:l (per head where a layer has several), then values
     runs, start = [], 0
-    for inputs in banks:
+    for index, inputs in enumerate(banks):
         J = compress_rows(J_all[start:start + rows_per_input * len(inputs)], p, seed)
         start += rows_per_input * len(inputs)
-        blocks, previous, chosen, full = {}, {}, [], None
-        for name in order:
-            if not columns[name]:
-                continue
+        blocks, previous, chosen = {}, {}, []
+        # each prefix of column blocks is a Smith form of its own: only where a block table is wanted
+        prefixes = [name for name in order if columns[name]] if block_table and index == 0 else []
+        for name in prefixes[:-1]:
             chosen = chosen + columns[name]
-            result = smith_valuations(J[:, chosen, :], p, progress=progress)
-            histogram = _histogram(result.exponents)
+            histogram = _histogram(smith_valuations(J[:, chosen, :], p).exponents)
             blocks[name] = {str(e): m for e, m in _histogram_difference(histogram, previous).items()}
             previous = histogram
-            full = result
+        full = smith_valuations(J, p, progress=progress)
+        if prefixes:
+            histogram = _histogram(full.exponents)
+            blocks[prefixes[-1]] = {str(e): m for e, m in _histogram_difference(histogram, previous).items()}
         # the gauge directions must lie in the kernel of J(eps), exactly mod eps^N
         annihilated = True
         if len(gauge):
@@ -707,7 +717,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         confirmation = None
         if confirm and len(primes) > 1:
             confirmation = spectrum_at(arch, curve, bank_for(primes[1], bank_size, seed + 2_000_003), primes[1],
-                                       seed + 1, truncation, progress=(bar.update if bar is not None else None))
+                                       seed + 1, truncation, progress=(bar.update if bar is not None else None),
+                                       block_table=False)
     finally:
         if bar is not None:
             bar.close()
