@@ -44,6 +44,7 @@ import sympy as sp
 from .algebra.degrees import NONE, DegreeBoundDomain
 from .algebra.domains import PrimeFieldDomain, is_prime
 from .algebra.linalg import compress_rows as _compress_rows
+from .algebra.linalg import one_blas_thread
 from .algebra.modseries import MAX_PRIME, ModSeriesDomain
 from .algebra.numeric_jets import NumericJetDomain, as_fraction, to_mpf
 from .curves import EPS, Curve, collapse
@@ -623,7 +624,8 @@ def jacobian_from_series(arch: Architecture, parameter_series: dict, input_serie
                     block[r, c, 0, 1 + k, power] = 1
         blocks[key] = block
     params = arch.parameters_from_blocks(blocks)
-    output = forward(arch, params, domain.from_coefficients(input_series), domain, convert=False)
+    with one_blas_thread():  # once around the pass's hundreds of products
+        output = forward(arch, params, domain.from_coefficients(input_series), domain, convert=False)
     tangents = domain.tangents(output)  # (d_l, t, B, count, N)
     return np.moveaxis(tangents, 2, 0).reshape(-1, count, N)
 

@@ -44,10 +44,11 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import threading
 
 import numpy as np
 
-try:  # optional: keeps BLAS on one thread inside the products (see _one_blas_thread)
+try:  # optional: keeps BLAS on one thread inside the products (see one_blas_thread)
     from threadpoolctl import ThreadpoolController
 except ImportError:  # pragma: no cover - depends on the environment
     ThreadpoolController = None
@@ -61,6 +62,7 @@ __all__ = [
     "inverse_mod_p",
     "matmul_mod",
     "modular_inverse",
+    "one_blas_thread",
     "pivots",
     "rank_mod_p",
     "schoolbook_default",
@@ -88,22 +90,42 @@ _REDUCE_EVERY = 64
 
 
 _CONTROLLER = None
+_BLAS_LIMIT = threading.local()  # how deep this thread is inside one_blas_thread
 
 
-def _one_blas_thread():
-    """Context in which BLAS runs on one thread (when threadpoolctl is installed).
+@contextlib.contextmanager
+def one_blas_thread():
+    """Context in which BLAS runs on one thread (when threadpoolctl is installed); re-entrant.
 
-    Why: the products here are many and of middling size; OpenBLAS's threads
-    synchronise at every call, and on a 2-core machine with any other load a
-    waiting thread stalls each call (measured under a load of 2.5: the
-    five-layer spectrum took twice as long with threads as without).
+    Why one thread: the products here are many and of middling size;
+    OpenBLAS's threads synchronise at every call, and on a 2-core machine with
+    any other load a waiting thread stalls each call (measured under a load of
+    2.5: the five-layer spectrum took twice as long with threads as without).
+    Every product enters it; an analysis that makes hundreds of products
+    enters it once around them (a forward pass, a Smith elimination), so that
+    the limit is set once instead of at each product (6 us each).
+
+    Examples
+    --------
+    >>> with one_blas_thread():
+    ...     with one_blas_thread():      # nested: nothing more to set
+    ...         matmul_mod([[2]], [[3]], 5).tolist()
+    [[1]]
     """
     global _CONTROLLER
-    if ThreadpoolController is None:
-        return contextlib.nullcontext()
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
+    depth = getattr(_BLAS_LIMIT, "depth", 0)
+    if depth or ThreadpoolController is None:
+        limit = contextlib.nullcontext()
+    else:
+        if _CONTROLLER is None:
+            _CONTROLLER = ThreadpoolController()
+        limit = _CONTROLLER.limit(limits=1, user_api="blas")
+    _BLAS_LIMIT.depth = depth + 1
+    try:
+        with limit:
+            yield
+    finally:
+        _BLAS_LIMIT.depth = depth
 
 
 def schoolbook_default() -> bool:
@@ -267,7 +289,7 @@ def matmul_mod(A, B, p: int) -> np.ndarray:
     _check_prime_size(p)
     A = _residues(np.asarray(A, dtype=np.int64), p)
     B = _residues(np.asarray(B, dtype=np.int64), p)
-    with _one_blas_thread():
+    with one_blas_thread():
         return _residue_product(A, B, p)
 
 
@@ -545,19 +567,32 @@ def series_matmul(A, B, p: int, truncation: int | None = None, schoolbook=None) 
     A = np.asarray(A, dtype=np.int64)
     B = np.asarray(B, dtype=np.int64)
     N = int(min(A.shape[-1], B.shape[-1]) if truncation is None else truncation)
-    if _use_schoolbook(schoolbook):
+    if _use_schoolbook(schoolbook) or _is_tiny_product(A, B, N):
         a = np.zeros((*A.shape[:-1], N), dtype=np.int64)
         b = np.zeros((*B.shape[:-1], N), dtype=np.int64)
         a[..., :min(N, A.shape[-1])] = A[..., :N] % p
         b[..., :min(N, B.shape[-1])] = B[..., :N] % p
         return series_mul_mod(a[..., :, :, None, :], b[..., None, :, :, :], p).sum(axis=-3) % p
     _check_prime_size(p)
-    with _one_blas_thread():
+    with one_blas_thread():
         return _series_product(_residues(A, p), _residues(B, p), p, N)
 
 
+# Products of at most this many coefficient products (stack x m x k x n x N^2) go through the
+# schoolbook loop even on the BLAS path: the BLAS path has a fixed cost of about 90 us of numpy
+# calls.  Measured (us, BLAS against schoolbook): 2 x 2 x 2 at N = 32 95 / 93, at N = 55 95 / 153;
+# 4 x 4 x 4 at N = 16 97 / 73, at N = 32 103 / 152; 8 x 8 x 8 at N = 4 93 / 50.  The pivot
+# blocks of the Smith eliminations (3 x 3, 4 x 4) are of this size.
+_TINY_PRODUCT = 16384
+
+
+def _is_tiny_product(A: np.ndarray, B: np.ndarray, N: int) -> bool:
+    stack = math.prod(np.broadcast_shapes(A.shape[:-3], B.shape[:-3]))
+    return stack * A.shape[-3] * A.shape[-2] * B.shape[-2] * N * N <= _TINY_PRODUCT
+
+
 def _series_product(A, B, p: int, N: int) -> np.ndarray:
-    """:func:`series_matmul` of residues on the BLAS path (inside :func:`_one_blas_thread`)."""
+    """:func:`series_matmul` of residues on the BLAS path (inside :func:`one_blas_thread`)."""
     support_a, support_b = coefficient_support(A[..., :N]), coefficient_support(B[..., :N])
     if len(support_a) == 1:  # A = eps^a A_0: one product of coefficient matrices
         return _monomial_product(A, B, p, N, int(support_a[0]))
@@ -695,12 +730,12 @@ def series_scale(values, many, p: int, schoolbook=None) -> np.ndarray:
     if _use_schoolbook(schoolbook) or n > _SCALE_MAX_INNER:
         return series_mul_mod(values, many, p)
     _check_prime_size(p)
-    with _one_blas_thread():
+    with one_blas_thread():
         return _scale_product(_residues(values, p), _residues(many, p), p)
 
 
 def _scale_product(values, many, p: int) -> np.ndarray:
-    """:func:`series_scale` of residues on the BLAS path (inside :func:`_one_blas_thread`)."""
+    """:func:`series_scale` of residues on the BLAS path (inside :func:`one_blas_thread`)."""
     n = many.shape[-1]
     lead = np.broadcast_shapes(values.shape[:-2], many.shape[:-2])
     width = many.shape[-2]

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .linalg import coefficient_support, inverse_mod_p, matmul_mod, pivots, series_matmul, series_matrix_inverse
+from .linalg import (coefficient_support, inverse_mod_p, matmul_mod, one_blas_thread, pivots, series_matmul,
+                     series_matrix_inverse)
 
 __all__ = ["SmithValuations", "smith_valuations"]
 
@@ -126,7 +127,11 @@ def smith_valuations(matrix: np.ndarray, p: int, progress=None) -> SmithValuatio
     >>> smith_valuations(M, 268435399)
     SmithValuations(exponents=(1, 1), remaining_rows=1, remaining_cols=0, truncation=4)
     """
-    work = np.asarray(matrix, dtype=np.int64) % p
+    with one_blas_thread():  # once around the elimination's products
+        return _smith_valuations(np.asarray(matrix, dtype=np.int64) % p, p, progress)
+
+
+def _smith_valuations(work: np.ndarray, p: int, progress) -> SmithValuations:
     truncation = work.shape[-1]
     exponents: list[int] = []
     v = 0
