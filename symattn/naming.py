@@ -148,8 +148,15 @@ def parameter(letter: str, layer: int) -> Name:
     return Name(f"{letter}_{i}", f"{letter}_{{{i}}}", f"{letter}_{i}", f"{_PARAMETERS[letter]} matrix of layer {i}")
 
 
-def event(kind: str, layer: int | None = None, rank: int | None = None) -> Name:
+def event(kind: str, layer: int | None = None, rank: int | None = None, heads: int = 1,
+          effective: bool = True) -> Name:
     """An event: ``score_collapse``, ``value_collapse``, ``value_rank``, ``identical_tokens`` or ``bias``.
+
+    ``heads`` is the number of heads of the event's layer: an event at a layer
+    with several heads holds in every head and is written per head
+    (``K_{i,h}^T Q_{i,h} = 0``, ``V_{i,h} = 0``).  With ``effective=False`` (a
+    residual stream: no effective block is derived) a score collapse is
+    written by its parameters, ``K_i^T Q_i = 0``, not as ``What_i = 0``.
 
     Examples
     --------
@@ -158,19 +165,35 @@ def event(kind: str, layer: int | None = None, rank: int | None = None) -> Name:
     ('value-rank:1:1', '\\\\operatorname{rank} V_{1} = 1', 'value map V_1 of rank 1')
     >>> event("bias").meaning
     'inputs with a constant (bias) coordinate (last row of X constant)'
+    >>> event("score_collapse", 2, heads=3).text
+    'K_{2,h}^T Q_{2,h} = 0 for h = 1..3'
+    >>> event("score_collapse", 2, effective=False).meaning
+    'score collapse at layer 2 (K_2^T Q_2 = 0, realized by Q_2 = 0)'
+    >>> event("value_collapse", 1, heads=2).latex
+    'V_{1,h} = 0 \\\\ (h = 1, \\\\dots, 2)'
     """
     i = layer
+    heads = int(heads)
+    every = rf" \ (h = 1, \dots, {heads})" if heads > 1 else ""  # LaTeX: the heads the event holds in
+    for_every = f" for h = 1..{heads}" if heads > 1 else ""
+    in_every = " in every head" if heads > 1 else ""
+    sub, tex = (f"{{{i},h}}", f"{i},h") if heads > 1 else (f"{i}", f"{i}")
     if kind == "score_collapse":
-        return Name(f"scores:{i}", rf"\widehat W_{{{i}}} = 0", f"What_{i} = 0",
-                    f"score collapse at layer {i} (What_{i} = 0, realized by Q_{i} = 0)",
-                    rf"score collapse at layer {i} ($\widehat W_{{{i}}} = 0$, realized by $Q_{{{i}}} = 0$)")
+        scores = layer_scores(i, heads, effective)
+        return Name(f"scores:{i}", rf"{scores.latex} = 0{every}", f"{scores.text} = 0{for_every}",
+                    f"score collapse at layer {i}{in_every} ({scores.text} = 0{for_every}, realized by Q_{sub} = 0)",
+                    rf"score collapse at layer {i}{in_every} (${scores.latex} = 0{every}$, "
+                    rf"realized by $Q_{{{tex}}} = 0$)")
     if kind == "value_collapse":
-        return Name(f"values:{i}", rf"V_{{{i}}} = 0", f"V_{i} = 0", f"value collapse at layer {i} (V_{i} = 0)",
-                    rf"value collapse at layer {i} ($V_{{{i}}} = 0$)")
+        formula = f"V_{sub} = 0{for_every}"
+        return Name(f"values:{i}", rf"V_{{{tex}}} = 0{every}", formula,
+                    f"value collapse at layer {i}{in_every} ({formula})",
+                    rf"value collapse at layer {i}{in_every} ($V_{{{tex}}} = 0{every}$)")
     if kind == "value_rank":
-        return Name(f"value-rank:{i}:{rank}", rf"\operatorname{{rank}} V_{{{i}}} = {rank}",
-                    f"rank V_{i} = {rank}", f"value map V_{i} of rank {rank}",
-                    rf"value map $V_{{{i}}}$ of rank {rank}")
+        maps = "value maps" if heads > 1 else "value map"
+        return Name(f"value-rank:{i}:{rank}", rf"\operatorname{{rank}} V_{{{tex}}} = {rank}{every}",
+                    f"rank V_{sub} = {rank}{for_every}", f"{maps} V_{sub} of rank {rank}{for_every}",
+                    rf"{maps} $V_{{{tex}}}$ of rank {rank}" + (rf" ($h = 1, \dots, {heads}$)" if heads > 1 else ""))
     if kind == "identical_tokens":
         return Name("identical-tokens", r"X = x\,\mathbf{1}^\top", "X = x 1^T",
                     "inputs with identical tokens (X = x 1^T)",
@@ -180,6 +203,27 @@ def event(kind: str, layer: int | None = None, rank: int | None = None) -> Name:
                     "inputs with a constant (bias) coordinate (last row of X constant)",
                     r"inputs with a constant (bias) coordinate (last row of $X$ constant)")
     raise ValueError(f"unknown event kind {kind!r}")
+
+
+def layer_scores(layer: int, heads: int = 1, effective: bool = True) -> Name:
+    """The scores of layer ``i`` as events and reasons name them: ``What_i``, or by their parameters.
+
+    ``What_i`` where the network factors through its effective blocks;
+    ``K_i^T Q_i`` where it does not (a residual stream, heads elsewhere);
+    ``K_{i,h}^T Q_{i,h}`` (each head ``h``) in a layer with several heads.
+
+    Examples
+    --------
+    >>> layer_scores(2).text, layer_scores(2, effective=False).text, layer_scores(2, heads=2).latex
+    ('What_2', 'K_2^T Q_2', 'K_{2,h}^\\\\top Q_{2,h}')
+    """
+    i = int(layer)
+    if int(heads) > 1:
+        return Name(f"scores:{i}", rf"K_{{{i},h}}^\top Q_{{{i},h}}", f"K_{{{i},h}}^T Q_{{{i},h}}",
+                    f"scores K_{{{i},h}}^T Q_{{{i},h}} of each head h of layer {i}")
+    if not effective:
+        return Name(f"scores:{i}", rf"K_{{{i}}}^\top Q_{{{i}}}", f"K_{i}^T Q_{i}", f"scores K_{i}^T Q_{i} of layer {i}")
+    return Name(f"scores:{i}", rf"\widehat W_{{{i}}}", f"What_{i}", f"effective scores What_{i} of layer {i}")
 
 
 def node(kind: str, layer: int, layers: int | None = None) -> Name:
@@ -263,6 +307,8 @@ def notation(layers: int, heads=None, effective: bool = True) -> dict:
     (['scores:1', 'scores:2', 'values'], ['scores:1', 'scores:2', 'values:1', 'values:2', 'identical-tokens', 'bias'])
     >>> [n.key for n in table["parameters"]]
     ['Q_1', 'K_1', 'V_1', 'Q_2', 'K_2', 'V_2']
+    >>> [n.text for n in notation(2, heads=[1, 2], effective=False)["events"][:4]]
+    ['K_1^T Q_1 = 0', 'K_{2,h}^T Q_{2,h} = 0 for h = 1..2', 'V_1 = 0', 'V_{2,h} = 0 for h = 1..2']
     """
     layers = int(layers)
     heads = [1] * layers if heads is None else [int(h) for h in heads]
@@ -276,8 +322,9 @@ def notation(layers: int, heads=None, effective: bool = True) -> dict:
                            r"value maps $V_i$ of every head and layer; no combined value map claimed for this network"))
     return {
         "blocks": blocks,
-        "events": ([event("score_collapse", i) for i in range(1, layers + 1)]
-                   + [event("value_collapse", i) for i in range(1, layers + 1)]
+        "events": ([event("score_collapse", i, heads=heads[i - 1], effective=effective and max(heads) == 1)
+                    for i in range(1, layers + 1)]
+                   + [event("value_collapse", i, heads=heads[i - 1]) for i in range(1, layers + 1)]
                    + [event("identical_tokens"), event("bias")]),
         "parameters": [parameter(letter, i) if h == 1 else parameter(letter, f"{{{i},{j}}}")
                        for i, h in enumerate(heads, start=1) for j in range(1, h + 1) for letter in "QKV"],

@@ -512,6 +512,26 @@ def test_residual_product_and_shared_attention_are_seen_by_the_ranks():
     assert residual.agrees_with_rank and heads.agrees_with_rank
 
 
+def test_events_and_reasons_name_what_the_variant_has():
+    # no What_i or P where the network factors through no effective blocks: the heads' own scores
+    from symattn.observe import observe
+
+    heads = observe(Architecture.uniform(layers=2, width=2, rank=1, tokens=3, heads=2),
+                    ["scores:1", "value-rank:2:1"], contact=True)
+    markdown, latex = heads.to_markdown(), heads.to_latex()
+    assert "score collapse at layer 1 in every head (K_{1,h}^T Q_{1,h} = 0 for h = 1..2" in markdown
+    assert "the event fixes K_{1,h}^T Q_{1,h} = 0 for h = 1..2" in markdown
+    assert "S(A_2) = J/t whatever K_{2,h}^T Q_{2,h} is" in markdown
+    assert "the event sets rank V_{2,h} = 1 for h = 1..2" in markdown
+    assert "Q_{1,h} = delta Qt (every head h = 1..2)" in markdown
+    assert r"K_{1,h}^\top Q_{1,h} = 0 \ (h = 1, \dots, 2)" in latex
+    assert "What_" not in markdown and r"\widehat W" not in latex and "P = 0" not in markdown
+    residual = observe(Architecture.uniform(layers=2, width=2, rank=1, tokens=3, residual=True), ["scores:1"])
+    assert "the event fixes K_1^T Q_1 = 0" in residual.to_markdown() and "What_" not in residual.to_markdown()
+    plain = observe(Architecture.uniform(layers=2, width=2, rank=1, tokens=3), ["scores:1", "values:2"])
+    assert "the event fixes What_1 = 0" in plain.to_markdown() and "the event fixes P = 0" in plain.to_markdown()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kwargs, events", [
     (dict(residual=True), 2),

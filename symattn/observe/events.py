@@ -86,28 +86,48 @@ class Event:
     def on_parameters(self) -> bool:
         return self.kind in (SCORE_COLLAPSE, VALUE_COLLAPSE, VALUE_RANK)
 
-    def _name(self):
-        return naming.event(self.kind, self.layer, self.rank)
+    def _name(self, arch=None):
+        return naming.event(self.kind, self.layer, self.rank, **_layer_variant(arch, self.layer))
 
-    def describe(self) -> str:
+    def describe(self, arch=None) -> str:
         """A sentence for tables and reasons (the meaning in :mod:`symattn.naming`).
+
+        With ``arch`` (an :class:`~symattn.model.Architecture` or its JSON), an
+        event at a layer with several heads is written for every head, and a
+        score collapse where no effective block is derived by its parameters.
 
         Examples
         --------
         >>> bias_coordinate().describe()
         'inputs with a constant (bias) coordinate (last row of X constant)'
+        >>> from symattn.model import Architecture
+        >>> score_collapse(1).describe(Architecture.uniform(layers=2, heads=2))
+        'score collapse at layer 1 in every head (K_{1,h}^T Q_{1,h} = 0 for h = 1..2, realized by Q_{1,h} = 0)'
         """
-        return self._name().meaning
+        return self._name(arch).meaning
 
-    def latex(self) -> str:
+    def text(self, arch=None) -> str:
+        """The event as a plain-text formula (``What_2 = 0``, ``V_{1,h} = 0 for h = 1..2``).
+
+        Examples
+        --------
+        >>> value_collapse(1).text()
+        'V_1 = 0'
+        """
+        return self._name(arch).text
+
+    def latex(self, arch=None) -> str:
         """The event as a formula in LaTeX math mode (the symbol in :mod:`symattn.naming`).
 
         Examples
         --------
         >>> score_collapse(2).latex()
         '\\\\widehat W_{2} = 0'
+        >>> from symattn.model import Architecture
+        >>> score_collapse(2).latex(Architecture.uniform(layers=2, residual=True))
+        'K_{2}^\\\\top Q_{2} = 0'
         """
-        return self._name().latex
+        return self._name(arch).latex
 
     def validate(self, arch: Architecture) -> "Event":
         """Check the event against an architecture; return it.
@@ -139,6 +159,18 @@ class Event:
             raise ShapeError("a bias coordinate needs d_0 >= 2 (with d_0 = 1 the tokens are identical: "
                              "use identical-tokens)")
         return self
+
+
+def _layer_variant(arch, layer) -> dict:
+    """``heads`` of ``layer`` and ``effective`` (the network factors through its effective blocks) for
+    :func:`symattn.naming.event`, from an Architecture or its JSON; nothing without one."""
+    if arch is None or layer is None:
+        return {}
+    if isinstance(arch, dict):
+        heads, residual = arch.get("heads") or [1] * int(arch["layers"]), bool(arch.get("residual"))
+    else:
+        heads, residual = list(arch.heads), arch.residual
+    return {"heads": heads[layer - 1], "effective": not residual and max(heads) == 1}
 
 
 def score_collapse(layer: int) -> Event:

@@ -278,7 +278,7 @@ def _draw_on(ax, graph, verdict, title: str) -> set:
 def _title(verdict) -> str:
     if verdict is None or not verdict.events:
         return "dependency graph"
-    return "after " + "; ".join(f"{e.name} (${e.latex()}$)" for e in verdict.events)
+    return "after " + "; ".join(f"{e.name} (${e.latex(verdict.architecture)}$)" for e in verdict.events)
 
 
 def _legend(figure, used: set) -> None:

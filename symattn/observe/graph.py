@@ -8,6 +8,7 @@ from typing import Iterable
 
 import networkx as nx
 
+from .. import naming
 from ..effective import (
     effective_block_dimensions,
     has_bottleneck,
@@ -39,7 +40,9 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
     ``V_i``, part of the effective block ``P``), ``tokens:i`` (``X_i``); and
     ``output`` (``F = X_l``).  Node attributes: ``kind``, ``layer``,
     ``params`` (the native parameters held), ``block`` (the effective block),
-    ``label`` and ``latex``.  The graph attribute ``architecture`` is the
+    ``effective`` (its name: ``What_i`` or ``P``; for the variants, which
+    derive no effective blocks, ``K_i^T Q_i`` or ``K_{i,h}^T Q_{i,h}`` and
+    ``V``), ``label`` and ``latex``.  The graph attribute ``architecture`` is the
     :class:`~symattn.model.Architecture`.
 
     The variants: a layer with ``h_i`` heads keeps one ``scores:i``,
@@ -72,6 +75,8 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
     (['attention:1', 'input', 'values:1'], 'residual')
     >>> R.nodes["scores:2"]["params"], R.number_of_edges()
     (('Q_{2,1}', 'K_{2,1}', 'Q_{2,2}', 'K_{2,2}'), 13)
+    >>> R.nodes["scores:2"]["effective"], R.nodes["scores:1"]["effective"]
+    ('K_{2,h}^T Q_{2,h}', 'K_1^T Q_1')
     """
     arch = require_architecture(arch)
     G = nx.DiGraph(architecture=arch, name=f"symattn dependency graph: {arch.describe()}")
@@ -88,7 +93,8 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
                          for h in range(1, heads + 1) for name in names)
 
         G.add_node(f"scores:{i}", kind="scores", layer=i, params=held("Q", "K"), block=f"scores:{i}",
-                   effective=f"What_{i}", label=f"A_{i}", latex=rf"A_{{{i}}}", shape=(t, t), heads=heads)
+                   effective=naming.layer_scores(i, heads, arch.factors_through_effective).text,
+                   label=f"A_{i}", latex=rf"A_{{{i}}}", shape=(t, t), heads=heads)
         attrs = dict(kind="attention", layer=i, params=(), block="", label=f"S(A_{i})",
                      latex=rf"S(A_{{{i}}})", shape=(t, t), normalizer=n.name,
                      lightning=bool(n.is_lightning), heads=heads, causal=arch.causal)
@@ -96,7 +102,7 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
             attrs.update(k=int(n.k), even=bool(n.is_even), exponential=bool(n.is_exponential))
         G.add_node(f"attention:{i}", **attrs)
         G.add_node(f"values:{i}", kind="values", layer=i, params=held("V"), block="values",
-                   effective="P", label=f"V_{i} X_{i - 1}", latex=rf"V_{{{i}}} X_{{{i - 1}}}",
+                   effective="P" if arch.factors_through_effective else "V", label=f"V_{i} X_{i - 1}", latex=rf"V_{{{i}}} X_{{{i - 1}}}",
                    shape=(arch.widths[i], t), heads=heads)
         G.add_node(f"tokens:{i}", kind="tokens", layer=i, params=(), block="", label=f"X_{i}",
                    latex=rf"X_{{{i}}}", shape=(arch.widths[i], t))
@@ -340,7 +346,7 @@ class Observability(FormattedResult):
         for block, status, rank, text, path in self._rows():
             lines.append(f"| {block} | {status} | {rank} | {text} | {path} |")
         lines.append("")
-        lines.append(f"- events: {', '.join(e.describe() for e in self.events) or 'none'}")
+        lines.append(f"- events: {', '.join(e.describe(self.architecture) for e in self.events) or 'none'}")
         lines.append(f"- sign components of the fiber: {self.sign_components} "
                      f"(generic {self.generic_sign_components})")
         lines += [f"- note: {n}" for n in self.notes]
@@ -513,9 +519,11 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     for i in range(1, arch.layers + 1):
         block, scores, attention = f"scores:{i}", f"scores:{i}", f"attention:{i}"
         ref = None if dims is None else dims[block]
+        # What_i, or K_i^T Q_i (K_{i,h}^T Q_{i,h}) where the network has no effective blocks
+        layer_scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
         if i in scores_collapsed:
             verdicts[block] = BlockVerdict(block, COLLAPSED, (Reason(
-                "event", f"the event fixes What_{i} = 0", (scores,)),), None)
+                "event", f"the event fixes {scores_collapsed[i].text(arch)}", (scores,)),), None)
             continue
         if "uniform" in states[attention]:
             origin = states[attention]["uniform"]
@@ -523,7 +531,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                    if "zero" in states[scores] else
                    "its scores are constant in each column (identical tokens enter the layer)")
             verdicts[block] = BlockVerdict(block, UNOBSERVABLE, (Reason(
-                "uniform-attention", f"S(A_{i}) = J/t whatever What_{i} is: {why}",
+                "uniform-attention", f"S(A_{i}) = J/t whatever {layer_scores} is: {why}",
                 path(origin, attention)),), 0)
             continue
         live = nx.restricted_view(graph, zero_nodes, dead_edges)
@@ -556,7 +564,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             reasons.append(Reason(
                 "shift-invariance",
                 f"s_{i} is exponential and the tokens keep a constant coordinate: the {b} direction(s) "
-                f"e_b w^T of What_{i} add a column-constant term, and S(A + 1 u^T) = S(A)",
+                f"e_b w^T of {layer_scores} add a column-constant term, and S(A + 1 u^T) = S(A)",
                 path(states[attention]["shift-invariant"], scores) + (attention,),
                 condition=f"s_{i} exponential (s(x) = C e^(ax))"))
             if origin is None and ref is not None:
@@ -571,8 +579,12 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             path(scores, "output")),), ref)
     value_events = [e for e in events if e.kind in (VALUE_COLLAPSE, VALUE_RANK)]
     if value_events:
-        text = "; ".join(("the event fixes P = 0" if e.kind == VALUE_COLLAPSE else
-                          f"the event constrains P to rank <= {e.rank}") for e in value_events)
+        if arch.factors_through_effective:
+            text = "; ".join(("the event fixes P = 0" if e.kind == VALUE_COLLAPSE else
+                              f"the event constrains P to rank <= {e.rank}") for e in value_events)
+        else:  # no combined value map P: the event's own value maps
+            text = "; ".join(f"the event fixes {e.text(arch)}" if e.kind == VALUE_COLLAPSE else
+                             f"the event sets {e.text(arch)}" for e in value_events)
         verdicts["values"] = BlockVerdict("values", COLLAPSED, tuple(
             Reason("event", text, (e.node,)) for e in value_events), None)
     elif _shared_value_reasons(arch, states):
@@ -608,12 +620,14 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             notes.append("the constant coordinate hides nothing at layers "
                          f"{quiet} (not exponential); with an exponential normalizer there it would "
                          "hide the directions e_b w^T")
-    for i in scores_collapsed:
+    for i, event in scores_collapsed.items():
         k = props[i - 1]["k"]
-        notes.append(f"leaving What_{i} = 0 is seen at first order only when k = 1 (here k = {k}); "
+        collapse = event.text(arch)
+        notes.append(f"leaving {collapse} is seen at first order only when k = 1 (here k = {k}); "
                      f"for k >= 2, s'(0) = 0 puts the normal directions in the kernel")
         if props[i - 1]["even"]:
-            notes.append(f"s_{i} is even: What_{i} = 0 is fixed by the sign flip What_{i} -> -What_{i}, "
+            scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
+            notes.append(f"s_{i} is even: {collapse} is fixed by the sign flip {scores} -> -{scores}, "
                          "where the two sheets of the fiber meet")
     marked = graph.copy()
     for n, s in states.items():

@@ -8,6 +8,7 @@ from typing import Iterable
 
 import numpy as np
 
+from .. import naming
 from ..adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, doubled, grown_bank
 from ..algebra.linalg import matmul_mod
 from ..effective import (
@@ -652,7 +653,13 @@ def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes
         for value in first:
             histogram[value] = histogram.get(value, 0) + 1
         orders[block] = dict(sorted(histogram.items()))
-    distance = {SCORE_COLLAPSE: f"Q_{event.layer} = delta Qt, so What_{event.layer} ~ delta",
-                VALUE_COLLAPSE: f"V_{event.layer} = delta Vt",
-                VALUE_RANK: f"V_{event.layer} = B C + delta E (rank {event.rank} plus delta)"}[event.kind]
+    i = event.layer
+    if arch.heads[i - 1] > 1:  # the event holds in every head: so does the distance to it
+        sub, every = f"{{{i},h}}", f" (every head h = 1..{arch.heads[i - 1]})"
+    else:
+        sub, every = f"{i}", ""
+    scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
+    distance = {SCORE_COLLAPSE: f"Q_{sub} = delta Qt{every}, so {scores} ~ delta",
+                VALUE_COLLAPSE: f"V_{sub} = delta Vt{every}",
+                VALUE_RANK: f"V_{sub} = B C + delta E (rank {event.rank} plus delta){every}"}[event.kind]
     return ContactOrders(event, orders, distance, (m0, m0 + 1, m0 + 2), stable, N)

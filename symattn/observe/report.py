@@ -15,7 +15,7 @@ from .._format import (
 from ..naming import texttt
 from ..errors import SymattnError
 from ..model import Architecture, require_architecture, require_seed
-from .events import BIAS, COLLAPSED, PARTIAL, UNOBSERVABLE, all_events, parse_event
+from .events import BIAS, COLLAPSED, PARTIAL, UNOBSERVABLE, all_events, parse_event, score_collapse
 from .graph import Observability, dependency_graph, propagate
 from .ranks import RankCheck, contact_orders, rank_check
 
@@ -156,7 +156,7 @@ class ObserveResult(FormattedResult):
         for block, status, rank, generic, text, path in self._rows():
             lines.append(f"| {block} | {status} | {rank} | {generic} | {text} | {path} |")
         lines.append("")
-        lines.append(f"- events: {'; '.join(e.describe() for e in v.events) or 'none'}")
+        lines.append(f"- events: {'; '.join(e.describe(v.architecture) for e in v.events) or 'none'}")
         for block, n in self.rank.normal.items():
             lines.append(f"- directions leaving the set at {block}: rank {n}")
         lines.append(f"- fiber dimension jump: {self.fiber_dim_jump} (total rank {self.rank.set_total}, "
@@ -188,7 +188,8 @@ class ObserveResult(FormattedResult):
                 for block, status, rank, generic, text, path in self._rows()]
         table = latex_tabularx(rows, "llrrLL", header=("block", "verdict", "rank", "generic", "reason", "path"))
         table += "\n\\par\\noindent{\\small rank: on the set; generic: at a generic point.}"
-        events = "; ".join(f"{texttt(e.name)} (${e.latex()}$)" for e in self.events) or "none"
+        events = "; ".join(f"{texttt(e.name)} (${e.latex(self.observability.architecture)}$)"
+                           for e in self.events) or "none"
         notes = [rf"events: {events}"]
         notes += [latex_escape(f"directions leaving the set at {block}: rank {n}") for block, n in self.rank.normal.items()]
         notes += [latex_escape(f"fiber dimension jump: {self.fiber_dim_jump} (total rank {self.rank.set_total}, "
@@ -309,7 +310,8 @@ def _conditions(verdict: Observability) -> tuple:
     for block, normal in verdict.normal_first_order.items():
         i = int(block.split(":")[1])
         k = verdict.normalizers[i - 1]["k"]
-        out.append(f"k_{i} = {k}: leaving What_{i} = 0 is "
+        collapse = score_collapse(i).text(verdict.architecture)
+        out.append(f"k_{i} = {k}: leaving {collapse} is "
                    + ("seen at first order" if normal else "not seen at first order"
                       + (" (s'(0) = 0)" if k >= 2 else " (hidden by the other events)")))
     if verdict.sign_components != verdict.generic_sign_components:
@@ -399,7 +401,7 @@ class ExceptionalFibers(FormattedResult):
     def _latex_math(self) -> str:
         rows = []
         for r in self.rows:
-            events = r", ".join(e.latex() for e in r.events)
+            events = r", ".join(e.latex(self.architecture) for e in r.events)
             lost_u = latex_escape(", ".join(r.unobservable) or "-")
             lost_p = latex_escape(", ".join(r.partial) or "-")
             rows.append(rf"{events} & \text{{{lost_u}}} & \text{{{lost_p}}} & {r.fiber_dim_jump} & "
