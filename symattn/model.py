@@ -556,6 +556,31 @@ class Architecture:
                 f"{list(self.score_ranks)}, {self.tokens} tokens, normalizer {norm}"
                 + (f", {variant}" if variant else ""))
 
+    def _identity(self) -> tuple:
+        return (self.widths, self.score_ranks, self.tokens, self.normalizers, self.heads, self.causal,
+                self.residual)
+
+    def __eq__(self, other) -> bool:
+        """Equal when every size, normalizer and variant flag is (not only the same object).
+
+        Examples
+        --------
+        >>> import pickle
+        >>> arch = Architecture.uniform(layers=2, normalizer="cosh")
+        >>> arch == Architecture([2, 2, 2], [1, 1], tokens=3, normalizer="cosh")
+        True
+        >>> pickle.loads(pickle.dumps(arch)) == arch, arch == Architecture.uniform(layers=2)
+        (True, False)
+        >>> len({arch, Architecture.uniform(layers=2, normalizer="cosh")})
+        1
+        """
+        if not isinstance(other, Architecture):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
     def __repr__(self) -> str:
         extra = ""
         if not self.is_plain:
