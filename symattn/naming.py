@@ -149,7 +149,7 @@ def parameter(letter: str, layer: int) -> Name:
 
 
 def event(kind: str, layer: int | None = None, rank: int | None = None, heads: int = 1,
-          effective: bool = True) -> Name:
+          effective: bool = True, head: int | None = None) -> Name:
     """An event: ``score_collapse``, ``value_collapse``, ``value_rank``, ``identical_tokens`` or ``bias``.
 
     ``heads`` is the number of heads of the event's layer: an event at a layer
@@ -157,6 +157,8 @@ def event(kind: str, layer: int | None = None, rank: int | None = None, heads: i
     (``K_{i,h}^T Q_{i,h} = 0``, ``V_{i,h} = 0``).  With ``effective=False`` (a
     residual stream: no effective block is derived) a score collapse is
     written by its parameters, ``K_i^T Q_i = 0``, not as ``What_i = 0``.
+    With ``head``, the event holds in that head only (``scores:i:h``:
+    ``K_{i,h}^T Q_{i,h} = 0``; ``values:i:h``: ``V_{i,h} = 0``).
 
     Examples
     --------
@@ -169,10 +171,14 @@ def event(kind: str, layer: int | None = None, rank: int | None = None, heads: i
     'K_{2,h}^T Q_{2,h} = 0 for h = 1..3'
     >>> event("score_collapse", 2, effective=False).meaning
     'score collapse at layer 2 (K_2^T Q_2 = 0, realized by Q_2 = 0)'
+    >>> event("score_collapse", 1, head=2).text
+    'K_{1,2}^T Q_{1,2} = 0'
     >>> event("value_collapse", 1, heads=2).latex
     'V_{1,h} = 0 \\\\ (h = 1, \\\\dots, 2)'
     """
     i = layer
+    if head is not None:
+        return _head_event(kind, int(i), int(head))
     heads = int(heads)
     every = rf" \ (h = 1, \dots, {heads})" if heads > 1 else ""  # LaTeX: the heads the event holds in
     for_every = f" for h = 1..{heads}" if heads > 1 else ""
@@ -203,6 +209,19 @@ def event(kind: str, layer: int | None = None, rank: int | None = None, heads: i
                     "inputs with a constant (bias) coordinate (last row of X constant)",
                     r"inputs with a constant (bias) coordinate (last row of $X$ constant)")
     raise ValueError(f"unknown event kind {kind!r}")
+
+
+def _head_event(kind: str, layer: int, head: int) -> Name:
+    sub = f"{layer},{head}"
+    where = f"head {head} of layer {layer}"
+    if kind == "score_collapse":
+        return Name(f"scores:{layer}:{head}", rf"K_{{{sub}}}^\top Q_{{{sub}}} = 0", f"K_{{{sub}}}^T Q_{{{sub}}} = 0",
+                    f"score collapse of {where} (K_{{{sub}}}^T Q_{{{sub}}} = 0, realized by Q_{{{sub}}} = 0)",
+                    rf"score collapse of {where} ($K_{{{sub}}}^\top Q_{{{sub}}} = 0$, realized by $Q_{{{sub}}} = 0$)")
+    if kind == "value_collapse":
+        return Name(f"values:{layer}:{head}", rf"V_{{{sub}}} = 0", f"V_{{{sub}}} = 0",
+                    f"value collapse of {where} (V_{{{sub}}} = 0)", rf"value collapse of {where} ($V_{{{sub}}} = 0$)")
+    raise ValueError(f"only score and value collapses happen in one head, not {kind!r}")
 
 
 def layer_scores(layer: int, heads: int = 1, effective: bool = True) -> Name:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -27,7 +28,8 @@ _STATUSES = (UNOBSERVABLE, PARTIAL, OBSERVABLE, COLLAPSED)
 
 
 # -- events ---------------------------------------------------------------------------------
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class Event:
     """A collapse of parameters or a special class of inputs.
 
@@ -42,6 +44,9 @@ class Event:
         The layer of a parameter event.
     rank : int or None
         The rank of ``V_i`` for ``"value_rank"``.
+    head : int or None
+        One head of a layer with several (``scores:i:h``: ``Q_{i,h} = 0``;
+        ``values:i:h``: ``V_{i,h} = 0``); ``None``: every head of the layer.
 
     Examples
     --------
@@ -49,15 +54,34 @@ class Event:
     ('value-rank:1:1', 'scores:2', 'bias')
     >>> parse_event("value-rank:2:1") == value_rank(2, 1)
     True
+    >>> score_collapse(1, head=2).name, sorted([score_collapse(1, head=2), score_collapse(1)])[0].name
+    ('scores:1:2', 'scores:1')
     """
 
     kind: str
     layer: int | None = None
     rank: int | None = None
+    head: int | None = None
 
     def __post_init__(self):
         if self.kind not in _KINDS:
             raise SymattnError(f"unknown event kind {self.kind!r}; kinds are {', '.join(_KINDS)}")
+        if self.head is not None and self.kind not in (SCORE_COLLAPSE, VALUE_COLLAPSE):
+            raise SymattnError(f"only score and value collapses happen in one head, not {self.kind}")
+
+    def _order(self) -> tuple:
+        # None (no layer, rank or head: the whole layer) sorts first
+        return (self.kind, self.layer or 0, self.rank or 0, self.head or 0)
+
+    def __lt__(self, other) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return self._order() < other._order()
+
+    @property
+    def whole_layer(self) -> bool:
+        """Whether the event holds in every head of its layer (always, in a layer with one head)."""
+        return self.head is None
 
     @property
     def name(self) -> str:
@@ -87,7 +111,7 @@ class Event:
         return self.kind in (SCORE_COLLAPSE, VALUE_COLLAPSE, VALUE_RANK)
 
     def _name(self, arch=None):
-        return naming.event(self.kind, self.layer, self.rank, **_layer_variant(arch, self.layer))
+        return naming.event(self.kind, self.layer, self.rank, head=self.head, **_layer_variant(arch, self.layer))
 
     def describe(self, arch=None) -> str:
         """A sentence for tables and reasons (the meaning in :mod:`symattn.naming`).
@@ -147,6 +171,13 @@ class Event:
         """
         if self.on_parameters and not (isinstance(self.layer, int) and 1 <= self.layer <= arch.layers):
             raise ShapeError(f"event {self.name}: the architecture has layers 1..{arch.layers}")
+        if self.head is not None:
+            heads = arch.heads[self.layer - 1]
+            whole = self.name.rsplit(":", 1)[0]
+            if heads == 1:
+                raise ShapeError(f"event {self.name}: layer {self.layer} has one head; write {whole}")
+            if not (isinstance(self.head, int) and 1 <= self.head <= heads):
+                raise ShapeError(f"event {self.name}: layer {self.layer} has heads 1..{heads}")
         if self.kind == VALUE_RANK:
             rows, cols = arch.block_shapes(self.layer)["V"]
             top = min(rows, cols) - 1
@@ -173,26 +204,28 @@ def _layer_variant(arch, layer) -> dict:
     return {"heads": heads[layer - 1], "effective": not residual and max(heads) == 1}
 
 
-def score_collapse(layer: int) -> Event:
-    """``What_i = 0`` at ``layer`` (realized by ``Q_i = 0``).
+def score_collapse(layer: int, head: int | None = None) -> Event:
+    """``What_i = 0`` at ``layer`` (realized by ``Q_i = 0``); with ``head``, ``Q_{i,h} = 0`` in that head only.
 
     Examples
     --------
     >>> score_collapse(1).describe()
     'score collapse at layer 1 (What_1 = 0, realized by Q_1 = 0)'
+    >>> score_collapse(1, head=2).describe()
+    'score collapse of head 2 of layer 1 (K_{1,2}^T Q_{1,2} = 0, realized by Q_{1,2} = 0)'
     """
-    return Event(SCORE_COLLAPSE, int(layer))
+    return Event(SCORE_COLLAPSE, int(layer), head=None if head is None else int(head))
 
 
-def value_collapse(layer: int) -> Event:
-    """``V_i = 0`` at ``layer``.
+def value_collapse(layer: int, head: int | None = None) -> Event:
+    """``V_i = 0`` at ``layer``; with ``head``, ``V_{i,h} = 0`` in that head only.
 
     Examples
     --------
-    >>> value_collapse(2).block
-    'values'
+    >>> value_collapse(2).block, value_collapse(2, head=1).name
+    ('values', 'values:2:1')
     """
-    return Event(VALUE_COLLAPSE, int(layer))
+    return Event(VALUE_COLLAPSE, int(layer), head=None if head is None else int(head))
 
 
 def value_rank(layer: int, rank: int) -> Event:
@@ -229,31 +262,31 @@ def bias_coordinate() -> Event:
 
 
 def parse_event(text) -> Event:
-    """An event from its short name: ``scores:I``, ``values:I``, ``value-rank:I:R``, ``identical-tokens``, ``bias``.
+    """An event from its short name: ``scores:I[:H]``, ``values:I[:H]``, ``value-rank:I:R``, ``identical-tokens``, ``bias``.
 
     Events pass through unchanged.
 
     Examples
     --------
     >>> parse_event("scores:3")
-    Event(kind='score_collapse', layer=3, rank=None)
+    Event(kind='score_collapse', layer=3, rank=None, head=None)
     >>> parse_event("keys:1")
     Traceback (most recent call last):
     ...
-    symattn.errors.SymattnError: cannot read the event 'keys:1'; write scores:I, values:I, value-rank:I:R, identical-tokens or bias
+    symattn.errors.SymattnError: cannot read the event 'keys:1'; write scores:I, values:I (or scores:I:H, values:I:H for one head), value-rank:I:R, identical-tokens or bias
     """
     if isinstance(text, Event):
         return text
-    message = (f"cannot read the event {text!r}; write scores:I, values:I, value-rank:I:R, "
-               "identical-tokens or bias")
+    message = (f"cannot read the event {text!r}; write scores:I, values:I (or scores:I:H, values:I:H for one "
+               "head), value-rank:I:R, identical-tokens or bias")
     if not isinstance(text, str):
         raise SymattnError(message)
     parts = text.strip().lower().replace("_", "-").split(":")
     try:
-        if parts[0] == "scores" and len(parts) == 2:
-            return score_collapse(int(parts[1]))
-        if parts[0] == "values" and len(parts) == 2:
-            return value_collapse(int(parts[1]))
+        if parts[0] == "scores" and len(parts) in (2, 3):
+            return score_collapse(int(parts[1]), *(int(part) for part in parts[2:]))
+        if parts[0] == "values" and len(parts) in (2, 3):
+            return value_collapse(int(parts[1]), *(int(part) for part in parts[2:]))
         if parts[0] == "value-rank" and len(parts) == 3:
             return value_rank(int(parts[1]), int(parts[2]))
     except ValueError:
@@ -266,12 +299,26 @@ def parse_event(text) -> Event:
 
 
 def _events(arch: Architecture, events) -> tuple[Event, ...]:
+    """The events validated, without repeats, in order; one-head events that cover a layer become its event.
+
+    A collapse of every head of a layer is the layer's collapse, and a layer's
+    collapse holds in each of its heads: ``scores:1:1`` with ``scores:1:2``
+    (two heads) is ``scores:1``, and ``scores:1`` absorbs ``scores:1:2``.
+    """
     out = []
     for e in events or ():
         event = parse_event(e).validate(arch)
         if event not in out:
             out.append(event)
-    values = [e for e in out if e.kind in (VALUE_COLLAPSE, VALUE_RANK)]
+    for kind in (SCORE_COLLAPSE, VALUE_COLLAPSE):
+        for layer in {e.layer for e in out if e.kind == kind and not e.whole_layer}:
+            heads = {e.head for e in out if e.kind == kind and e.layer == layer and not e.whole_layer}
+            whole = Event(kind, layer)
+            if whole in out or len(heads) == arch.heads[layer - 1]:
+                out = [e for e in out if not (e.kind == kind and e.layer == layer)] + [whole]
+    values = [e for e in out if e.kind == VALUE_RANK or (e.kind == VALUE_COLLAPSE and e.whole_layer)]
+    values += [e for e in out if e.kind == VALUE_COLLAPSE and not e.whole_layer
+               and any(v.kind == VALUE_RANK and v.layer == e.layer for v in out)]
     layers = [e.layer for e in values]
     if len(set(layers)) != len(layers):
         raise SymattnError("two value events at the same layer contradict each other: "
@@ -280,17 +327,22 @@ def _events(arch: Architecture, events) -> tuple[Event, ...]:
 
 
 def all_events(arch: Architecture) -> list[Event]:
-    """Every single event of the architecture: collapses per layer, lower value ranks, input events.
+    """Every single event of the architecture: collapses per layer (and per head), lower value ranks, input events.
 
     Examples
     --------
     >>> from symattn.model import Architecture
     >>> [e.name for e in all_events(Architecture.uniform(layers=2, width=2))]
     ['scores:1', 'scores:2', 'values:1', 'values:2', 'value-rank:1:1', 'value-rank:2:1', 'identical-tokens', 'bias']
+    >>> [e.name for e in all_events(Architecture.uniform(layers=1, width=2, heads=2))][:4]
+    ['scores:1', 'values:1', 'scores:1:1', 'scores:1:2']
     """
     arch = require_architecture(arch)
     out = [score_collapse(i) for i in range(1, arch.layers + 1)]
     out += [value_collapse(i) for i in range(1, arch.layers + 1)]
+    # one head of a layer with several: its scores, its value map
+    out += [make(i, h) for make in (score_collapse, value_collapse) for i in range(1, arch.layers + 1)
+            if arch.heads[i - 1] > 1 for h in range(1, arch.heads[i - 1] + 1)]
     for i in range(1, arch.layers + 1):
         rows, cols = arch.block_shapes(i)["V"]
         out += [value_rank(i, r) for r in range(1, min(rows, cols))]

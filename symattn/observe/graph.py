@@ -436,9 +436,15 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     events = _events(arch, events)
     props = _normalizer_properties(graph, normalizer)
     kinds = {e.kind for e in events}
-    scores_collapsed = {e.layer: e for e in events if e.kind == SCORE_COLLAPSE}
-    values_zero = {e.layer: e for e in events if e.kind == VALUE_COLLAPSE}
+    scores_collapsed = {e.layer: e for e in events if e.kind == SCORE_COLLAPSE and e.whole_layer}
+    values_zero = {e.layer: e for e in events if e.kind == VALUE_COLLAPSE and e.whole_layer}
     values_rank = {e.layer: e for e in events if e.kind == VALUE_RANK}
+    # one-head events: layer -> {head: event}
+    head_scores: dict[int, dict[int, Event]] = {}
+    head_values: dict[int, dict[int, Event]] = {}
+    for e in events:
+        if not e.whole_layer:
+            (head_scores if e.kind == SCORE_COLLAPSE else head_values).setdefault(e.layer, {})[e.head] = e
 
     states: dict[str, dict[str, str]] = {n: {} for n in graph.nodes}  # node -> {state: origin node}
     if IDENTICAL_TOKENS in kinds:
@@ -467,6 +473,10 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             states[values]["zero"] = values
         elif i in values_rank:
             states[values][f"rank<={values_rank[i].rank}"] = values
+        for h in head_scores.get(i, {}):
+            states[scores][f"collapsed in head {h}"] = scores
+        for h in head_values.get(i, {}):
+            states[values][f"zero in head {h}"] = values
         stream = "zero" in states[values] and arch.residual  # V_i = 0 with a residual stream: X_i = X_{i-1}
         if ("zero" in states[values] and not arch.residual) or "zero" in prev:
             states[tokens]["zero"] = states[values].get("zero", prev.get("zero"))
@@ -476,9 +486,13 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             elif "uniform" in states[attention] and not arch.causal and not arch.residual:
                 # J/t makes the tokens equal; the causal average and the residual stream keep them apart
                 states[tokens]["identical"] = states[attention]["uniform"]
+            elif not arch.causal and not arch.residual and i in head_scores and not _live_heads(arch, i, head_scores,
+                                                                                                 head_values):
+                # every head collapsed or silenced: the collapsed ones add V_{i,h} X J/t, equal tokens
+                states[tokens]["identical"] = scores
         bound, origin = rank_bound[i - 1]
         generic = _bottleneck(arch, i)
-        heads = arch.heads[i - 1]
+        heads = arch.heads[i - 1] - len(head_values.get(i, {}))  # the heads that add something (V_{i,h} != 0)
         if arch.is_plain:
             if i in values_rank and values_rank[i].rank < min(bound, generic):
                 bound, origin = values_rank[i].rank, values
@@ -494,14 +508,28 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         if origin is not None and "zero" not in states[tokens]:
             states[tokens][f"rank<={bound}"] = origin
         shared = "uniform" in states[attention]  # forced attention: every head has the same S(A_i)
+        # or every head that adds something has its scores collapsed (one-head events)
+        shared = shared or (i in head_scores and heads > 0 and not _live_heads(arch, i, head_scores, head_values))
+        # the heads whose scores still act: without a mask a collapsed head adds V_{i,h} X J/t, the same
+        # for every token (under a causal mask it adds the causal average, which varies like a live head's)
+        live = len(_live_heads(arch, i, head_scores, head_values)) if i in head_scores and not arch.causal \
+            else heads
         if arch.residual:
             # X_{i-1} + V_i X_{i-1} J/t adds a column-constant term; the causal average does not
             keeps_coordinate = stream or (shared and not arch.causal)
         else:
-            keeps_coordinate = heads == 1 or shared or arch.widths[i] > heads * (arch.widths[i - 1] - 1)
+            keeps_coordinate = live <= 1 or shared or arch.widths[i] > live * (arch.widths[i - 1] - 1)
         if "constant-coordinate" in prev and "zero" not in states[tokens] and keeps_coordinate and \
                 rank_bound[i][0] >= arch.widths[0]:
             states[tokens]["constant-coordinate"] = prev["constant-coordinate"]
+        elif not arch.residual and not arch.causal and live < heads and not shared \
+                and not {"zero", "identical"} & set(states[tokens]):
+            # collapsed heads add a column-constant term: where the live heads' outputs leave a direction
+            # of width d_i free, a functional on it reads the same value on every token
+            per_head = min(rank_bound[i - 1][0], arch.widths[i],
+                           values_rank[i].rank if i in values_rank else arch.widths[i - 1])
+            if live * per_head < arch.widths[i]:
+                states[tokens]["constant-coordinate"] = scores
         previous = tokens
     if "zero" in states[previous]:
         states["output"]["zero"] = states[previous]["zero"]
@@ -548,7 +576,11 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 "zero-tokens", f"every path to the output passes {blocker} = 0 ({origin} = 0)",
                 path(scores, blocker)),), 0)
             continue
-        reasons, predicted = [], ref
+        dead = _dead_head_reasons(arch, i, head_scores, head_values, scores)
+        if dead and not _live_heads(arch, i, head_scores, head_values):
+            verdicts[block] = BlockVerdict(block, UNOBSERVABLE, tuple(dead), 0)
+            continue
+        reasons, predicted = list(dead), (None if dead else ref)
         bound, origin = rank_bound[i - 1]
         if origin is not None:
             effective = min(arch.score_ranks[i - 1], bound)
@@ -610,6 +642,13 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             hidden_anyway = ("identical" in before or "zero" in before or "zero" in states["output"]
                              or (arch.residual and i in values_zero))
         normal[f"scores:{i}"] = 0 if hidden_anyway or props[i - 1]["k"] >= 2 else "positive"
+    for i, collapsed_heads in head_scores.items():
+        before = states["input" if i == 1 else f"tokens:{i - 1}"]
+        # hidden when its head adds nothing too (V_{i,h} = 0), or as a whole layer's would be
+        hidden_anyway = ("identical" in before or "zero" in before or "zero" in states["output"]
+                         or (arch.residual and i in values_zero)
+                         or all(h in head_values.get(i, {}) for h in collapsed_heads))
+        normal[f"scores:{i}"] = 0 if hidden_anyway or props[i - 1]["k"] >= 2 else "positive"
     seen = [j for j in range(1, arch.layers + 1)
             if verdicts[f"scores:{j}"].status in (OBSERVABLE, PARTIAL) and props[j - 1]["even"]]
     notes = []
@@ -620,13 +659,16 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             notes.append("the constant coordinate hides nothing at layers "
                          f"{quiet} (not exponential); with an exponential normalizer there it would "
                          "hide the directions e_b w^T")
-    for i, event in scores_collapsed.items():
+    collapses = list(scores_collapsed.items()) + [(e.layer, e) for by_head in head_scores.values()
+                                                  for e in by_head.values()]
+    for i, event in collapses:
         k = props[i - 1]["k"]
         collapse = event.text(arch)
         notes.append(f"leaving {collapse} is seen at first order only when k = 1 (here k = {k}); "
                      f"for k >= 2, s'(0) = 0 puts the normal directions in the kernel")
         if props[i - 1]["even"]:
-            scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
+            scores = (naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
+                      if event.whole_layer else f"K_{{{i},{event.head}}}^T Q_{{{i},{event.head}}}")
             notes.append(f"s_{i} is even: {collapse} is fixed by the sign flip {scores} -> -{scores}, "
                          "where the two sheets of the fiber meet")
     marked = graph.copy()
@@ -638,6 +680,25 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         normal_first_order=normal, sign_components=2 ** len(seen),
         generic_sign_components=2 ** sum(1 for p in props if p["even"]), notes=tuple(notes),
         graph=marked)
+
+
+def _live_heads(arch: Architecture, layer: int, head_scores: dict, head_values: dict) -> list[int]:
+    """The heads of ``layer`` that no one-head event collapses or silences."""
+    dead = set(head_scores.get(layer, {})) | set(head_values.get(layer, {}))
+    return [h for h in range(1, arch.heads[layer - 1] + 1) if h not in dead]
+
+
+def _dead_head_reasons(arch: Architecture, layer: int, head_scores: dict, head_values: dict, scores: str) -> list:
+    """Why the scores of single heads of ``layer`` are lost: one-head collapses and zero value maps."""
+    reasons = []
+    for h, event in sorted(head_scores.get(layer, {}).items()):
+        reasons.append(Reason("event", f"the event fixes {event.text(arch)}: the scores of head {h} are not seen",
+                              (scores,)))
+    for h in sorted(set(head_values.get(layer, {})) - set(head_scores.get(layer, {}))):
+        reasons.append(Reason(
+            "zero-values", f"V_{{{layer},{h}}} = 0: head {h} adds nothing, so its scores are multiplied by zero",
+            (scores, f"attention:{layer}", f"tokens:{layer}")))
+    return reasons
 
 
 def _shared_value_reasons(arch: Architecture, states: dict) -> list:
@@ -667,6 +728,15 @@ def _shared_value_reasons(arch: Architecture, states: dict) -> list:
             reasons.append(Reason(
                 "shared-attention", f"the {arch.heads[i - 1]} heads of layer {i} share the forced attention "
                 f"S(A_{i}): only the sum of their value maps V_{{{i},h}} reaches the output",
+                (f"values:{i}", f"tokens:{i}")))
+        forced = [int(state.rsplit(" ", 1)[1]) for state in states[f"scores:{i}"]
+                  if state.startswith("collapsed in head")]
+        forced = [h for h in forced if f"zero in head {h}" not in states[f"values:{i}"]]
+        if len(forced) > 1 and "uniform" not in attention:
+            heads = ", ".join(str(h) for h in forced)
+            reasons.append(Reason(
+                "shared-attention", f"heads {heads} of layer {i} share the forced attention of their collapsed "
+                f"scores: only the sum of their value maps V_{{{i},h}} reaches the output",
                 (f"values:{i}", f"tokens:{i}")))
         if arch.heads[i - 1] > 1 and "constant-coordinate" in states[before]:
             reasons.append(Reason(

@@ -63,21 +63,28 @@ def _layer_keys(arch: Architecture, name: str, layer: int) -> list:
     return [arch.block_key(name, layer, h) for h in range(1, arch.heads[layer - 1] + 1)]
 
 
+def _event_keys(arch: Architecture, name: str, event: Event) -> list:
+    """The block keys of ``name`` that ``event`` sets: its head's, or every head's of its layer."""
+    if event.whole_layer:
+        return _layer_keys(arch, name, event.layer)
+    return [arch.block_key(name, event.layer, event.head)]
+
+
 def _set_point(arch, events, p, seed):
     """A random point of the collapsed set (residues) and the tangent bases of value-rank blocks.
 
     An event at a layer with several heads holds in every head (``Q_{i,h} = 0``,
-    ``V_{i,h} = 0``, ``V_{i,h}`` of rank ``r``).
+    ``V_{i,h} = 0``, ``V_{i,h}`` of rank ``r``), a one-head event in its head.
     """
     point, coefficient_values = random_point(arch, p, seed)
     rng = generator(seed, "value rank")
     tangents = {}
     for e in events:
         if e.kind == SCORE_COLLAPSE:
-            for key in _layer_keys(arch, "Q", e.layer):
+            for key in _event_keys(arch, "Q", e):
                 point[key] = np.zeros_like(point[key])
         elif e.kind == VALUE_COLLAPSE:
-            for key in _layer_keys(arch, "V", e.layer):
+            for key in _event_keys(arch, "V", e):
                 point[key] = np.zeros_like(point[key])
         elif e.kind == VALUE_RANK:
             rows, cols = arch.block_shapes(e.layer)["V"]
@@ -124,8 +131,8 @@ def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     # the input scaled, X -> eps X: every score vanishes at eps = 0, whatever the normalizer
     J = jacobian_series(arch, input_scaling(), bank, point, p, truncation, coefficient_values)
     columns = parameter_columns(arch)
-    fixed = {key for e in events if e.kind == SCORE_COLLAPSE for key in _layer_keys(arch, "Q", e.layer)}
-    fixed |= {key for e in events if e.kind == VALUE_COLLAPSE for key in _layer_keys(arch, "V", e.layer)}
+    fixed = {key for e in events if e.kind == SCORE_COLLAPSE for key in _event_keys(arch, "Q", e)}
+    fixed |= {key for e in events if e.kind == VALUE_COLLAPSE for key in _event_keys(arch, "V", e)}
     pieces, owner = [], []  # tangent columns of the set and the block each belongs to
     for key, _ in arch.blocks():  # the blocks of observability are per layer: every head of layer i
         block = "values" if key[0] == "V" else f"scores:{key[1]}"
@@ -149,10 +156,11 @@ def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     tangent_total = _rank(T, p)
     blocks["values"] = tangent_total - _rank(T[:, score_mask, :], p)
     normal = {}
-    for e in events:
-        if e.kind == SCORE_COLLAPSE:
-            normal[f"scores:{e.layer}"] = _rank(J[:, [c for key in _layer_keys(arch, "Q", e.layer)
-                                                        for c in columns[key]], :], p)
+    for layer in sorted({e.layer for e in events if e.kind == SCORE_COLLAPSE}):
+        # the directions leaving the set: the collapsed Q blocks of the layer (one head's, or every head's)
+        keys = [key for e in events if e.kind == SCORE_COLLAPSE and e.layer == layer
+                for key in _event_keys(arch, "Q", e)]
+        normal[f"scores:{layer}"] = _rank(J[:, [c for key in keys for c in columns[key]], :], p)
     from ..algebra.valuations import smith_valuations
 
     full = smith_valuations(J, p)
@@ -331,7 +339,9 @@ class RankCheck(FormattedResult):
 
 
 def _status_from_rank(block, rank, reference, events) -> str:
-    if any(e.block == block for e in events):
+    # an event that sets the block: a layer's collapse, or any value event (the values block holds every V);
+    # a one-head score collapse leaves the other heads' scores, read off the rank like any block
+    if any(e.block == block and (e.whole_layer or block == "values") for e in events):
         return COLLAPSED
     if rank == 0:
         return UNOBSERVABLE
@@ -571,7 +581,7 @@ def _near_set_exponents(arch, event, m, p, seed, size, N):
     bank = random_bank(arch, size, p, seed)
     series, inputs = curve_series(arch, input_scaling(), point, bank, p, N)
     rng = generator(seed, "near set")
-    for key in _layer_keys(arch, "Q" if event.kind == SCORE_COLLAPSE else "V", event.layer):  # every head
+    for key in _event_keys(arch, "Q" if event.kind == SCORE_COLLAPSE else "V", event):  # its head, or every head
         moved = np.zeros_like(series[key])
         if event.kind == VALUE_RANK:
             rows, cols = arch.block_shapes(event.layer)["V"]
@@ -654,11 +664,15 @@ def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes
             histogram[value] = histogram.get(value, 0) + 1
         orders[block] = dict(sorted(histogram.items()))
     i = event.layer
-    if arch.heads[i - 1] > 1:  # the event holds in every head: so does the distance to it
+    if not event.whole_layer:  # one head
+        sub, every = f"{{{i},{event.head}}}", ""
+        scores = f"K_{sub}^T Q_{sub}"
+    elif arch.heads[i - 1] > 1:  # the event holds in every head: so does the distance to it
         sub, every = f"{{{i},h}}", f" (every head h = 1..{arch.heads[i - 1]})"
+        scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
     else:
         sub, every = f"{i}", ""
-    scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
+        scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
     distance = {SCORE_COLLAPSE: f"Q_{sub} = delta Qt{every}, so {scores} ~ delta",
                 VALUE_COLLAPSE: f"V_{sub} = delta Vt{every}",
                 VALUE_RANK: f"V_{sub} = B C + delta E (rank {event.rank} plus delta){every}"}[event.kind]

@@ -310,7 +310,8 @@ def _conditions(verdict: Observability) -> tuple:
     for block, normal in verdict.normal_first_order.items():
         i = int(block.split(":")[1])
         k = verdict.normalizers[i - 1]["k"]
-        collapse = score_collapse(i).text(verdict.architecture)
+        collapse = " and ".join(e.text(verdict.architecture) for e in verdict.events
+                                if e.kind == score_collapse(i).kind and e.layer == i)
         out.append(f"k_{i} = {k}: leaving {collapse} is "
                    + ("seen at first order" if normal else "not seen at first order"
                       + (" (s'(0) = 0)" if k >= 2 else " (hidden by the other events)")))
@@ -480,6 +481,7 @@ def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, c
     from ..limits import memory_limit_set, progress_bar
 
     rows, skipped = [], []
+    classified: set = set()
     generic_rank = None
     subsets = [subset for size in range(1, max_events + 1) for subset in itertools.combinations(pool, size)]
     with memory_limit_set(max_memory), progress_bar(progress, total=len(subsets), desc="exceptional fibers",
@@ -492,6 +494,12 @@ def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, c
                 skipped.append((tuple(e.name for e in subset), str(err)))
                 bar.update()
                 continue
+            if verdict.events in classified:  # e.g. both heads' collapses of a layer: the layer's collapse
+                skipped.append((tuple(e.name for e in subset),
+                                f"the same set as {' + '.join(e.name for e in verdict.events)}"))
+                bar.update()
+                continue
+            classified.add(verdict.events)
             rank = rank_check(arch, verdict.events, seed=seed, confirm=confirm)
             generic_rank = rank.generic_total
             problems = tuple(graph_rank_disagreements(verdict, rank))
