@@ -606,6 +606,33 @@ def test_every_verdict_agrees_with_exact_ranks(kwargs, events, rows):
         assert all("contradict" in why or why.startswith("the same set as") for _, why in table.skipped)
 
 
+@pytest.mark.parametrize("kwargs, events, why", [
+    # widths [2, 4, 2], two heads: X_1 spans 4 dimensions generically; each event leaves fewer
+    (dict(causal=True), ["scores:1"], "share one attention"),      # (V_1 + V_2) X C: one image, 2 dimensions
+    ({}, ["values:1:1"], "V_{1,1} = 0"),                             # one head left: 2 dimensions
+    (dict(normalizer="cosh"), ["bias"], "same constant column"),   # v_11, v_21 and one constant direction: 3
+])
+def test_the_span_of_a_widening_layer_with_heads_decides_the_next_scores(kwargs, events, why):
+    from symattn.observe import observe
+
+    result = observe(Architecture([2, 4, 2], [1, 1], tokens=3, heads=2, **kwargs), events)
+    reason = result.observability.verdicts["scores:2"].reasons[0]
+    assert "scores:2" in result.partial and reason.rule == "low-rank-values" and why in reason.text
+    assert result.rank.on_set["scores:2"] < result.rank.generic["scores:2"] == 14 and result.agrees_with_rank
+
+
+@pytest.mark.slow
+def test_every_verdict_of_a_widening_network_with_heads_agrees_with_exact_ranks():
+    from symattn.observe import exceptional_fibers
+
+    table = exceptional_fibers(Architecture([2, 4, 2], [1, 1], tokens=3, heads=2), max_events=2)
+    assert table.agrees_with_rank, [row.disagreements for row in table.rows if not row.agrees_with_rank]
+    assert len(table.rows) == 118
+    causal = exceptional_fibers(Architecture([2, 4, 2], [1, 1], tokens=3, heads=2, causal=True, normalizer="cosh"),
+                                max_events=1)
+    assert causal.agrees_with_rank and len(causal.rows) == 16
+
+
 def test_bias_through_a_residual_collapse():
     # J/t adds a column-constant term to the stream: the constant coordinate survives layer 1, so softmax
     # hides a direction of What_2 (shift invariance) and V_1, V_2 move together (G = I + g e_b^T)

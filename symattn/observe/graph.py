@@ -452,6 +452,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     if BIAS in kinds:
         states["input"]["constant-coordinate"] = "input"
     rank_bound = {0: (arch.widths[0], None)}  # tokens index -> (rank bound of P_i, origin)
+    causes: dict[int, str] = {}  # tokens index -> why their span is smaller than the generic one (variants)
     previous = "input"
     for i in range(1, arch.layers + 1):
         prev = states[previous]
@@ -498,12 +499,10 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 bound, origin = values_rank[i].rank, values
             bound = min(bound, generic)
         else:
-            # h_i heads (and the stream itself) carry a lower-rank span of X_{i-1} into a span h_i (+ 1) times as large
-            bound = min(arch.widths[i], (heads + (1 if arch.residual else 0)) * bound)
-            if bound >= generic:
-                bound, origin = generic, None
-            if i in values_rank and not arch.residual and heads * values_rank[i].rank < bound:
-                bound, origin = heads * values_rank[i].rank, values  # every head's V_{i,h} has rank r
+            bound, origin, cause = _variant_span(arch, i, bound, origin, states, head_scores, head_values,
+                                                 values_rank, causes.get(i - 1))
+            if cause is not None:
+                causes[i] = cause
         rank_bound[i] = (bound, origin)
         if origin is not None and "zero" not in states[tokens]:
             states[tokens][f"rank<={bound}"] = origin
@@ -584,11 +583,11 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         bound, origin = rank_bound[i - 1]
         if origin is not None:
             effective = min(arch.score_ranks[i - 1], bound)
+            why = causes.get(i - 1) or f"{graph.nodes[origin]['params'][0]} has lower rank"
             reasons.append(Reason(
                 "low-rank-values",
                 f"the tokens entering layer {i} lie in a {bound}-dimensional subspace "
-                f"({graph.nodes[origin]['params'][0]} has lower rank): only the compression of W_{i} "
-                "to it reaches the output",
+                f"({why}): only the compression of W_{i} to it reaches the output",
                 path(origin, scores)))
             predicted = rank_matrix_dimension(bound, bound, effective) if dims is not None else None
         if "shift-invariant" in states[attention]:
@@ -680,6 +679,58 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         normal_first_order=normal, sign_components=2 ** len(seen),
         generic_sign_components=2 ** sum(1 for p in props if p["even"]), notes=tuple(notes),
         graph=marked)
+
+
+def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, head_scores: dict,
+                  head_values: dict, values_rank: dict, inherited: str | None):
+    """``(bound, origin, cause)``: the dimension of the span of the tokens ``X_i`` of a variant on the set.
+
+    ``X_i = sum_h V_{i,h} X_{i-1} S_{i,h}`` (plus ``X_{i-1}`` with a residual
+    stream) lies in the sum of one image of the span of ``X_{i-1}`` per
+    distinct attention: heads that share one (a forced attention, or the
+    collapsed heads' common ``J/t`` or causal average) add one image, a
+    silenced head none, and a value map of rank ``r`` an image of dimension
+    at most ``r``.  A constant coordinate of ``X_{i-1}`` gives every head
+    the same constant column ``V_{i,h} e_b`` times ``1^T S = 1^T``, so the
+    heads' constant parts add up to one direction.  Below the generic span
+    (:func:`_bottleneck`) the later scores see only a compression of ``W``;
+    ``cause`` says why, ``origin`` is the node it comes from.
+    """
+    scores, values, attention = f"scores:{i}", f"values:{i}", f"attention:{i}"
+    previous = states["input" if i == 1 else f"tokens:{i - 1}"]
+    silenced = sorted(head_values.get(i, {}))
+    collapsed = [h for h in head_scores.get(i, {}) if h not in silenced]
+    active = arch.heads[i - 1] - len(silenced)
+    # heads per distinct attention: one group for a forced attention, else each live head and the collapsed ones
+    if "uniform" in states[attention]:
+        groups = [active] if active else []
+    else:
+        groups = [1] * len(_live_heads(arch, i, head_scores, head_values)) + ([len(collapsed)] if collapsed else [])
+    constant = "constant-coordinate" in previous and not arch.residual
+
+    def span_with(rank):
+        # a group of n heads adds the image of (sum_h V_{i,h}) X_{i-1}: at most n rank, at most the span entering
+        total = sum(min(bound, n * rank) for n in groups)
+        if constant and groups:  # the constant parts of all groups add up to one direction
+            total = min(total, sum(min(bound - 1, n * rank) for n in groups) + 1)
+        return min(arch.widths[i], total + (bound if arch.residual else 0))
+
+    span = span_with(values_rank[i].rank if i in values_rank else bound)
+    generic = _bottleneck(arch, i)
+    if span >= generic:
+        return generic, None, None
+    if span >= min(arch.widths[i], (arch.heads[i - 1] + (1 if arch.residual else 0)) * bound) and origin is not None:
+        return span, origin, inherited  # only as small as the span that enters the layer
+    if i in values_rank and span < span_with(bound):
+        return span, values, f"every head's V_{{{i},h}} has rank {values_rank[i].rank}"
+    if silenced:
+        return span, values, " and ".join(f"V_{{{i},{h}}} = 0" for h in silenced) + ": those heads add nothing"
+    if len(groups) < active:
+        return span, scores, f"heads of layer {i} share one attention, so together they add one image of the tokens"
+    if constant:
+        return span, previous.get("constant-coordinate", "input"), \
+            f"every head adds the same constant column V_{{{i},h}} e_b 1^T, one direction for all heads"
+    return span, origin, inherited
 
 
 def _live_heads(arch: Architecture, layer: int, head_scores: dict, head_values: dict) -> list[int]:
