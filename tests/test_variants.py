@@ -696,11 +696,11 @@ def test_the_examples_of_docs_variants_md_run():
     assert "orphan" not in text.split("\n", 3)[0]
     assert "   variants\n" in (Path(__file__).resolve().parent.parent / "docs" / "index.rst").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, "variants.md", "docs/variants.md", 0)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     runner.run(test)
-    assert runner.failures == 0 and runner.tries == 12
+    assert runner.failures == 0 and runner.tries == 16
 
 
 def test_sign_group_of_even_heads_checked_numerically(capsys):
