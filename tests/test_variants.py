@@ -633,6 +633,17 @@ def test_every_verdict_of_a_widening_network_with_heads_agrees_with_exact_ranks(
     assert causal.agrees_with_rank and len(causal.rows) == 16
 
 
+def test_sign_components_count_each_head_as_the_sign_group_does():
+    from symattn.effective import sign_group_order
+    from symattn.observe import dependency_graph, propagate
+
+    arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, heads=[1, 2], normalizer="cosh")
+    graph = dependency_graph(arch)
+    assert propagate(graph).generic_sign_components == propagate(graph).sign_components == sign_group_order(arch) == 8
+    assert propagate(graph, ["scores:2:1"]).sign_components == 4   # head (2, 1) collapsed: its flip fixes the point
+    assert propagate(graph, ["scores:1"]).sign_components == 1     # layer 2 sees equal tokens
+
+
 def test_bias_through_a_residual_collapse():
     # J/t adds a column-constant term to the stream: the constant coordinate survives layer 1, so softmax
     # hides a direction of What_2 (shift invariance) and V_1, V_2 move together (G = I + g e_b^T)

@@ -250,7 +250,9 @@ class Observability(FormattedResult):
         ``k >= 2``: ``s'(0) = 0``, no).
     sign_components : int
         Sign-flip components of the fiber that stay distinct on the set:
-        ``2^(even layers whose scores are still seen)`` (generic: ``2^(even layers)``).
+        ``2^(heads of even layers whose scores are still seen)`` (generic: ``2^(heads of even
+        layers)``, the order of :func:`symattn.effective.sign_group_order`; one head per layer in
+        the plain model).
     notes : tuple of str
         Normalizer conditions that did not fire here but would change a verdict.
     graph : networkx.DiGraph
@@ -648,8 +650,10 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                          or (arch.residual and i in values_zero)
                          or all(h in head_values.get(i, {}) for h in collapsed_heads))
         normal[f"scores:{i}"] = 0 if hidden_anyway or props[i - 1]["k"] >= 2 else "positive"
-    seen = [j for j in range(1, arch.layers + 1)
-            if verdicts[f"scores:{j}"].status in (OBSERVABLE, PARTIAL) and props[j - 1]["even"]]
+    # a sign flip of each seen head of an even layer (a collapsed or silenced head's flip stays in its component)
+    seen = [(j, h) for j in range(1, arch.layers + 1)
+            if verdicts[f"scores:{j}"].status in (OBSERVABLE, PARTIAL) and props[j - 1]["even"]
+            for h in _live_heads(arch, j, head_scores, head_values)]
     notes = []
     if BIAS in kinds:
         quiet = [j for j in range(1, arch.layers + 1) if not props[j - 1]["exponential"]
@@ -677,7 +681,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         architecture=arch.to_json(), events=events, normalizers=tuple(props),
         states={n: tuple(sorted(s)) for n, s in states.items()}, verdicts=verdicts,
         normal_first_order=normal, sign_components=2 ** len(seen),
-        generic_sign_components=2 ** sum(1 for p in props if p["even"]), notes=tuple(notes),
+        generic_sign_components=2 ** sum(h for h, p in zip(arch.heads, props) if p["even"]), notes=tuple(notes),
         graph=marked)
 
 
