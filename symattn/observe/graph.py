@@ -402,7 +402,16 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     lower-rank subspace by a low-rank ``V_i``, and a constant coordinate
     survives a layer only when ``V_i = 0``.  With several heads it survives
     only when ``d_i > h_i (d_{i-1} - 1)`` (a functional constant on every
-    head's output exists).  No predicted ranks are claimed for the variants.
+    head's output exists), counting only the heads whose scores still act.
+    The tokens of a variant span one image of the previous span per distinct
+    attention (:func:`_variant_span`); below the generic span the next
+    scores are *partial*.  One-head events (``scores:i:h``, ``values:i:h``)
+    leave the layer's scores *partial* while some head is neither collapsed
+    nor silenced, *unobservable* when none is; without a mask or residual
+    stream a layer whose contributing heads are all collapsed gives equal
+    tokens, and a collapsed head's column ``V_{i,h} X J/t``, the same for
+    every token, makes a constant coordinate where the live heads leave a
+    direction free.  No predicted ranks are claimed for the variants.
 
     Parameters
     ----------
