@@ -245,9 +245,10 @@ def test_local_cluster_gives_the_rows_of_each_point_alone_and_a_rerun_computes_n
 
 
 # -- a real Dask cluster losing a worker ---------------------------------------------------------------
-def _dask(*arguments, log):
+def _dask(*arguments, log, env=None):
     return subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "dask"), *arguments],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env=None if env is None else {**os.environ, **env})
 
 
 def _wait_for(condition, seconds: float, what: str):
@@ -260,13 +261,17 @@ def _wait_for(condition, seconds: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path):
+@pytest.mark.parametrize("retries", [None, 0])
+def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
+    """A worker killed mid-sweep: its task runs again on the other (Dask's default of 3 retries), or, when
+    the scheduler allows no retry, becomes a ``lost`` row that the next run computes."""
     from distributed import Client
 
     scheduler_file = tmp_path / "scheduler.json"
     log = open(tmp_path / "dask.log", "wb")
+    env = None if retries is None else {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(retries)}
     processes = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                       "--scheduler-file", str(scheduler_file), log=log)]
+                       "--scheduler-file", str(scheduler_file), log=log, env=env)]
     try:
         _wait_for(lambda: scheduler_file.exists() and scheduler_file.stat().st_size > 0, 60, "the scheduler")
         address = json.loads(scheduler_file.read_text())["address"]
@@ -311,6 +316,14 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path):
             assert (out / "store" / f"{key}.json").read_text() == text
         assert {row["key"] for row in data["rows"]} >= set(killed["finished"])
         assert len(killed["finished"]) < 12  # the worker died mid-sweep
+        lost = [row for row in data["rows"] if row["status"] == "lost"]
+        if retries == 0:  # the killed worker's task is lost at once, and the next run computes it
+            assert lost and all("its worker was lost each time it ran" in row["reason"] for row in lost)
+            status, stdout, stderr = _cli(["sweep", "--layers", "3..4", "--width", "4..6", "--rank", "1,2",
+                                           "--scheduler", address, "--out", str(out), "--json", "--quiet"])
+            again = json.loads(stdout)
+            assert status == 0 and again["computed"] == len(lost) and again["reused"] == 12 - len(lost)
+            assert all(row["status"] == "ok" for row in again["rows"])
     finally:
         for process in processes:
             if process.poll() is None:
