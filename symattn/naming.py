@@ -178,7 +178,7 @@ def event(kind: str, layer: int | None = None, rank: int | None = None, heads: i
     """
     i = layer
     if head is not None:
-        return _head_event(kind, int(i), int(head))
+        return _head_event(kind, int(i), int(head), rank)
     heads = int(heads)
     every = rf" \ (h = 1, \dots, {heads})" if heads > 1 else ""  # LaTeX: the heads the event holds in
     for_every = f" for h = 1..{heads}" if heads > 1 else ""
@@ -211,7 +211,7 @@ def event(kind: str, layer: int | None = None, rank: int | None = None, heads: i
     raise ValueError(f"unknown event kind {kind!r}")
 
 
-def _head_event(kind: str, layer: int, head: int) -> Name:
+def _head_event(kind: str, layer: int, head: int, rank: int | None = None) -> Name:
     sub = f"{layer},{head}"
     where = f"head {head} of layer {layer}"
     if kind == "score_collapse":
@@ -221,7 +221,11 @@ def _head_event(kind: str, layer: int, head: int) -> Name:
     if kind == "value_collapse":
         return Name(f"values:{layer}:{head}", rf"V_{{{sub}}} = 0", f"V_{{{sub}}} = 0",
                     f"value collapse of {where} (V_{{{sub}}} = 0)", rf"value collapse of {where} ($V_{{{sub}}} = 0$)")
-    raise ValueError(f"only score and value collapses happen in one head, not {kind!r}")
+    if kind == "value_rank":
+        return Name(f"value-rank:{layer}:{rank}:{head}", rf"\operatorname{{rank}} V_{{{sub}}} = {rank}",
+                    f"rank V_{{{sub}}} = {rank}", f"value map V_{{{sub}}} of {where} of rank {rank}",
+                    rf"value map $V_{{{sub}}}$ of {where} of rank {rank}")
+    raise ValueError(f"only parameter events happen in one head, not {kind!r}")
 
 
 def layer_scores(layer: int, heads: int = 1, effective: bool = True) -> Name:

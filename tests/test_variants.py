@@ -550,6 +550,14 @@ def test_one_head_events_read_validate_and_merge():
     assert [e.name for e in propagate(graph, ["scores:2", "scores:2:1", "bias"]).events] == ["bias", "scores:2"]
     assert [e.name for e in propagate(graph, ["values:2:2", "scores:2:1"]).events] == ["scores:2:1", "values:2:2"]
     assert value_collapse(2, head=1).describe(arch) == "value collapse of head 1 of layer 2 (V_{2,1} = 0)"
+    # value maps: one constraint per head; the same in every head is the layer's
+    assert parse_event("value-rank:2:1:2").name == "value-rank:2:1:2"
+    assert [e.name for e in propagate(graph, ["value-rank:2:1:1", "value-rank:2:1:2"]).events] == ["value-rank:2:1"]
+    assert [e.name for e in propagate(graph, ["value-rank:2:1", "value-rank:2:1:2"]).events] == ["value-rank:2:1"]
+    assert [e.name for e in propagate(graph, ["values:2:1", "value-rank:2:1:2"]).events] == [
+        "values:2:1", "value-rank:2:1:2"]
+    with pytest.raises(SymattnError, match="contradict"):
+        propagate(graph, ["values:2:1", "value-rank:2:1:1"])
 
 
 @pytest.mark.parametrize("heads, events, unobservable, partial, on_set", [
@@ -589,11 +597,11 @@ def test_a_collapsed_head_makes_a_constant_coordinate_that_softmax_does_not_see_
 @pytest.mark.parametrize("kwargs, events, rows", [
     (dict(residual=True), 2, 34),
     (dict(causal=True, residual=True), 2, 34),
-    # with two heads per layer: 16 single events (8 of them one head's), 118 sets in all once the sets
-    # that name a layer's collapse twice (both heads, or the layer and a head) are skipped
-    (dict(heads=2), 2, 118),
-    (dict(heads=2, causal=True), 2, 118),
-    (dict(heads=[1, 2], causal=True, residual=True), 1, 12),
+    # with two heads per layer: 20 single events (12 of them one head's), 178 sets in all once the sets
+    # that name a layer's event twice (both heads, or the layer and a head) are skipped
+    (dict(heads=2), 2, 178),
+    (dict(heads=2, causal=True), 2, 178),
+    (dict(heads=[1, 2], causal=True, residual=True), 1, 14),
 ])
 def test_every_verdict_agrees_with_exact_ranks(kwargs, events, rows):
     from symattn.observe import exceptional_fibers
@@ -611,6 +619,7 @@ def test_every_verdict_agrees_with_exact_ranks(kwargs, events, rows):
     (dict(causal=True), ["scores:1"], "share one attention"),      # (V_1 + V_2) X C: one image, 2 dimensions
     ({}, ["values:1:1"], "V_{1,1} = 0"),                             # one head left: 2 dimensions
     (dict(normalizer="cosh"), ["bias"], "same constant column"),   # v_11, v_21 and one constant direction: 3
+    ({}, ["value-rank:1:1:1"], "V_{1,1} has rank 1"),                # one image of rank 1, one of rank 2: 3
 ])
 def test_the_span_of_a_widening_layer_with_heads_decides_the_next_scores(kwargs, events, why):
     from symattn.observe import observe
@@ -627,10 +636,10 @@ def test_every_verdict_of_a_widening_network_with_heads_agrees_with_exact_ranks(
 
     table = exceptional_fibers(Architecture([2, 4, 2], [1, 1], tokens=3, heads=2), max_events=2)
     assert table.agrees_with_rank, [row.disagreements for row in table.rows if not row.agrees_with_rank]
-    assert len(table.rows) == 118
+    assert len(table.rows) == 178
     causal = exceptional_fibers(Architecture([2, 4, 2], [1, 1], tokens=3, heads=2, causal=True, normalizer="cosh"),
                                 max_events=1)
-    assert causal.agrees_with_rank and len(causal.rows) == 16
+    assert causal.agrees_with_rank and len(causal.rows) == 20
 
 
 def test_sign_components_count_each_head_as_the_sign_group_does():

@@ -30,7 +30,8 @@ def configure_observe(parser) -> None:
     group = parser.add_argument_group("events")
     group.add_argument("--collapse", metavar="SPEC", action="append", default=[],
                        help="scores:I (What_I = 0), values:I (V_I = 0) or value-rank:I:R (V_I of rank R); "
-                            "in a layer with several heads scores:I:H, values:I:H collapse head H only; "
+                            "in a layer with several heads scores:I:H, values:I:H, value-rank:I:R:H hold in head "
+                            "H only; "
                             "repeat for several")
     group.add_argument("--bias", action="store_true", help="inputs with a constant (bias) coordinate")
     group.add_argument("--identical-tokens", action="store_true", help="inputs whose tokens are all equal")

@@ -46,7 +46,8 @@ class Event:
         The rank of ``V_i`` for ``"value_rank"``.
     head : int or None
         One head of a layer with several (``scores:i:h``: ``Q_{i,h} = 0``;
-        ``values:i:h``: ``V_{i,h} = 0``); ``None``: every head of the layer.
+        ``values:i:h``: ``V_{i,h} = 0``; ``value-rank:i:r:h``: ``V_{i,h}`` of
+        rank ``r``); ``None``: every head of the layer.
 
     Examples
     --------
@@ -66,8 +67,8 @@ class Event:
     def __post_init__(self):
         if self.kind not in _KINDS:
             raise SymattnError(f"unknown event kind {self.kind!r}; kinds are {', '.join(_KINDS)}")
-        if self.head is not None and self.kind not in (SCORE_COLLAPSE, VALUE_COLLAPSE):
-            raise SymattnError(f"only score and value collapses happen in one head, not {self.kind}")
+        if self.head is not None and self.kind not in (SCORE_COLLAPSE, VALUE_COLLAPSE, VALUE_RANK):
+            raise SymattnError(f"only parameter events happen in one head, not {self.kind}")
 
     def _order(self) -> tuple:
         # None (no layer, rank or head: the whole layer) sorts first
@@ -228,15 +229,17 @@ def value_collapse(layer: int, head: int | None = None) -> Event:
     return Event(VALUE_COLLAPSE, int(layer), head=None if head is None else int(head))
 
 
-def value_rank(layer: int, rank: int) -> Event:
-    """``V_i`` of rank ``rank`` (below its generic rank).
+def value_rank(layer: int, rank: int, head: int | None = None) -> Event:
+    """``V_i`` of rank ``rank`` (below its generic rank); with ``head``, ``V_{i,h}`` of that head only.
 
     Examples
     --------
     >>> value_rank(1, 1).describe()
     'value map V_1 of rank 1'
+    >>> value_rank(2, 1, head=2).name
+    'value-rank:2:1:2'
     """
-    return Event(VALUE_RANK, int(layer), int(rank))
+    return Event(VALUE_RANK, int(layer), int(rank), head=None if head is None else int(head))
 
 
 def identical_tokens() -> Event:
@@ -262,7 +265,7 @@ def bias_coordinate() -> Event:
 
 
 def parse_event(text) -> Event:
-    """An event from its short name: ``scores:I[:H]``, ``values:I[:H]``, ``value-rank:I:R``, ``identical-tokens``, ``bias``.
+    """An event from its short name: ``scores:I[:H]``, ``values:I[:H]``, ``value-rank:I:R[:H]``, ``identical-tokens``, ``bias``.
 
     Events pass through unchanged.
 
@@ -273,12 +276,12 @@ def parse_event(text) -> Event:
     >>> parse_event("keys:1")
     Traceback (most recent call last):
     ...
-    symattn.errors.SymattnError: cannot read the event 'keys:1'; write scores:I, values:I (or scores:I:H, values:I:H for one head), value-rank:I:R, identical-tokens or bias
+    symattn.errors.SymattnError: cannot read the event 'keys:1'; write scores:I, values:I, value-rank:I:R (or scores:I:H, values:I:H, value-rank:I:R:H for one head), identical-tokens or bias
     """
     if isinstance(text, Event):
         return text
-    message = (f"cannot read the event {text!r}; write scores:I, values:I (or scores:I:H, values:I:H for one "
-               "head), value-rank:I:R, identical-tokens or bias")
+    message = (f"cannot read the event {text!r}; write scores:I, values:I, value-rank:I:R (or scores:I:H, "
+               "values:I:H, value-rank:I:R:H for one head), identical-tokens or bias")
     if not isinstance(text, str):
         raise SymattnError(message)
     parts = text.strip().lower().replace("_", "-").split(":")
@@ -287,8 +290,8 @@ def parse_event(text) -> Event:
             return score_collapse(int(parts[1]), *(int(part) for part in parts[2:]))
         if parts[0] == "values" and len(parts) in (2, 3):
             return value_collapse(int(parts[1]), *(int(part) for part in parts[2:]))
-        if parts[0] == "value-rank" and len(parts) == 3:
-            return value_rank(int(parts[1]), int(parts[2]))
+        if parts[0] == "value-rank" and len(parts) in (3, 4):
+            return value_rank(int(parts[1]), int(parts[2]), *(int(part) for part in parts[3:]))
     except ValueError:
         raise SymattnError(message) from None
     if parts == ["identical-tokens"]:
@@ -310,19 +313,27 @@ def _events(arch: Architecture, events) -> tuple[Event, ...]:
         event = parse_event(e).validate(arch)
         if event not in out:
             out.append(event)
-    for kind in (SCORE_COLLAPSE, VALUE_COLLAPSE):
-        for layer in {e.layer for e in out if e.kind == kind and not e.whole_layer}:
-            heads = {e.head for e in out if e.kind == kind and e.layer == layer and not e.whole_layer}
-            whole = Event(kind, layer)
-            if whole in out or len(heads) == arch.heads[layer - 1]:
-                out = [e for e in out if not (e.kind == kind and e.layer == layer)] + [whole]
-    values = [e for e in out if e.kind == VALUE_RANK or (e.kind == VALUE_COLLAPSE and e.whole_layer)]
-    values += [e for e in out if e.kind == VALUE_COLLAPSE and not e.whole_layer
-               and any(v.kind == VALUE_RANK and v.layer == e.layer for v in out)]
-    layers = [e.layer for e in values]
-    if len(set(layers)) != len(layers):
-        raise SymattnError("two value events at the same layer contradict each other: "
-                           + ", ".join(e.name for e in values))
+    for layer in {e.layer for e in out if e.kind == SCORE_COLLAPSE and not e.whole_layer}:
+        heads = {e.head for e in out if e.kind == SCORE_COLLAPSE and e.layer == layer and not e.whole_layer}
+        whole = Event(SCORE_COLLAPSE, layer)
+        if whole in out or len(heads) == arch.heads[layer - 1]:
+            out = [e for e in out if not (e.kind == SCORE_COLLAPSE and e.layer == layer)] + [whole]
+    # the value maps: at most one constraint per head (zero, or a rank); one that holds in every head is the layer's
+    for layer in sorted({e.layer for e in out if e.kind in (VALUE_COLLAPSE, VALUE_RANK)}):
+        value_events = [e for e in out if e.kind in (VALUE_COLLAPSE, VALUE_RANK) and e.layer == layer]
+        constraint: dict[int, tuple] = {}
+        for e in sorted(value_events, key=lambda e: not e.whole_layer):  # the layer's events first
+            for h in (range(1, arch.heads[layer - 1] + 1) if e.whole_layer else [e.head]):
+                if constraint.get(h, (e.kind, e.rank)) != (e.kind, e.rank):
+                    raise SymattnError("two value events at the same layer contradict each other: "
+                                       + ", ".join(e.name for e in value_events))
+                constraint[h] = (e.kind, e.rank)
+        kinds = set(constraint.values())
+        if len(constraint) == arch.heads[layer - 1] and len(kinds) == 1:  # every head alike: the layer's event
+            (kind, rank), = kinds
+            out = [e for e in out if e not in value_events] + [Event(kind, layer, rank)]
+        elif any(e.whole_layer for e in value_events):  # the layer's event already says it for each head
+            out = [e for e in out if e not in value_events or e.whole_layer]
     return tuple(sorted(out))
 
 
@@ -340,9 +351,13 @@ def all_events(arch: Architecture) -> list[Event]:
     arch = require_architecture(arch)
     out = [score_collapse(i) for i in range(1, arch.layers + 1)]
     out += [value_collapse(i) for i in range(1, arch.layers + 1)]
-    # one head of a layer with several: its scores, its value map
+    # one head of a layer with several: its scores, its value map, a lower rank of its value map
     out += [make(i, h) for make in (score_collapse, value_collapse) for i in range(1, arch.layers + 1)
             if arch.heads[i - 1] > 1 for h in range(1, arch.heads[i - 1] + 1)]
+    for i in range(1, arch.layers + 1):
+        rows, cols = arch.block_shapes(i)["V"]
+        if arch.heads[i - 1] > 1:
+            out += [value_rank(i, r, h) for r in range(1, min(rows, cols)) for h in range(1, arch.heads[i - 1] + 1)]
     for i in range(1, arch.layers + 1):
         rows, cols = arch.block_shapes(i)["V"]
         out += [value_rank(i, r) for r in range(1, min(rows, cols))]

@@ -449,13 +449,15 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     kinds = {e.kind for e in events}
     scores_collapsed = {e.layer: e for e in events if e.kind == SCORE_COLLAPSE and e.whole_layer}
     values_zero = {e.layer: e for e in events if e.kind == VALUE_COLLAPSE and e.whole_layer}
-    values_rank = {e.layer: e for e in events if e.kind == VALUE_RANK}
+    values_rank = {e.layer: e for e in events if e.kind == VALUE_RANK and e.whole_layer}
     # one-head events: layer -> {head: event}
     head_scores: dict[int, dict[int, Event]] = {}
-    head_values: dict[int, dict[int, Event]] = {}
+    head_values: dict[int, dict[int, Event]] = {}  # V_{i,h} = 0
+    head_ranks: dict[int, dict[int, Event]] = {}  # V_{i,h} of rank r
     for e in events:
         if not e.whole_layer:
-            (head_scores if e.kind == SCORE_COLLAPSE else head_values).setdefault(e.layer, {})[e.head] = e
+            by_kind = {SCORE_COLLAPSE: head_scores, VALUE_COLLAPSE: head_values, VALUE_RANK: head_ranks}
+            by_kind[e.kind].setdefault(e.layer, {})[e.head] = e
 
     states: dict[str, dict[str, str]] = {n: {} for n in graph.nodes}  # node -> {state: origin node}
     if IDENTICAL_TOKENS in kinds:
@@ -489,6 +491,8 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             states[scores][f"collapsed in head {h}"] = scores
         for h in head_values.get(i, {}):
             states[values][f"zero in head {h}"] = values
+        for h, e in head_ranks.get(i, {}).items():
+            states[values][f"rank<={e.rank} in head {h}"] = values
         stream = "zero" in states[values] and arch.residual  # V_i = 0 with a residual stream: X_i = X_{i-1}
         if ("zero" in states[values] and not arch.residual) or "zero" in prev:
             states[tokens]["zero"] = states[values].get("zero", prev.get("zero"))
@@ -510,8 +514,10 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 bound, origin = values_rank[i].rank, values
             bound = min(bound, generic)
         else:
+            ranks = {h: values_rank[i].rank for h in range(1, arch.heads[i - 1] + 1)} if i in values_rank else \
+                {h: e.rank for h, e in head_ranks.get(i, {}).items()}
             bound, origin, cause = _variant_span(arch, i, bound, origin, states, head_scores, head_values,
-                                                 values_rank, causes.get(i - 1))
+                                                 ranks, causes.get(i - 1))
             if cause is not None:
                 causes[i] = cause
         rank_bound[i] = (bound, origin)
@@ -536,9 +542,14 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 and not {"zero", "identical"} & set(states[tokens]):
             # collapsed heads add a column-constant term: where the live heads' outputs leave a direction
             # of width d_i free, a functional on it reads the same value on every token
-            per_head = min(rank_bound[i - 1][0], arch.widths[i],
-                           values_rank[i].rank if i in values_rank else arch.widths[i - 1])
-            if live * per_head < arch.widths[i]:
+            def head_rank(h):
+                if i in values_rank:
+                    return values_rank[i].rank
+                return head_ranks[i][h].rank if h in head_ranks.get(i, {}) else arch.widths[i - 1]
+
+            live_span = sum(min(rank_bound[i - 1][0], arch.widths[i], head_rank(h))
+                            for h in _live_heads(arch, i, head_scores, head_values))
+            if live_span < arch.widths[i]:
                 states[tokens]["constant-coordinate"] = scores
         previous = tokens
     if "zero" in states[previous]:
@@ -695,7 +706,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
 
 
 def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, head_scores: dict,
-                  head_values: dict, values_rank: dict, inherited: str | None):
+                  head_values: dict, ranks: dict, inherited: str | None):
     """``(bound, origin, cause)``: the dimension of the span of the tokens ``X_i`` of a variant on the set.
 
     ``X_i = sum_h V_{i,h} X_{i-1} S_{i,h}`` (plus ``X_{i-1}`` with a residual
@@ -714,30 +725,43 @@ def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, 
     silenced = sorted(head_values.get(i, {}))
     collapsed = [h for h in head_scores.get(i, {}) if h not in silenced]
     active = arch.heads[i - 1] - len(silenced)
-    # heads per distinct attention: one group for a forced attention, else each live head and the collapsed ones
+    # the heads per distinct attention: one group for a forced attention, else each live head and the collapsed ones
     if "uniform" in states[attention]:
-        groups = [active] if active else []
+        groups = [[h for h in range(1, arch.heads[i - 1] + 1) if h not in silenced]]
     else:
-        groups = [1] * len(_live_heads(arch, i, head_scores, head_values)) + ([len(collapsed)] if collapsed else [])
+        groups = [[h] for h in _live_heads(arch, i, head_scores, head_values)] + ([collapsed] if collapsed else [])
+    groups = [g for g in groups if g]
     constant = "constant-coordinate" in previous and not arch.residual
 
     def span_with(rank):
-        # a group of n heads adds the image of (sum_h V_{i,h}) X_{i-1}: at most n rank, at most the span entering
-        total = sum(min(bound, n * rank) for n in groups)
+        # a group adds the image of (sum_h V_{i,h}) X_{i-1}: at most the sum of its ranks and the span entering
+        total = sum(min(bound, sum(rank(h) for h in g)) for g in groups)
         if constant and groups:  # the constant parts of all groups add up to one direction
-            total = min(total, sum(min(bound - 1, n * rank) for n in groups) + 1)
+            total = min(total, sum(min(bound - 1, sum(rank(h) for h in g)) for g in groups) + 1)
         return min(arch.widths[i], total + (bound if arch.residual else 0))
 
-    span = span_with(values_rank[i].rank if i in values_rank else bound)
+    def full(h):
+        return bound
+
+    def lowered(h):
+        return min(bound, ranks.get(h, bound))
+
+    span = span_with(lowered)
     generic = _bottleneck(arch, i)
     if span >= generic:
         return generic, None, None
     if span >= min(arch.widths[i], (arch.heads[i - 1] + (1 if arch.residual else 0)) * bound) and origin is not None:
         return span, origin, inherited  # only as small as the span that enters the layer
-    if i in values_rank and span < span_with(bound):
-        return span, values, f"every head's V_{{{i},h}} has rank {values_rank[i].rank}"
+    why = []
+    if ranks and span < span_with(full):
+        if len(set(ranks.values())) == 1 and len(ranks) == arch.heads[i - 1]:
+            why.append(f"every head's V_{{{i},h}} has rank {next(iter(ranks.values()))}")
+        else:
+            why.append(" and ".join(f"V_{{{i},{h}}} has rank {r}" for h, r in sorted(ranks.items())))
     if silenced:
-        return span, values, " and ".join(f"V_{{{i},{h}}} = 0" for h in silenced) + ": those heads add nothing"
+        why.append(" and ".join(f"V_{{{i},{h}}} = 0" for h in silenced) + ": those heads add nothing")
+    if why:
+        return span, values, "; ".join(why)
     if len(groups) < active:
         return span, scores, f"heads of layer {i} share one attention, so together they add one image of the tokens"
     if constant:

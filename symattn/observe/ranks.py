@@ -88,7 +88,7 @@ def _set_point(arch, events, p, seed):
                 point[key] = np.zeros_like(point[key])
         elif e.kind == VALUE_RANK:
             rows, cols = arch.block_shapes(e.layer)["V"]
-            for key in _layer_keys(arch, "V", e.layer):
+            for key in _event_keys(arch, "V", e):
                 B = rng.integers(1, p, size=(rows, e.rank), dtype=np.int64)
                 C = rng.integers(1, p, size=(e.rank, cols), dtype=np.int64)
                 point[key] = matmul_mod(B, C, p)
