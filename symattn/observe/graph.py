@@ -458,6 +458,8 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         if not e.whole_layer:
             by_kind = {SCORE_COLLAPSE: head_scores, VALUE_COLLAPSE: head_values, VALUE_RANK: head_ranks}
             by_kind[e.kind].setdefault(e.layer, {})[e.head] = e
+    # layer -> the heads that no one-head event collapses or silences
+    live_heads = {i: _live_heads(arch, i, head_scores, head_values) for i in range(1, arch.layers + 1)}
 
     states: dict[str, dict[str, str]] = {n: {} for n in graph.nodes}  # node -> {state: origin node}
     if IDENTICAL_TOKENS in kinds:
@@ -502,8 +504,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             elif "uniform" in states[attention] and not arch.causal and not arch.residual:
                 # J/t makes the tokens equal; the causal average and the residual stream keep them apart
                 states[tokens]["identical"] = states[attention]["uniform"]
-            elif not arch.causal and not arch.residual and i in head_scores and not _live_heads(arch, i, head_scores,
-                                                                                                 head_values):
+            elif not arch.causal and not arch.residual and i in head_scores and not live_heads[i]:
                 # every head collapsed or silenced: the collapsed ones add V_{i,h} X J/t, equal tokens
                 states[tokens]["identical"] = scores
         bound, origin = rank_bound[i - 1]
@@ -517,7 +518,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             ranks = {h: values_rank[i].rank for h in range(1, arch.heads[i - 1] + 1)} if i in values_rank else \
                 {h: e.rank for h, e in head_ranks.get(i, {}).items()}
             bound, origin, cause = _variant_span(arch, i, bound, origin, states, head_scores, head_values,
-                                                 ranks, causes.get(i - 1))
+                                                 live_heads[i], ranks, causes.get(i - 1))
             if cause is not None:
                 causes[i] = cause
         rank_bound[i] = (bound, origin)
@@ -525,10 +526,10 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             states[tokens][f"rank<={bound}"] = origin
         shared = "uniform" in states[attention]  # forced attention: every head has the same S(A_i)
         # or every head that adds something has its scores collapsed (one-head events)
-        shared = shared or (i in head_scores and heads > 0 and not _live_heads(arch, i, head_scores, head_values))
+        shared = shared or (i in head_scores and heads > 0 and not live_heads[i])
         # the heads whose scores still act: without a mask a collapsed head adds V_{i,h} X J/t, the same
         # for every token (under a causal mask it adds the causal average, which varies like a live head's)
-        live = len(_live_heads(arch, i, head_scores, head_values)) if i in head_scores and not arch.causal \
+        live = len(live_heads[i]) if i in head_scores and not arch.causal \
             else heads
         if arch.residual:
             # X_{i-1} + V_i X_{i-1} J/t adds a column-constant term; the causal average does not
@@ -548,7 +549,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 return head_ranks[i][h].rank if h in head_ranks.get(i, {}) else arch.widths[i - 1]
 
             live_span = sum(min(rank_bound[i - 1][0], arch.widths[i], head_rank(h))
-                            for h in _live_heads(arch, i, head_scores, head_values))
+                            for h in live_heads[i])
             if live_span < arch.widths[i]:
                 states[tokens]["constant-coordinate"] = scores
         previous = tokens
@@ -598,7 +599,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 path(scores, blocker)),), 0)
             continue
         dead = _dead_head_reasons(arch, i, head_scores, head_values, scores)
-        if dead and not _live_heads(arch, i, head_scores, head_values):
+        if dead and not live_heads[i]:
             verdicts[block] = BlockVerdict(block, UNOBSERVABLE, tuple(dead), 0)
             continue
         reasons, predicted = list(dead), (None if dead else ref)
@@ -673,7 +674,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     # a sign flip of each seen head of an even layer (a collapsed or silenced head's flip stays in its component)
     seen = [(j, h) for j in range(1, arch.layers + 1)
             if verdicts[f"scores:{j}"].status in (OBSERVABLE, PARTIAL) and props[j - 1]["even"]
-            for h in _live_heads(arch, j, head_scores, head_values)]
+            for h in live_heads[j]]
     notes = []
     if BIAS in kinds:
         quiet = [j for j in range(1, arch.layers + 1) if not props[j - 1]["exponential"]
@@ -706,7 +707,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
 
 
 def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, head_scores: dict,
-                  head_values: dict, ranks: dict, inherited: str | None):
+                  head_values: dict, live: list[int], ranks: dict, inherited: str | None):
     """``(bound, origin, cause)``: the dimension of the span of the tokens ``X_i`` of a variant on the set.
 
     ``X_i = sum_h V_{i,h} X_{i-1} S_{i,h}`` (plus ``X_{i-1}`` with a residual
@@ -718,7 +719,8 @@ def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, 
     the same constant column ``V_{i,h} e_b`` times ``1^T S = 1^T``, so the
     heads' constant parts add up to one direction.  Below the generic span
     (:func:`_bottleneck`) the later scores see only a compression of ``W``;
-    ``cause`` says why, ``origin`` is the node it comes from.
+    ``cause`` says why, ``origin`` is the node it comes from.  ``live`` are
+    the heads of layer ``i`` that no one-head event collapses or silences.
     """
     scores, values, attention = f"scores:{i}", f"values:{i}", f"attention:{i}"
     previous = states["input" if i == 1 else f"tokens:{i - 1}"]
@@ -729,7 +731,7 @@ def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, 
     if "uniform" in states[attention]:
         groups = [[h for h in range(1, arch.heads[i - 1] + 1) if h not in silenced]]
     else:
-        groups = [[h] for h in _live_heads(arch, i, head_scores, head_values)] + ([collapsed] if collapsed else [])
+        groups = [[h] for h in live] + ([collapsed] if collapsed else [])
     groups = [g for g in groups if g]
     constant = "constant-coordinate" in previous and not arch.residual
 
