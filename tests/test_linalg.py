@@ -4,6 +4,9 @@ Every product is compared with a reference computed with Python's unbounded
 integers (no numpy arithmetic), for primes just below ``2**28`` where the
 float64 limbs and the chunks of the inner dimension are needed, at random
 sizes, and at the edge of a chunk (inner dimension ``2**11`` and one more).
+Every test runs with each fast engine of the series products (``compiled``
+and ``blas``, through ``$SYMATTN_PRODUCTS``); ``schoolbook=True`` is the
+baseline either way.
 """
 
 from __future__ import annotations
@@ -28,27 +31,22 @@ from symattn.algebra.linalg import (
 )
 from symattn.algebra.modseries import ModSeriesDomain
 
+from integer_reference import series_matmul_reference
+
 BIG_PRIMES = [268435399, 268435367, 268435361]  # the largest primes below 2**28
+
+
+@pytest.fixture(autouse=True, params=["compiled", "blas"])
+def engine(request, monkeypatch):
+    """The fast engine of the series products for this test."""
+    monkeypatch.setenv("SYMATTN_PRODUCTS", request.param)
+    return request.param
 SMALL_PRIME = 1048573  # below 2**20: one limb
 
 
 def _reference_matmul(A, B, p):
     A, B = np.asarray(A).tolist(), np.asarray(B).tolist()
     return [[sum(int(a) * int(b) for a, b in zip(row, col)) % p for col in zip(*B)] for row in A]
-
-
-def _reference_series_matmul(A, B, p, N):
-    m, k, _ = A.shape
-    n = B.shape[1]
-    out = [[[0] * N for _ in range(n)] for _ in range(m)]
-    for i in range(m):
-        for j in range(n):
-            for l in range(k):
-                for a in range(min(N, A.shape[2])):
-                    for b in range(min(N - a, B.shape[2])):
-                        out[i][j][a + b] += int(A[i, l, a]) * int(B[l, j, b])
-            out[i][j] = [c % p for c in out[i][j]]
-    return out
 
 
 def _reference_rank(M, p):
@@ -127,9 +125,9 @@ def test_series_matmul_is_exact(p, seed):
     if seed % 2:
         B[:, :, 1::2] = 0
     for N in (min(La, Lb), max(La, Lb) + 2):
-        assert series_matmul(A, B, p, truncation=N).tolist() == _reference_series_matmul(A, B, p, N)
+        assert series_matmul(A, B, p, truncation=N).tolist() == series_matmul_reference(A, B, p, N)
         assert series_matmul(A, B, p, truncation=N, schoolbook=True).tolist() == \
-            _reference_series_matmul(A, B, p, N)
+            series_matmul_reference(A, B, p, N)
 
 
 def test_series_matmul_broadcasts_a_leading_axis_and_cuts_large_products(monkeypatch):
@@ -139,7 +137,7 @@ def test_series_matmul_broadcasts_a_leading_axis_and_cuts_large_products(monkeyp
     rng = np.random.default_rng(11)
     A = rng.integers(0, p, size=(6, 3, 2, 9))
     B = rng.integers(0, p, size=(1, 2, 5, 9))
-    expected = [_reference_series_matmul(A[b], B[0], p, 9) for b in range(6)]
+    expected = [series_matmul_reference(A[b], B[0], p, 9) for b in range(6)]
     assert series_matmul(A, B, p).tolist() == expected
     monkeypatch.setattr(linalg, "_PIECE_BYTES", 2000)  # forces cutting along the batch and the rows
     assert series_matmul(A, B, p).tolist() == expected
@@ -329,7 +327,7 @@ def test_products_of_series_in_a_power_of_eps_equal_the_schoolbook_product(p):
                     assert (series_scale(values, many, p) == series_mul_mod(values, many, p)).all()
     A = _series_on(rng, (3, 2, 9), p, 1, 2)  # factors of other lengths, a longer truncation
     B = _series_on(rng, (2, 4, 20), p, 0, 1)
-    assert series_matmul(A, B, p, 25).tolist() == _reference_series_matmul(A, B, p, 25)
+    assert series_matmul(A, B, p, 25).tolist() == series_matmul_reference(A, B, p, 25)
 
 
 @pytest.mark.parametrize("name", ["softmax", "cosh", "1 + x**3 + x**4"])

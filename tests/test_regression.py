@@ -27,8 +27,11 @@ def test_every_configuration_has_a_fixture():
     assert len(names) >= 30
 
 
+@pytest.mark.parametrize("engine", ["blas", "compiled"])
 @pytest.mark.parametrize("name, argv", CONFIGURATIONS, ids=[name for name, _ in CONFIGURATIONS])
-def test_exact_results_unchanged(name, argv):
+def test_exact_results_unchanged(name, argv, engine, monkeypatch):
+    # every product on one engine: float64 BLAS, or the compiled kernels
+    monkeypatch.setenv("SYMATTN_PRODUCTS", engine)
     recorded = json.loads((REGRESSION / "fixtures" / f"{name}.json").read_text(encoding="utf-8"))
     assert recorded["argv"] == argv
     # through JSON once more, so that both sides have string keys and lists

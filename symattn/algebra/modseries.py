@@ -8,9 +8,10 @@ the inputs of a bank, so one forward pass computes a whole Jacobian along a
 curve.
 
 Primes are below ``2**28``.  Matrix products and the products of a series
-with its jets run as float64 BLAS products with exact limb splitting
-(:mod:`symattn.algebra.linalg`); ``schoolbook=True`` keeps the broadcast
-schoolbook products, the baseline of the benchmarks (same results).
+with its jets run on the engine :func:`symattn.algebra.linalg.product_engine`
+names: compiled kernels in 64-bit integers, or float64 BLAS products with
+exact limb splitting; ``schoolbook=True`` keeps the broadcast schoolbook
+products, the baseline of the benchmarks (same results).
 
 Examples
 --------
@@ -31,8 +32,8 @@ import sympy as sp
 
 from ..errors import DomainError, TruncationError
 from .domains import Domain, is_prime
-from .linalg import (MAX_PRIME, coefficient_support, matmul_mod, modular_inverse, schoolbook_default, series_matmul,
-                     series_mul_mod, series_scale)
+from .linalg import (MAX_PRIME, coefficient_support, jet_matmul, matmul_mod, modular_inverse, product_engine,
+                     schoolbook_default, series_matmul, series_mul_mod, series_multiply, series_scale)
 
 __all__ = ["ModSeriesDomain", "ExactSeriesDomain", "series_mul_mod", "modular_inverse", "MAX_PRIME"]
 
@@ -70,7 +71,7 @@ class ModSeriesDomain(Domain):
     coefficient_values : dict, optional
         Residues for the symbols of a generic normalizer (``c_j``).
     schoolbook : bool, optional
-        Broadcast schoolbook products instead of BLAS (the benchmark
+        Broadcast schoolbook products instead of the fast engines (the benchmark
         baseline; same results).  Default: ``$SYMATTN_SCHOOLBOOK``, else False.
 
     Examples
@@ -191,7 +192,7 @@ class ModSeriesDomain(Domain):
 
     # -- the coefficient field: GF(p) here, overridden by exact subclasses -------------
     def _series_mul(self, a, b):
-        return series_mul_mod(a, b, self.p)
+        return series_multiply(a, b, self.p, schoolbook=True if self.schoolbook else None)
 
     def _coefficient_array(self, coefficients):
         return np.asarray(coefficients, dtype=np.int64) % self.p
@@ -244,6 +245,8 @@ class ModSeriesDomain(Domain):
         if self.schoolbook:  # (r, 1, k, ...) * (1, c, k, ...) summed over k
             product = self._mul(a[:, None, :], b.swapaxes(0, 1)[None, :, :])
             return self._reduce(product.sum(axis=2))
+        if product_engine() == "compiled":
+            return jet_matmul(a, b, self.p)
         return self._blas_matmul(a, b)
 
     def _blas_matmul(self, a, b):
