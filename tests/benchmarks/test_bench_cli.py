@@ -84,3 +84,33 @@ def test_five_layers_under_two_minutes(table):
           [[5, 161, data["truncation"], data["bank"], f"{seconds:.1f}", f"{startup:.2f}",
             f"{seconds / four:.1f}x", 120]])
     assert seconds < 120
+
+
+def test_short_commands_do_not_load_the_compiled_kernels(table):
+    """Whole-process time of a short and a longer spectrum on each engine (fastest of 3).
+
+    Loading numba and the cached kernels costs about 0.35 s; ``SYMATTN_PRODUCTS=auto`` (the
+    default) loads them only once the products have done about that much work, so a one-layer
+    spectrum keeps the start-up of the BLAS engine and five layers run compiled.
+    """
+    import os
+
+    rows, fastest = [], {}
+    for layers in (1, 4, 5):
+        for engine in ("auto", "compiled", "blas"):
+            env = {**os.environ, "SYMATTN_PRODUCTS": engine}
+            times = []
+            for _ in range(3 if layers < 5 else 1):
+                start = time.perf_counter()
+                proc = subprocess.run([*_command(), "spectrum", "--layers", str(layers), "--json", "--quiet"],
+                                      capture_output=True, text=True, timeout=600, env=env)
+                times.append(time.perf_counter() - start)
+                assert proc.returncode == 0, proc.stderr
+            if layers in EXPECTED:
+                _check(json.loads(proc.stdout), layers)
+            fastest[layers, engine] = min(times)
+        rows.append([layers] + [f"{fastest[layers, engine]:.2f}" for engine in ("auto", "compiled", "blas")])
+    table("symattn spectrum --layers L --json --quiet, whole process (s) by $SYMATTN_PRODUCTS",
+          ["layers", "auto (default)", "compiled", "blas"], rows)
+    assert fastest[1, "auto"] < fastest[1, "compiled"]  # a short job does not pay for the kernels
+    assert fastest[5, "auto"] < fastest[5, "blas"]  # a long one runs on them
