@@ -421,7 +421,11 @@ def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadc
 
 
 def _products() -> str:
-    """The products the series domains will use: ``"broadcast"`` under ``$SYMATTN_SCHOOLBOOK``."""
+    """The products the series domains will use: ``"broadcast"`` under ``$SYMATTN_SCHOOLBOOK``.
+
+    The compiled engine is estimated as ``"blas"``: an upper bound, as its
+    kernels keep no transient copies of the operands or the result.
+    """
     return "broadcast" if schoolbook_default() else "blas"
 
 

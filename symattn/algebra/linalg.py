@@ -183,7 +183,7 @@ def product_engine() -> str:
     asked = _asked_engine()
     if asked in ("blas", "schoolbook"):
         return asked
-    if asked == "compiled" and _compiled_kernel() is None:
+    if asked == "compiled" and _compiled_kernels() is None:
         raise ValueError(f"${PRODUCTS_VARIABLE} = 'compiled' needs numba, which cannot be imported here "
                          f"({_KERNEL_ERROR}): install numba, or set it to auto or blas")
     return "compiled" if _KERNELS else "blas"
@@ -214,7 +214,7 @@ def _count_blas_work(work: int) -> None:
     if _KERNELS is None and _asked_engine() == "auto":
         _BLAS_WORK[0] += work
         if _BLAS_WORK[0] >= COMPILED_AFTER_WORK:
-            _compiled_kernel()
+            _compiled_kernels()
 
 
 def schoolbook_default() -> bool:
@@ -251,7 +251,7 @@ _KERNELS = None  # the compiled kernels module once loaded; False when numba can
 _KERNEL_ERROR = ""
 
 
-def _compiled_kernel():
+def _compiled_kernels():
     """:mod:`symattn.algebra._compiled`, imported on first use; None where numba cannot be imported."""
     global _KERNELS, _KERNEL_ERROR
     if _KERNELS is None:
@@ -277,7 +277,7 @@ def _compiled_product(A: np.ndarray, B: np.ndarray, p: int, N: int) -> np.ndarra
     """:func:`series_matmul` ``(..., m, k, La) x (..., k, n, Lb)`` by the compiled kernel."""
     lead = np.broadcast_shapes(A.shape[:-3], B.shape[:-3])
     out = np.empty((math.prod(lead), A.shape[-3], B.shape[-2], N), dtype=np.int64)
-    _run_kernel(_compiled_kernel().series_matmul_kernel, A.reshape(-1, *A.shape[-3:]), B.reshape(-1, *B.shape[-3:]),
+    _run_kernel(_compiled_kernels().series_matmul_kernel, A.reshape(-1, *A.shape[-3:]), B.reshape(-1, *B.shape[-3:]),
                 p, out, _entries(A.shape[:-3], lead), _entries(B.shape[:-3], lead))
     return out.reshape(*lead, *out.shape[1:])
 
@@ -308,7 +308,7 @@ def jet_matmul(a, b, p: int) -> np.ndarray:
     >>> jet_matmul(a, a, 101)[0, 0, 0].tolist()      # (1 + eps)^2 and 2 (1 + eps) eps
     [[1, 2, 1], [0, 2, 2]]
     """
-    kernels = _compiled_kernel()
+    kernels = _compiled_kernels()
     if kernels is None:
         raise ValueError(f"jet_matmul needs numba, which cannot be imported here ({_KERNEL_ERROR})")
     p = int(p)
