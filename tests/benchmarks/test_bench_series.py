@@ -114,9 +114,9 @@ def test_series_matmul_fast_against_schoolbook(table, monkeypatch):
 #: The issue asks the fast engine to be at least this many times faster than the schoolbook baseline
 #: on ``symattn spectrum --layers 4`` and ``--layers 5``.
 TARGET_SPEEDUP = 5.0
-#: Measured on the 2-core machine (in-process, medians of 5 runs, December 2026): 4 layers compiled
-#: 0.14 s, BLAS 0.32 s, schoolbook 0.82 s (5.7x and 2.6x); 5 layers compiled 1.16 s, BLAS 2.2 s,
-#: schoolbook 13.2 s (11x and 6x).  The BLAS engine alone reached 2.9x at four layers: 80% of
+#: Measured on the 2-core machine (in-process, December 2026): 4 layers (medians of 5) compiled
+#: 0.122 s, BLAS 0.275 s, schoolbook 0.797 s (6.5x and 2.9x); 5 layers compiled 1.11 s, BLAS 2.14 s,
+#: schoolbook 13.5 s (12.1x and 6.3x).  The BLAS engine alone reached 2.9x at four layers: 80% of
 #: the time was in the series products, and numpy's passes around the gemm (limb splits, Toeplitz
 #: copies, recombination) could not be fused; the compiled kernels are the fused loop.
 TARGET_MET: set[int] = {4, 5}
