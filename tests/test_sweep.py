@@ -98,6 +98,8 @@ _GRID_FLAG_VALUES = {
     "--analysis": ["dimension", "parameters,dimension", "spectra", ""],
     "--events": ["scores:1", "keys:1", "values:1,bias", ""],
     "--task-timeout": ["60", "0", "-1"],
+    "--causal": ["yes", "no", "yes,no", "maybe", ""],
+    "--residual": ["yes", "no,yes", "1..2"],
 }
 
 
@@ -115,6 +117,24 @@ def test_random_grid_command_lines_exit_0_or_2(flags, data):
     if status == 0:
         data_out = json.loads(out)
         assert data_out["tasks"] == len(data_out["rows"])
+
+
+def test_yes_no_flags_take_one_value_or_both():
+    # alone: yes for every point (as before); a value: yes, no, or both as two points each
+    base = ["sweep", "--layers", "1", "--width", "2", "--tokens", "3", "--scheduler", "synchronous", "--quiet",
+            "--json"]
+    status, out, _ = _cli([*base, "--causal", "--residual"])
+    assert status == 0
+    assert [(row["causal"], row["residual"]) for row in json.loads(out)["rows"]] == [(True, True)]
+    status, out, _ = _cli([*base, "--causal", "yes,no", "--residual", "no"])
+    assert status == 0
+    rows = json.loads(out)["rows"]
+    assert [(row["causal"], row["residual"]) for row in rows] == [(True, False), (False, False)]
+    # one layer, width 2, three tokens: 7 directions with the mask and without (the plain formula's 7)
+    assert [(row["lower"], row["upper"], row["certified"]) for row in rows] == [(7, 7, True)] * 2
+    assert rows[1]["expected"] == 7
+    status, _, err = _cli([*base, "--causal", "maybe"])
+    assert status == 2 and "causal takes yes or no (true or false), got 'maybe'" in err
 
 
 def test_invalid_combinations_are_skipped_with_reasons():

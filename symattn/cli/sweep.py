@@ -24,7 +24,7 @@ _GRID_HELP = {
     "heads": "in a sweep: a value, a list a,b,c or a range a..b (per-layer lists in a --grid file)",
 }
 _GRID_VALUES_HELP = "in a sweep: a value, a list a,b,c or a range a..b"
-_GRID_FLAG_HELP = "in a sweep: for every point (vary it in a --grid file)"
+_GRID_FLAG_HELP = "in a sweep: alone, yes for every point; or yes, no, or yes,no for both"
 
 
 def _more_help(text: str | None, more: str) -> str:
@@ -43,22 +43,30 @@ def _grid_flags(parser) -> list[tuple[str, str]]:
     Architecture that every command is given is then the default one.
     The flags are found as argparse keeps them (``parser._actions``, each
     with the group it was added to), so a network flag added to the common
-    flags becomes a grid flag here too.  Returns ``(field, dest)`` pairs.
+    flags becomes a grid flag here too.  A yes/no flag (``--causal``) is
+    replaced by one that takes an optional value: alone it means yes for
+    every point, ``--causal no`` no, and ``--causal yes,no`` both.
+    Returns ``(field, dest)`` pairs.
     """
     fields, defaults = [], {}
-    for action in parser._actions:
+    for action in list(parser._actions):
         container = getattr(action, "container", None)
         if getattr(container, "title", None) != "network" or not action.option_strings:
             continue
         field = action.dest
         defaults[field] = action.default
-        action.dest = f"grid_{field}"
-        action.default = None
-        if action.nargs != 0:  # a flag with a value (store_true flags stay flags: a yes for every point)
+        if action.nargs == 0:  # a yes/no flag: alone yes for every point, or given yes, no or yes,no
+            container._remove_action(action)
+            for option in action.option_strings:  # the group shares the parser's table of option strings
+                container._option_string_actions.pop(option, None)
+            action = container.add_argument(*action.option_strings, nargs="?", const="yes", default=None,
+                                            dest=f"grid_{field}", metavar="yes,no",
+                                            help=_more_help(action.help, _GRID_FLAG_HELP))
+        else:
+            action.dest = f"grid_{field}"
+            action.default = None
             action.type = None
             action.help = _more_help(action.help, _GRID_HELP.get(field, _GRID_VALUES_HELP))
-        else:
-            action.help = _more_help(action.help, _GRID_FLAG_HELP)
         fields.append((field, action.dest))
     for action in parser._actions:
         if action.dest == "max_memory":
@@ -79,6 +87,9 @@ def configure_sweep(parser) -> None:
     ('1..3', '2,3', 'dimension,spectrum', 2, 3600.0)
     >>> arch.layers  # the flags' default architecture, unused by the sweep
     3
+    >>> args, _ = parse_command(configure_sweep, ["--causal", "yes,no", "--residual", "--layers", "1"])
+    >>> args.grid_causal, args.grid_residual, args.grid_assume_positive
+    ('yes,no', 'yes', None)
     """
     parser.set_defaults(grid_fields=_grid_flags(parser))
     grid = parser.add_argument_group("sweep")
