@@ -524,10 +524,24 @@ class Normalizer:
         return f"Normalizer({self.name!r})"
 
     def __eq__(self, other) -> bool:
+        """Equal when they are the same function: the same expression, or generic data of the same ``k`` and parity.
+
+        Generic normalizers of one ``k`` and parity share their symbols
+        ``c_j``, so they are one normalizer (also after pickling).
+
+        Examples
+        --------
+        >>> import pickle
+        >>> Normalizer.generic(k=2) == pickle.loads(pickle.dumps(Normalizer.generic(k=2)))
+        True
+        >>> Normalizer.generic(k=2) == Normalizer.generic(k=2, even=True), Normalizer.generic() == as_normalizer("exp(x)")
+        (False, False)
+        """
         if not isinstance(other, Normalizer):
             return NotImplemented
         if self.is_generic or other.is_generic:
-            return self is other
+            return self.is_generic and other.is_generic and \
+                (self._generic_k, self._generic_even) == (other._generic_k, other._generic_even)
         return self.expr == other.expr
 
     def __hash__(self) -> int:

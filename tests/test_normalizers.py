@@ -380,3 +380,18 @@ def test_positive_function_with_tiny_values_is_not_reported_as_nonpositive(expre
         Normalizer(expression)
     except NormalizerError as err:
         assert "is not positive on R" not in str(err)
+
+
+def test_generic_normalizers_of_one_k_and_parity_are_one_normalizer():
+    import pickle
+
+    from symattn.model import Architecture
+
+    first, second = Normalizer.generic(k=2, even=True), Normalizer.generic(k=2, even=True)
+    assert first == second and hash(first) == hash(second)
+    assert first.taylor(4) == second.taylor(4)  # the same symbols c_2, c_4
+    assert first != Normalizer.generic(k=2) and first != Normalizer.generic(k=4, even=True)
+    assert Normalizer.generic() != as_normalizer("exp(x)") and as_normalizer("exp(x)") != Normalizer.generic()
+    arch = Architecture.uniform(layers=2, normalizer=first)
+    assert pickle.loads(pickle.dumps(arch)) == arch == Architecture.uniform(layers=2, normalizer=second)
+    assert len({arch, Architecture.uniform(layers=2, normalizer=Normalizer.generic(k=2, even=True))}) == 1
