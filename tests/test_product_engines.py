@@ -35,9 +35,12 @@ PRIMES = [2, 3, 8191, 8209, 65521, P]
 
 @pytest.fixture
 def without_numba(monkeypatch):
-    """The product engines as they are where numba cannot be imported."""
-    monkeypatch.setattr(linalg, "_KERNELS", False)
-    monkeypatch.setattr(linalg, "_KERNEL_ERROR", "No module named 'numba'")
+    """The product engines as they are where numba cannot be imported (the kernels not loaded yet)."""
+    def refuse():
+        raise ModuleNotFoundError("No module named 'numba'")
+
+    monkeypatch.setattr(linalg, "_KERNELS", None)
+    monkeypatch.setattr(linalg, "_import_kernels", refuse)
 
 
 def test_the_engine_follows_the_environment(monkeypatch):
@@ -69,11 +72,29 @@ def test_without_numba_auto_stays_on_blas_and_compiled_is_refused(monkeypatch, w
     A, B = rng.integers(0, P, size=(5, 4, 30)), rng.integers(0, P, size=(4, 6, 30))
     assert series_matmul(A, B, P).tolist() == series_matmul_reference(A, B, P, 30)
     monkeypatch.setenv("SYMATTN_PRODUCTS", "compiled")
-    with pytest.raises(ValueError, match="'compiled' needs numba, which cannot be imported here "
-                                         r"\(No module named 'numba'\): install numba, or set it to auto or blas"):
+    with pytest.raises(ValueError, match="'compiled' needs the compiled kernels, which cannot be loaded here "
+                                         r"\(ModuleNotFoundError: No module named 'numba'\): install numba, "
+                                         "or set it to auto or blas"):
         product_engine()
-    with pytest.raises(ValueError, match="jet_matmul needs numba"):
+    with pytest.raises(ValueError, match="jet_matmul needs the compiled kernels"):
         jet_matmul(np.ones((1, 1, 1, 1, 2), dtype=np.int64), np.ones((1, 1, 1, 1, 2), dtype=np.int64), P)
+
+
+def test_kernels_that_fail_to_load_for_any_reason_leave_the_products_on_blas(monkeypatch):
+    def no_cache():  # what numba raises where no directory may hold its cache
+        raise RuntimeError("cannot cache function 'series_matmul_kernel': no locator available")
+
+    monkeypatch.setattr(linalg, "_KERNELS", None)
+    monkeypatch.setattr(linalg, "_import_kernels", no_cache)
+    monkeypatch.setattr(linalg, "COMPILED_AFTER_WORK", 1)
+    monkeypatch.setenv("SYMATTN_PRODUCTS", "auto")
+    A = np.arange(4 * 3 * 20).reshape(4, 3, 20)
+    B = np.arange(3 * 4 * 20).reshape(3, 4, 20)
+    assert series_matmul(A, B, P).tolist() == series_matmul_reference(A, B, P, 20)  # tried, and refused
+    assert linalg._KERNELS is False and product_engine() == "blas"
+    monkeypatch.setenv("SYMATTN_PRODUCTS", "compiled")
+    with pytest.raises(ValueError, match="RuntimeError: cannot cache function"):
+        product_engine()
 
 
 def test_auto_loads_the_kernels_once_the_blas_products_did_enough_work(monkeypatch):

@@ -49,6 +49,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import os
 import threading
@@ -173,7 +174,7 @@ def product_engine() -> str:
     ------
     ValueError
         ``$SYMATTN_PRODUCTS`` names no engine, or names ``compiled`` where
-        numba cannot be imported.
+        the kernels cannot be loaded (numba missing, say).
 
     Examples
     --------
@@ -184,8 +185,8 @@ def product_engine() -> str:
     if asked in ("blas", "schoolbook"):
         return asked
     if asked == "compiled" and _compiled_kernels() is None:
-        raise ValueError(f"${PRODUCTS_VARIABLE} = 'compiled' needs numba, which cannot be imported here "
-                         f"({_KERNEL_ERROR}): install numba, or set it to auto or blas")
+        raise ValueError(f"${PRODUCTS_VARIABLE} = 'compiled' needs the compiled kernels, which cannot be loaded "
+                         f"here ({_KERNEL_ERROR}): install numba, or set it to auto or blas")
     return "compiled" if _KERNELS else "blas"
 
 
@@ -251,16 +252,24 @@ _KERNELS = None  # the compiled kernels module once loaded; False when numba can
 _KERNEL_ERROR = ""
 
 
+def _import_kernels():
+    """Import :mod:`symattn.algebra._compiled` (numba compiles or loads the kernels here)."""
+    return importlib.import_module(f"{__package__}._compiled")
+
+
 def _compiled_kernels():
-    """:mod:`symattn.algebra._compiled`, imported on first use; None where numba cannot be imported."""
+    """:mod:`symattn.algebra._compiled`, imported on first use; None where it cannot be loaded.
+
+    Any failure counts (numba missing or incompatible with numpy, no directory
+    where numba may cache the kernels, ...): the products stay on BLAS, and
+    ``SYMATTN_PRODUCTS=compiled`` is refused with the error's text.
+    """
     global _KERNELS, _KERNEL_ERROR
     if _KERNELS is None:
         try:
-            from . import _compiled
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            _KERNELS, _KERNEL_ERROR = False, str(error)
-        else:
-            _KERNELS = _compiled
+            _KERNELS = _import_kernels()
+        except Exception as error:  # noqa: BLE001 - an optional accelerator: any failure means BLAS
+            _KERNELS, _KERNEL_ERROR = False, f"{type(error).__name__}: {error}"
     return _KERNELS or None
 
 
@@ -310,7 +319,7 @@ def jet_matmul(a, b, p: int) -> np.ndarray:
     """
     kernels = _compiled_kernels()
     if kernels is None:
-        raise ValueError(f"jet_matmul needs numba, which cannot be imported here ({_KERNEL_ERROR})")
+        raise ValueError(f"jet_matmul needs the compiled kernels, which cannot be loaded here ({_KERNEL_ERROR})")
     p = int(p)
     _check_prime_size(p)
     a = np.asarray(a, dtype=np.int64)
