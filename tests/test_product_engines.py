@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import symattn.algebra.linalg as linalg
 from symattn.algebra.linalg import (
@@ -203,6 +205,15 @@ def test_jet_matmul_of_a_parameter_with_unit_jets(monkeypatch):
     assert (jet_matmul(a, b, P) == ModSeriesDomain(P, 12, directions=6, schoolbook=True).matmul(a, b)).all()
 
 
+def test_products_of_no_terms_are_zero(monkeypatch):
+    monkeypatch.setenv("SYMATTN_PRODUCTS", "compiled")
+    assert series_matmul(np.zeros((2, 0, 5), dtype=np.int64), np.zeros((0, 3, 5), dtype=np.int64), P).tolist() == \
+        [[[0] * 5] * 3] * 2
+    assert series_matmul(np.zeros((0, 2, 5), dtype=np.int64), np.ones((2, 3, 5), dtype=np.int64), P).shape == (0, 3, 5)
+    product = jet_matmul(np.zeros((2, 0, 1, 1, 5), dtype=np.int64), np.zeros((0, 3, 4, 2, 5), dtype=np.int64), P)
+    assert product.shape == (2, 3, 4, 2, 5) and not product.any()
+
+
 def test_jet_matmul_refuses_shapes_that_do_not_fit():
     a = np.zeros((2, 3, 4, 2, 8), dtype=np.int64)
     with pytest.raises(ValueError, match=r"jet_matmul multiplies \(r, k, batch, width, N\) by \(k, c, batch, width, N\), "
@@ -222,3 +233,29 @@ def test_a_spectrum_is_the_same_on_every_engine(monkeypatch):
         results[name] = decay_spectrum(arch, progress=False)
     assert results["compiled"].to_json() == results["blas"].to_json() == results["schoolbook"].to_json()
     assert results["compiled"].exponents == {0: 4, 1: 3, 5: 3, 17: 3}
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_random_products_are_the_same_on_every_engine(data):
+    """Random shapes, broadcast leading axes, truncations, sparsity and primes: compiled = blas = schoolbook."""
+    draw = data.draw
+    p = draw(st.sampled_from([2, 5, 8191, 8209, 1048573, P]))
+    m, k, n = (draw(st.integers(0, 4)) for _ in range(3))
+    la, lb = draw(st.integers(1, 24)), draw(st.integers(1, 24))
+    truncation = draw(st.one_of(st.none(), st.integers(1, 30)))
+    lead_a, lead_b = draw(st.sampled_from([((), ()), ((3,), ()), ((), (2,)), ((2, 1), (1, 3)), ((2,), (2,))]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    A = rng.integers(0, p, size=(*lead_a, m, k, la))
+    B = rng.integers(0, p, size=(*lead_b, k, n, lb))
+    stride = draw(st.integers(1, 3))  # series in eps^stride on either side, as along a curve
+    A[..., np.arange(la) % stride != 0] = 0
+    if draw(st.booleans()):
+        B[..., :draw(st.integers(0, lb))] = 0  # a valuation
+    products = {}
+    for engine in PRODUCT_ENGINES:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("SYMATTN_PRODUCTS", engine)
+            products[engine] = series_matmul(A, B, p, truncation=truncation)
+    assert (products["compiled"] == products["schoolbook"]).all()
+    assert (products["blas"] == products["schoolbook"]).all()

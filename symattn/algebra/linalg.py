@@ -285,9 +285,11 @@ def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, p: int, out: np.ndarray, *
 def _compiled_product(A: np.ndarray, B: np.ndarray, p: int, N: int) -> np.ndarray:
     """:func:`series_matmul` ``(..., m, k, La) x (..., k, n, Lb)`` by the compiled kernel."""
     lead = np.broadcast_shapes(A.shape[:-3], B.shape[:-3])
-    out = np.empty((math.prod(lead), A.shape[-3], B.shape[-2], N), dtype=np.int64)
-    _run_kernel(_compiled_kernels().series_matmul_kernel, A.reshape(-1, *A.shape[-3:]), B.reshape(-1, *B.shape[-3:]),
-                p, out, _entries(A.shape[:-3], lead), _entries(B.shape[:-3], lead))
+    out = np.zeros((math.prod(lead), A.shape[-3], B.shape[-2], N), dtype=np.int64)
+    if A.size and B.size:  # else a sum of no products (k = 0, or a factor of no coefficients): zero
+        _run_kernel(_compiled_kernels().series_matmul_kernel, A.reshape(math.prod(A.shape[:-3]), *A.shape[-3:]),
+                    B.reshape(math.prod(B.shape[:-3]), *B.shape[-3:]), p, out, _entries(A.shape[:-3], lead),
+                    _entries(B.shape[:-3], lead))
     return out.reshape(*lead, *out.shape[1:])
 
 
@@ -328,9 +330,11 @@ def jet_matmul(a, b, p: int) -> np.ndarray:
             1 not in (a.shape[2], b.shape[2]) and a.shape[2] != b.shape[2]:
         raise ValueError(f"jet_matmul multiplies (r, k, batch, width, N) by (k, c, batch, width, N), "
                          f"got {a.shape} and {b.shape}")
-    out = np.empty((a.shape[0], b.shape[1], max(a.shape[2], b.shape[2]), max(a.shape[3], b.shape[3]), a.shape[-1]),
+    out = np.zeros((a.shape[0], b.shape[1], max(a.shape[2], b.shape[2]), max(a.shape[3], b.shape[3]), a.shape[-1]),
                    dtype=np.int64)
-    return _run_kernel(kernels.jet_matmul_kernel, a, b, p, out)
+    if a.size and b.size:  # else a sum of no products: zero
+        _run_kernel(kernels.jet_matmul_kernel, a, b, p, out)
+    return out
 
 
 # -- scalars and elementwise series ------------------------------------------------------------
