@@ -259,3 +259,23 @@ def test_random_products_are_the_same_on_every_engine(data):
             products[engine] = series_matmul(A, B, p, truncation=truncation)
     assert (products["compiled"] == products["schoolbook"]).all()
     assert (products["blas"] == products["schoolbook"]).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_random_jet_products_equal_the_schoolbook_domain(data):
+    """Random matrices of jets (batches shared or not, widths, sparse jets): jet_matmul = schoolbook."""
+    draw = data.draw
+    p = draw(st.sampled_from([3, 8209, P]))
+    r, k, c = (draw(st.integers(1, 3)) for _ in range(3))
+    batch = draw(st.integers(1, 3))
+    batch_a, batch_b = draw(st.sampled_from([(batch, batch), (1, batch), (batch, 1)]))
+    width_a, width_b, N = draw(st.integers(1, 6)), draw(st.integers(1, 6)), draw(st.integers(1, 14))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    a = rng.integers(0, p, size=(r, k, batch_a, width_a, N))
+    b = rng.integers(0, p, size=(k, c, batch_b, width_b, N))
+    a[..., 1:, :] *= rng.random(a[..., 1:, :].shape) < draw(st.sampled_from([0.05, 0.5, 1.0]))  # sparse jets
+    b[..., 0, :] *= np.arange(N) % draw(st.integers(1, 3)) == 0  # values in eps^g
+    directions = max(width_a, width_b) - 1
+    expected = ModSeriesDomain(p, N, directions=directions, schoolbook=True).matmul(a, b)
+    assert (jet_matmul(a, b, p) == expected).all()
