@@ -72,7 +72,8 @@ class ModSeriesDomain(Domain):
         Residues for the symbols of a generic normalizer (``c_j``).
     schoolbook : bool, optional
         Broadcast schoolbook products instead of the fast engines (the benchmark
-        baseline; same results).  Default: ``$SYMATTN_SCHOOLBOOK``, else False.
+        baseline; same results).  Default: whether the environment asks for
+        them (``SYMATTN_PRODUCTS=schoolbook`` or ``SYMATTN_SCHOOLBOOK=1``).
 
     Examples
     --------
