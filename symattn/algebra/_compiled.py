@@ -1,9 +1,9 @@
-"""The compiled series product: exact matrices of truncated series mod ``p`` in 64-bit integers.
+"""The compiled series products: exact matrices of truncated series mod ``p`` in 64-bit integers.
 
 Imported on the first product that uses it (numba's import and the loading
-of the cached machine code cost about 0.2 s); :mod:`symattn.algebra.linalg`
-decides when, and falls back to its float64 BLAS products when numba cannot
-be imported.  The public entry points are there (``series_matmul``,
+of the cached machine code cost about 0.35 s); :mod:`symattn.algebra.linalg`
+decides when, and keeps its float64 BLAS products where this module cannot
+be loaded.  The public entry points are there (``series_matmul``,
 ``series_scale``, ``series_multiply``, ``jet_matmul``); this module holds only
 the kernels.
 
@@ -26,8 +26,9 @@ Why it is exact (``p < 2**28``, residues in ``[0, p)``):
   so it always stays below ``255 * 2**56 + 2**28 < 2**64``;
 - the final reduction of ``x < 2**64`` computes ``q = trunc(fl(fl(x) *
   fl(1/p)))``, within 1 of ``x / p`` when ``x / p < 2**51`` (three roundings
-  of relative size ``2**-53`` each), so ``x - q p`` lies in ``(-p, 2p)`` and
-  one correction finishes; below ``_FLOAT_REDUCTION_MIN`` (where ``x / p``
+  of relative size ``2**-53`` each), so ``x - q p`` lies in ``(-p, 2p)``
+  (computed mod ``2**64`` and read as a signed integer) and one correction
+  finishes; below ``_FLOAT_REDUCTION_MIN`` (where ``x / p``
   may exceed ``2**51``) the integer remainder is used instead.
 """
 
