@@ -77,35 +77,43 @@ def _one_more_product(acc, terms, modulus):  # pragma: no cover - compiled
 
 
 @numba.njit(**_OPTIONS)
-def _scaled_rows(acc, scalars, length, rows, columns, terms, modulus):  # pragma: no cover - compiled
-    """``acc[q + t, :] += scalars[q] rows[t, :]`` for ``q + t < N``, over ``acc (N * columns)`` and
-    ``rows (Lv * columns)`` flat; returns the products ``acc`` took since its last reduction."""
-    N = acc.shape[0] // columns
+def _scaled_rows(acc, first, scalars, length, rows, columns, terms, modulus):  # pragma: no cover - compiled
+    """``acc[n - first, :] += scalars[q] rows[n - q, :]`` for the output coefficients ``n`` that ``acc`` holds.
+
+    ``acc`` holds coefficients ``first .. first + len(acc) / columns - 1`` and
+    ``rows`` the coefficients of the vector side, both flat with ``columns``
+    per coefficient; returns the products ``acc`` took since its last reduction.
+    """
+    stop = first + acc.shape[0] // columns
     length_rows = rows.shape[0] // columns
-    for q in range(length):
+    for q in range(min(length, stop)):
         s = np.uint64(scalars[q]) & _MASK
-        if s == 0:
+        low, high = max(first, q), min(stop, q + length_rows)
+        if s == 0 or low >= high:
             continue
         terms = _one_more_product(acc, terms, modulus)
-        start = np.uint64(q * columns)  # an unsigned index needs no wraparound test: the loop vectorizes
-        for u in range(start, start + np.uint64(min(N - q, length_rows) * columns)):
-            acc[u] += s * (np.uint64(rows[u - start]) & _MASK)
+        # unsigned indices need no wraparound test: the loop vectorizes
+        start, source = np.uint64((low - first) * columns), np.uint64((low - q) * columns)
+        for u in range(start, start + np.uint64((high - low) * columns)):
+            acc[u] += s * (np.uint64(rows[u - start + source]) & _MASK)
     return terms
 
 
 @numba.njit(**_OPTIONS)
-def _scaled_column(acc, jets, length_jets, vector, length_vector, columns, terms, modulus):  # pragma: no cover
-    """``acc[q + t, d] += jets[d, q] vector[t]`` for the nonzero ``jets[d, q]``, ``d >= 1``, over ``acc (N * columns)``
-    flat; returns the products ``acc`` took since its last reduction (counted once per coefficient)."""
-    N = acc.shape[0] // columns
+def _scaled_column(acc, first, jets, length_jets, vector, length_vector, columns, terms, modulus):  # pragma: no cover
+    """``acc[n - first, d] += jets[d, q] vector[n - q]`` for the nonzero ``jets[d, q]``, ``d >= 1``, and the
+    coefficients ``n`` that ``acc`` holds (as in :func:`_scaled_rows`); returns the products ``acc`` took
+    since its last reduction (counted once per coefficient of ``jets``)."""
+    stop = first + acc.shape[0] // columns
     for d in range(1, jets.shape[0]):
-        for q in range(length_jets):
+        for q in range(min(length_jets, stop)):
             s = np.uint64(jets[d, q]) & _MASK
-            if s == 0:
+            low, high = max(first, q), min(stop, q + length_vector)
+            if s == 0 or low >= high:
                 continue
             terms = _one_more_product(acc, terms, modulus)
-            for t in range(min(N - q, length_vector)):
-                acc[(q + t) * columns + d] += s * (np.uint64(vector[t]) & _MASK)
+            for n in range(low, high):
+                acc[(n - first) * columns + d] += s * (np.uint64(vector[n - q]) & _MASK)
     return terms
 
 
@@ -201,8 +209,8 @@ def series_matmul_kernel(A, B, entry_a, entry_b, p, out):  # pragma: no cover - 
                 terms = 0
                 for l in range(k):
                     if counts_a[ea, i, l] and live[l]:
-                        terms = _scaled_rows(block, A[ea, i, l], length_a, rows[l, :length_b * columns], columns,
-                                             terms, modulus)
+                        terms = _scaled_rows(block, 0, A[ea, i, l], length_a, rows[l, :length_b * columns],
+                                             columns, terms, modulus)
                 _reduced(block, p)
                 for j in range(columns):
                     for t in range(N):
@@ -236,31 +244,38 @@ def jet_matmul_kernel(a, b, p, out):  # pragma: no cover - compiled; tested thro
     rows_b = _transposed(b.reshape(k * c * batch_b, width_b, b.shape[4]), length_b, width, 0)
     rows_a = _transposed(a.reshape(r * k * batch_a, width_a, a.shape[4]), length_a, width, 1)
     modulus = np.uint64(p)
-    acc = np.zeros(N * width, dtype=np.uint64)
+    # output coefficients in bands whose accumulator stays in the first-level cache
+    band = max(1, min(N, _PANEL_COEFFICIENTS // width))
+    acc = np.zeros(band * width, dtype=np.uint64)
     for i in range(r):
         for j in range(c):
             for e in range(batch):
                 ea = 0 if batch_a == 1 else e
                 eb = 0 if batch_b == 1 else e
-                terms = 0
-                for l in range(k):
-                    entry_a = (i * k + l) * batch_a + ea
-                    entry_b = (l * c + j) * batch_b + eb
-                    if counts_a[entry_a, 0] and counts_b[entry_b].sum():
-                        terms = _scaled_rows(acc, a[i, l, ea, 0], length_a, rows_b[entry_b], width, terms, modulus)
-                    jet_terms = counts_a[entry_a, 1:].sum()
-                    if counts_b[entry_b, 0] == 0 or jet_terms == 0:
-                        continue
-                    if _SPARSE_JETS * jet_terms < counts_b[entry_b, 0] * (width_a - 1):
-                        # few nonzero jet coefficients (a parameter's jets are unit vectors): each one
-                        # times the value of b, written into its own jet column
-                        terms = _scaled_column(acc, a[i, l, ea], length_a, b[l, j, eb, 0], length_b, width,
-                                               terms, modulus)
-                    else:
-                        terms = _scaled_rows(acc, b[l, j, eb, 0], length_b, rows_a[entry_a], width, terms, modulus)
-                _reduced(acc, p)
-                for d in range(width):
-                    for t in range(N):
-                        out[i, j, e, d, t] = np.int64(acc[t * width + d])
-                acc[:] = 0
+                for first in range(0, N, band):
+                    rows_here = min(band, N - first)
+                    block = acc[:rows_here * width]
+                    terms = 0
+                    for l in range(k):
+                        entry_a = (i * k + l) * batch_a + ea
+                        entry_b = (l * c + j) * batch_b + eb
+                        if counts_a[entry_a, 0] and counts_b[entry_b].sum():
+                            terms = _scaled_rows(block, first, a[i, l, ea, 0], length_a, rows_b[entry_b], width,
+                                                 terms, modulus)
+                        jet_terms = counts_a[entry_a, 1:].sum()
+                        if counts_b[entry_b, 0] == 0 or jet_terms == 0:
+                            continue
+                        if _SPARSE_JETS * jet_terms < counts_b[entry_b, 0] * (width_a - 1):
+                            # few nonzero jet coefficients (a parameter's jets are unit vectors): each one
+                            # times the value of b, written into its own jet column
+                            terms = _scaled_column(block, first, a[i, l, ea], length_a, b[l, j, eb, 0], length_b,
+                                                   width, terms, modulus)
+                        else:
+                            terms = _scaled_rows(block, first, b[l, j, eb, 0], length_b, rows_a[entry_a], width,
+                                                 terms, modulus)
+                    _reduced(block, p)
+                    for d in range(width):
+                        for t in range(rows_here):
+                            out[i, j, e, d, first + t] = np.int64(block[t * width + d])
+                    block[:] = 0
     return True
