@@ -13,7 +13,9 @@ rows: ``acc[q:N, :] += s_q * V[0:N-q, :]`` is one contiguous loop of
 ``(N - q) x columns`` products, long enough to run at vector speed (a loop
 per pair of series, ``N - q`` long, ran at a quarter of it).  Zero
 coefficients of the scalar side cost nothing, so a series in ``eps^2`` costs
-half.
+half.  The accumulator holds a panel of columns (matrix products) or a band
+of output coefficients (jet products) small enough to stay in the
+first-level cache.
 
 Why it is exact (``p < 2**28``, residues in ``[0, p)``):
 

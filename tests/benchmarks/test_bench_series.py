@@ -115,8 +115,8 @@ def test_series_matmul_fast_against_schoolbook(table, monkeypatch):
 #: on ``symattn spectrum --layers 4`` and ``--layers 5``.
 TARGET_SPEEDUP = 5.0
 #: Measured on the 2-core machine (in-process, December 2026): 4 layers (medians of 5) compiled
-#: 0.122 s, BLAS 0.275 s, schoolbook 0.797 s (6.5x and 2.9x); 5 layers compiled 1.11 s, BLAS 2.14 s,
-#: schoolbook 13.5 s (12.1x and 6.3x).  The BLAS engine alone reached 2.9x at four layers: 80% of
+#: 0.122 s, BLAS 0.275 s, schoolbook 0.797 s (6.5x and 2.9x); 5 layers compiled 1.13 s, BLAS 2.22 s,
+#: schoolbook 14.7 s (13.0x and 6.7x).  The BLAS engine alone reached 2.9x at four layers: 80% of
 #: the time was in the series products, and numpy's passes around the gemm (limb splits, Toeplitz
 #: copies, recombination) could not be fused; the compiled kernels are the fused loop.
 TARGET_MET: set[int] = {4, 5}
