@@ -229,7 +229,7 @@ def schoolbook_default() -> bool:
     >>> schoolbook_default() == (product_engine() == "schoolbook")
     True
     """
-    return product_engine() == "schoolbook"
+    return _asked_engine() == "schoolbook"
 
 
 def _engine(schoolbook) -> str:
@@ -242,10 +242,6 @@ def _engine(schoolbook) -> str:
     if engine != "schoolbook":
         return engine
     return "compiled" if _KERNELS else "blas"
-
-
-def _use_schoolbook(schoolbook) -> bool:
-    return _engine(schoolbook) == "schoolbook"
 
 
 _KERNELS = None  # the compiled kernels module once loaded; False when numba cannot be imported
@@ -284,6 +280,7 @@ def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, p: int, out: np.ndarray, *
 
 def _compiled_product(A: np.ndarray, B: np.ndarray, p: int, N: int) -> np.ndarray:
     """:func:`series_matmul` ``(..., m, k, La) x (..., k, n, Lb)`` by the compiled kernel."""
+    _check_prime_size(p)
     lead = np.broadcast_shapes(A.shape[:-3], B.shape[:-3])
     out = np.zeros((math.prod(lead), A.shape[-3], B.shape[-2], N), dtype=np.int64)
     if A.size and B.size:  # else a sum of no products (k = 0, or a factor of no coefficients): zero
@@ -401,13 +398,11 @@ def series_multiply(a, b, p: int, schoolbook=None) -> np.ndarray:
     b = np.asarray(b, dtype=np.int64)
     if _engine(schoolbook) != "compiled":
         return series_mul_mod(a, b, p)
-    p = int(p)
-    _check_prime_size(p)
     n = a.shape[-1]
     if b.shape[-1] != n:
         raise ValueError(f"series_multiply needs series of one length, got {n} and {b.shape[-1]}")
     shape = np.broadcast_shapes(a.shape, b.shape)
-    product = _compiled_product(a[..., None, None, :], b[..., None, None, :], p, n)
+    product = _compiled_product(a[..., None, None, :], b[..., None, None, :], int(p), n)
     return product.reshape(shape)
 
 
@@ -784,7 +779,6 @@ def series_matmul(A, B, p: int, truncation: int | None = None, schoolbook=None) 
     N = int(min(A.shape[-1], B.shape[-1]) if truncation is None else truncation)
     engine = _engine(schoolbook)
     if engine == "compiled":
-        _check_prime_size(p)
         return _compiled_product(A, B, p, N)
     work = math.prod(np.broadcast_shapes(A.shape[:-3], B.shape[:-3])) * A.shape[-3] * A.shape[-2] * B.shape[-2] * N * N
     if engine == "schoolbook" or work <= _TINY_PRODUCT:
@@ -945,7 +939,6 @@ def series_scale(values, many, p: int, schoolbook=None) -> np.ndarray:
     width = many.shape[-2]
     engine = _engine(schoolbook)
     if engine == "compiled":
-        _check_prime_size(p)
         product = _compiled_product(values[..., None, :, :], many[..., None, :, :], p, n)
         return product.reshape(*lead, width, n)
     if engine == "schoolbook" or n > _SCALE_MAX_INNER:
