@@ -142,21 +142,26 @@ def _reduce(x, p, modulus, reciprocal):  # pragma: no cover - compiled
 
 
 @numba.njit(**_OPTIONS)
+def _transpose_into(target, source, length, columns, skip):  # pragma: no cover - compiled
+    """``target[t * columns + w] = source[w, t]`` for ``t < length``: the rows ``w < skip`` and the columns
+    past ``len(source)`` are zero."""
+    width = source.shape[0]
+    for t in range(length):
+        row = target[t * columns:(t + 1) * columns]
+        for w in range(skip):
+            row[w] = 0
+        for w in range(skip, width):
+            row[w] = source[w, t]
+        for w in range(width, columns):
+            row[w] = 0
+
+
+@numba.njit(**_OPTIONS)
 def _transposed(series, length, columns, skip):  # pragma: no cover - compiled
-    """``series (blocks, width, L)`` as ``(blocks, length * columns)``: coefficient ``t`` of row ``w`` at
-    ``t * columns + w``; the first ``skip`` rows and the columns past ``width`` are zero."""
-    blocks, width = series.shape[0], series.shape[1]
-    out = np.empty((blocks, length * columns), dtype=np.int64)
-    for b in range(blocks):
-        source, target = series[b], out[b]
-        for t in range(length):
-            row = target[t * columns:(t + 1) * columns]
-            for w in range(skip):
-                row[w] = 0
-            for w in range(skip, width):
-                row[w] = source[w, t]
-            for w in range(width, columns):
-                row[w] = 0
+    """``series (blocks, width, L)`` as ``(blocks, length * columns)``, each block by :func:`_transpose_into`."""
+    out = np.empty((series.shape[0], length * columns), dtype=np.int64)
+    for b in range(series.shape[0]):
+        _transpose_into(out[b], series[b], length, columns, skip)
     return out
 
 
@@ -203,10 +208,7 @@ def series_matmul_kernel(A, B, entry_a, entry_b, p, out):  # pragma: no cover - 
                 current = eb
                 for l in range(k):
                     live[l] = counts_b[eb, l, first:first + columns].sum() > 0
-                    for t in range(length_b):
-                        row = rows[l, t * columns:(t + 1) * columns]
-                        for j in range(columns):
-                            row[j] = B[eb, l, first + j, t]
+                    _transpose_into(rows[l], B[eb, l, first:first + columns], length_b, columns, 0)
             for i in range(m):
                 terms = 0
                 for l in range(k):
