@@ -177,10 +177,13 @@ def test_lightning_figure_3_table():
     assert table.all_certified
 
 
+@pytest.mark.blas
 def test_certified_dimension_agrees_with_a_float64_estimate():
     result = function_space_dimension(Architecture.uniform(layers=2, width=3, rank=2), estimate="float64")
-    assert result.estimate == result.lower == 25
+    # a float64 rank is exact only behind a clear gap: round-off moves singular values by about 1e-16 of the
+    # largest, on any BLAS kernel, so a gap above 1e3 fixes the rank read off them
     assert result.estimate_gap > 1e3
+    assert result.estimate == result.lower == 25
 
 
 def test_mpmath_estimate_is_labelled():
@@ -289,6 +292,7 @@ def test_lightning_flips_change_the_sign_of_f():
 
 
 # -- the report and its outputs -------------------------------------------------------------
+@pytest.mark.blas  # the float64 estimate: a rank behind a gap, see test_certified_dimension_agrees_with_a_float64_estimate
 def test_identify_report():
     report = identify(Architecture.uniform(layers=2, normalizer="cosh"), estimate="float64")
     assert report.dimension.lower == report.dimension.upper == report.dimension.estimate == 10
@@ -319,6 +323,7 @@ def test_identify_cli_json(capsys):
     assert data["value_order"] == 0 and data["jet_ranks"] == [4, 4, 7, 7, 7, 7, 10]
 
 
+@pytest.mark.blas  # the float64 estimate column, as above
 def test_dimension_cli_json(capsys):
     status = main(["dimension", "--layers", "2", "--tokens", "3", "--rank", "2", "--width", "3..5",
                    "--normalizer", "softmax", "--json", "--quiet", "--estimate", "float64"])

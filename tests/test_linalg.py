@@ -33,6 +33,9 @@ from symattn.algebra.modseries import ModSeriesDomain
 
 from integer_reference import series_matmul_reference
 
+#: float64 through BLAS/LAPACK: .ci/run runs these again under another OpenBLAS kernel
+pytestmark = pytest.mark.blas
+
 BIG_PRIMES = [268435399, 268435367, 268435361]  # the largest primes below 2**28
 
 

@@ -36,6 +36,9 @@ from symattn.numeric import (
 )
 from symattn.spectrum import decay_spectrum
 
+#: float64 through BLAS/LAPACK: .ci/run runs these again under another OpenBLAS kernel
+pytestmark = pytest.mark.blas
+
 
 def _expand(histogram: dict) -> list[int]:
     return [e for e, m in sorted(histogram.items()) for _ in range(m)]
@@ -203,9 +206,11 @@ def test_float64_rank_at_tenth_underestimates_exact_rank_three_layers():
     params = rng.standard_normal(arch.param_count).tolist()
     bank = [rng.standard_normal(arch.input_shape).tolist() for _ in range(exact.bank)]
     J64 = numeric_jacobian(arch, params, bank, "0.1", "float64")
-    # observed: 10. The three order-17 singular values sit near 1e-19..1e-24 of the
-    # largest, far below numpy's default tolerance (~1e-13 of it): float64 sees only
-    # the value map and layers 1-2 (4 + 3 + 3), i.e. it UNDERESTIMATES the rank.
+    # The three order-17 singular values sit near 1e-19..1e-24 of the largest, far below
+    # numpy's default tolerance (~1e-13 of it); the order-5 ones near 1e-5 of it, far above.
+    # Round-off on any BLAS kernel is about 1e-16 of the largest, 1000x below the tolerance:
+    # float64 sees the value map and layers 1-2 (4 + 3 + 3) on every machine, i.e. it
+    # UNDERESTIMATES the rank.
     assert np.linalg.matrix_rank(J64) == 10 < exact.rank
     Jmp = numeric_jacobian(arch, params, bank, "0.1", "mpmath", 60)
     with mpmath.workdps(60):
@@ -216,11 +221,15 @@ def test_float64_rank_at_tenth_underestimates_exact_rank_three_layers():
 def test_sensitivity_reports_float64_losses():
     arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="cosh")
     result = sensitivity(arch)
-    # order 11 at eps <= 1e-2 sits below 1e-24 of the top singular value: always lost;
-    # order 3 at eps = 1e-5 sits near 1e-16 of it, at float64's round-off (borderline)
+    # order 11 at eps <= 1e-2 sits below 1e-22 of the top singular value: lost on every machine;
+    # order 3 at eps = 1e-5 sits near 1e-15 of it, at float64's round-off: lost or not, by machine,
+    # so it is not asserted.  At eps = 1e-2 order 3 sits near 1e-6 (kept) and order 11 below 1e-22.
     assert result.float64_lost.count(11) == 3 and 0 not in result.float64_lost
-    assert [round(s) for s in result.float64_slopes[:4]] == [0, 0, 0, 0]
-    assert all(abs(s) < 1 for s in result.float64_slopes[7:10])  # float64 sees noise: slope ~0, not 11
+    assert [round(s) for s in result.float64_slopes[:4]] == [0, 0, 0, 0]  # O(1) values: slopes within 1e-10 of 0
+    # float64 sees round-off noise where the slope is 11: noise does not scale with eps, so its fitted
+    # slope is some value near 0 that differs by machine; to look like 11 the noise would have to fall
+    # by 10^33 over three decades of eps.  Half of 11 is the bound.
+    assert all(abs(s) < 5.5 for s in result.float64_slopes[7:10])
     assert result.float64_resolved[0] == 7 < result.exact_rank == 10
     assert result.float64_rank_eps == 0.1 and result.float64_rank_estimate < result.exact_rank
 

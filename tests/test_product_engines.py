@@ -30,6 +30,9 @@ from symattn.spectrum import decay_spectrum
 
 from integer_reference import series_matmul_reference
 
+#: float64 through BLAS/LAPACK: .ci/run runs these again under another OpenBLAS kernel
+pytestmark = pytest.mark.blas
+
 P = 268435399  # the largest prime below 2**28
 # around the float64 reduction of the kernels (from 2**13 on) and the smallest primes
 PRIMES = [2, 3, 8191, 8209, 65521, P]

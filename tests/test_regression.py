@@ -16,8 +16,11 @@ import pytest
 REGRESSION = Path(__file__).resolve().parent / "regression"
 sys.path.insert(0, str(REGRESSION))
 
-from configurations import CONFIGURATIONS, exact_part  # noqa: E402
+from configurations import CONFIGURATIONS, MACHINE_DEPENDENT_PREFIX, VOLATILE_KEYS, exact_part  # noqa: E402
 from record import run  # noqa: E402
+
+#: run again by .ci/run under another OpenBLAS kernel: the fixtures must hold on any machine
+pytestmark = pytest.mark.blas
 
 
 def test_every_configuration_has_a_fixture():
@@ -25,6 +28,34 @@ def test_every_configuration_has_a_fixture():
     recorded = {path.stem for path in (REGRESSION / "fixtures").glob("*.json")}
     assert names == recorded
     assert len(names) >= 30
+
+
+def _keys_and_leaves(value):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key, item
+            yield from _keys_and_leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield None, item
+            yield from _keys_and_leaves(item)
+
+
+@pytest.mark.parametrize("name", sorted(name for name, _ in CONFIGURATIONS))
+def test_fixtures_hold_exact_values_only(name):
+    """No float, no float64 measurement and no volatile key is recorded: a fixture passes on any machine."""
+    recorded = json.loads((REGRESSION / "fixtures" / f"{name}.json").read_text(encoding="utf-8"))
+    for key, leaf in _keys_and_leaves(recorded["output"]):
+        assert not isinstance(leaf, float), (name, key, leaf)
+        assert key is None or (key not in VOLATILE_KEYS and not key.startswith(MACHINE_DEPENDENT_PREFIX)), (name, key)
+    assert exact_part(recorded["output"]) == recorded["output"]
+
+
+def test_exact_part_drops_measurements():
+    result = {"rank": 7, "float64_rank_estimate": 7, "slopes": [0.99], "eps": [0.1, 0.01],
+              "spectrum": {"0": 4, "1": 3}, "mpmath_ranks": [7, 7], "seconds": 1.5, "rows": [{"ratio": 0.5, "n": 2}]}
+    assert exact_part(result) == {"rank": 7, "eps": [], "spectrum": {"0": 4, "1": 3}, "mpmath_ranks": [7, 7],
+                                  "rows": [{"n": 2}]}
 
 
 @pytest.mark.parametrize("engine", ["blas", "compiled"])

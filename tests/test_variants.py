@@ -398,6 +398,7 @@ def test_mpmath_slopes_reproduce_the_exact_spectrum(spectra, name):
     assert result.recovered is True and result.mpmath_ranks == (s.rank,) * len(result.eps)
 
 
+@pytest.mark.blas  # a float64 rank behind a gap above 1e8: round-off (1e-16 of the largest) cannot move it
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_certified_dimension_agrees_with_the_float64_rank(spectra, name):
     arch, s = spectra[name]

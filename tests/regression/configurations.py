@@ -77,11 +77,24 @@ VOLATILE_KEYS = {
     "floor", "singular_values", "mpmath_singular_values", "float64_singular_values", "slopes",
 }
 
+#: Keys with this prefix hold what float64 arithmetic measured (SVDs through the machine's
+#: LAPACK, ranks and slopes read off them): they differ between BLAS kernels and thread counts,
+#: so even their integers (``float64_rank_estimate``, ``float64_resolved``) are not fixtures.
+MACHINE_DEPENDENT_PREFIX = "float64_"
+
 
 def exact_part(value):
-    """The JSON value without its volatile keys (recursively)."""
+    """The JSON value with only its exact results (recursively).
+
+    Dropped: the volatile keys, the keys of float64 measurements, and every
+    float.  An exact result is an integer, a boolean or a string (rationals and
+    formulas are strings); a float in a result is a measurement (a slope, a
+    singular value, a time, the eps of a numerical run) and never a fixture.
+    """
     if isinstance(value, dict):
-        return {k: exact_part(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+        return {k: exact_part(v) for k, v in value.items()
+                if k not in VOLATILE_KEYS and not k.startswith(MACHINE_DEPENDENT_PREFIX)
+                and not isinstance(v, float)}
     if isinstance(value, list):
-        return [exact_part(v) for v in value]
+        return [exact_part(v) for v in value if not isinstance(v, float)]
     return value

@@ -1,7 +1,9 @@
 """Record the regression fixtures: ``python tests/regression/record.py [NAME ...]``.
 
 Run it only when a change of an exact result is intended and explained in
-the CHANGELOG; the fixtures are the record of what the engine computed.
+the CHANGELOG; the fixtures are the record of what the engine computed, and
+they hold its exact part only (``configurations.exact_part``): no float, no
+float64 measurement, no time, prime or seed.
 """
 
 import contextlib
@@ -13,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from configurations import CONFIGURATIONS  # noqa: E402
+from configurations import CONFIGURATIONS, exact_part  # noqa: E402
 
 from symattn.cli import main  # noqa: E402
 
@@ -37,6 +39,6 @@ if __name__ == "__main__":
         if wanted and name not in wanted:
             continue
         start = time.perf_counter()
-        data = {"argv": argv, "output": run(argv)}
+        data = {"argv": argv, "output": exact_part(run(argv))}  # what is exact, nothing else
         (FIXTURES / f"{name}.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         print(f"{name}: {time.perf_counter() - start:.1f} s", flush=True)
