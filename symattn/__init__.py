@@ -4,7 +4,9 @@ The everyday API is here, as in sympy and networkx: build an
 :class:`Architecture`, then ask :func:`expand`, :func:`leading_coefficient`,
 :func:`decay_spectrum`, :func:`identify`, :func:`observe` or
 :func:`check_expression`; :func:`symbols` gives the package's symbols by name.
-The analyses are imported on first use, so ``import symattn`` stays quick.
+Everything but the errors is imported on first use (sympy, numpy and
+networkx load when a name that needs them is first asked for), so ``import
+symattn`` and ``symattn --version`` stay quick.
 
 Examples
 --------
@@ -29,14 +31,16 @@ from .errors import (  # noqa: E402
     BankError, DomainError, NormalizerError, ParseError, ShapeError, SymattnError, TruncationError,
 )
 from .errors import ResourceLimitError  # noqa: E402
-from .model import Architecture, closed_form, forward  # noqa: E402
-from .normalizers import Normalizer  # noqa: E402
 
 __version__ = "0.1.0"
 
-#: The analyses, imported on first use: public name -> (module, attribute or None for the module).
+#: The public names, imported on first use: public name -> (module, attribute or None for the module).
 #: ``expand``, ``identify``, ``observe`` and ``sweep`` are modules that call their function when called.
 _LAZY = {
+    "Architecture": ("symattn.model", "Architecture"),
+    "forward": ("symattn.model", "forward"),
+    "closed_form": ("symattn.model", "closed_form"),
+    "Normalizer": ("symattn.normalizers", "Normalizer"),
     "expand": ("symattn.expand", None),
     "leading_coefficient": ("symattn.expand", "leading_coefficient"),
     "symbols": ("symattn.expand", "symbols"),

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 __all__ = [
+    "fixed",
     "latex_escape",
     "latex_document",
     "markdown_table",
@@ -421,6 +422,23 @@ def latex_array(header: Sequence, rows: Iterable[Sequence]) -> str:
     lines += [" & ".join(cell(c) for c in row) + r" \\" for row in rows]
     lines.append(r"\end{array}")
     return "\n".join(lines)
+
+
+def fixed(value: float, digits: int = 3, missing: str = "-") -> str:
+    """``value`` with ``digits`` decimals, never ``-0.000``; ``missing`` for NaN.
+
+    A measured number near zero (a slope that should be 0) comes out of
+    round-off with either sign; its sign is noise, so it is not printed.
+
+    Examples
+    --------
+    >>> fixed(-4e-12), fixed(0.99996), fixed(-1.25, 1), fixed(float("nan"))
+    ('0.000', '1.000', '-1.2', '-')
+    """
+    if value != value:  # NaN
+        return missing
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
 def text_table(rows: Iterable[Sequence], indent: str = "  ") -> str:

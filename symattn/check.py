@@ -33,6 +33,7 @@ import sympy as sp
 
 from ._format import FormattedResult, latex_escape, latex_method, latex_tabular, markdown_table
 from .errors import ShapeError, SymattnError
+from .languages import ACCEPTED_CLAIMS
 from .model import Architecture, require_architecture, require_seed
 from .parsing import parse_expression, to_sympy, to_sympy_matrix
 
@@ -47,16 +48,6 @@ __all__ = [
     "parse_claim",
     "ACCEPTED_CLAIMS",
 ]
-
-#: The claims :func:`check_claim` understands (``i`` is a layer, ``n`` an integer).
-ACCEPTED_CLAIMS = (
-    "contact_order(i) = n",
-    "multiplicity(i) = n",
-    "identification_order(i) = n",
-    "kernel = n",
-    "dimension = n",
-    "sign_group_order = n",
-)
 
 
 # -- results ----------------------------------------------------------------------------------

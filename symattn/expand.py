@@ -58,6 +58,7 @@ from ._modules import make_callable
 from .curves import Curve, collapse
 from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
 from .jacobian import degree_bound, series_output
+from .languages import FORMULA_LANGUAGE
 from .model import Architecture, Parameters, require_architecture, require_seed
 from .normalizers import Normalizer, as_normalizer
 from .parsing import parse_expression, to_sympy, to_sympy_matrix
@@ -2443,12 +2444,6 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
 
 
 # -- claimed matrix formulas --------------------------------------------------------------------------
-#: The matrix-formula language of :func:`matrix_formula` and :func:`check_formula_claim`.
-FORMULA_LANGUAGE = (
-    "names P, X, H, J, C_i, What_i (matrices), c_k, alpha_i, t (scalars); numbers; + - * / and ** or ^ "
-    "(integer powers of scalars, or of square matrices); A.T (transpose); hadamard(A, m) (entrywise power); "
-    "parentheses"
-)
 
 _LEADING_CLAIM = None
 

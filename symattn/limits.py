@@ -69,7 +69,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .errors import ResourceLimitError, SymattnError
-from .algebra.linalg import schoolbook_default
 
 __all__ = [
     "MemoryEstimate",
@@ -99,8 +98,13 @@ DEFAULT_MEMORY_FRACTION = 0.5
 FALLBACK_MACHINE_MEMORY = 8 * 2**30
 
 #: Hard cap on a bank, checked before any estimate: far beyond anything computable, so a
-#: typo (``--bank 1000000000``) fails at once.  (Layers are capped by ``model.MAX_LAYERS``.)
+#: typo (``--bank 1000000000``) fails at once.
 MAX_BANK = 100_000
+
+#: A structural bound on the number of layers, so that a typo such as ``10**20`` fails at once
+#: instead of exhausting memory; each computation has its own, much lower, limits.  Here rather
+#: than in :mod:`symattn.model` so that the command line checks ``--layers`` before sympy loads.
+MAX_LAYERS = 10_000
 
 _INT64 = 8
 # The limit set by the analysis that is running (its max_memory=), read by the guards inside it.
@@ -426,6 +430,8 @@ def _products() -> str:
     The compiled engine is estimated as ``"blas"``: an upper bound, as its
     kernels keep no transient copies of the operands or the result.
     """
+    from .algebra.linalg import schoolbook_default  # numpy: off the start-up path of the CLI
+
     return "broadcast" if schoolbook_default() else "blas"
 
 

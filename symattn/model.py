@@ -31,14 +31,12 @@ import numpy as np
 import sympy as sp
 
 from .errors import ShapeError, SymattnError
+from .limits import MAX_LAYERS
 from .normalizers import normalizers_per_layer
 
 __all__ = ["Architecture", "Parameters", "forward", "closed_form", "require_architecture", "require_seed",
            "MAX_LAYERS"]
 
-#: A structural bound on the number of layers, so that a typo such as ``10**20`` fails at once
-#: instead of exhausting memory; each computation has its own, much lower, limits.
-MAX_LAYERS = 10_000
 
 
 def _short_repr(value, limit: int = 60) -> str:

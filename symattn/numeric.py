@@ -35,7 +35,7 @@ import numpy as np
 import sympy as sp
 
 from .algebra.numeric_jets import NumericJetDomain, as_fraction, to_float, to_mpf
-from ._format import FormattedResult, latex_longtable, latex_method, markdown_method, markdown_table
+from ._format import FormattedResult, fixed, latex_longtable, latex_method, markdown_method, markdown_table
 from .errors import BankError, DomainError, ShapeError, SymattnError
 from .jacobian import random_real_point, real_jacobian, validate_bank
 from .model import Architecture, Parameters, require_architecture, require_seed
@@ -375,8 +375,7 @@ class Sensitivity(FormattedResult):
         """
         rows = []
         for j, exact, slope, slope64 in self._rows():
-            rows.append((j, "kernel" if exact is None else exact, f"{slope:.3f}",
-                         "-" if math.isnan(slope64) else f"{slope64:.3f}"))
+            rows.append((j, "kernel" if exact is None else exact, fixed(slope), fixed(slope64)))
         lines = [markdown_table(("j", "exact e_j", "mpmath slope", "float64 slope"), rows, align="rrrr"), ""]
         lines += [f"- {line}" for line in self._summary()] + [markdown_method(self.method)]
         return "\n".join(lines)
@@ -384,8 +383,8 @@ class Sensitivity(FormattedResult):
     def _table_rows(self, kernel_label: str):
         out = []
         for j, exact, slope, slope64 in self._rows():
-            s64 = "--" if math.isnan(slope64) else f"{slope64:.3f}"
-            out.append(f"{j} & {kernel_label if exact is None else exact} & {slope:.3f} & {s64} \\\\")
+            out.append(f"{j} & {kernel_label if exact is None else exact} & {fixed(slope, missing='--')} & "
+                       f"{fixed(slope64, missing='--')} \\\\")
         return out
 
     def _latex_body(self) -> str:

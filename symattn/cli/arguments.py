@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ResourceLimitError, ShapeError
-from ..limits import MEMORY_ENVIRONMENT_VARIABLE, parse_size
-from ..model import MAX_LAYERS, Architecture
-from ..normalizers import as_normalizer
+from ..limits import MAX_LAYERS, MEMORY_ENVIRONMENT_VARIABLE, parse_size
 
 __all__ = [
     "DEFAULT_LAYERS", "DEFAULT_WIDTH", "DEFAULT_RANK", "DEFAULT_TOKENS", "DEFAULT_NORMALIZER",
@@ -234,7 +232,7 @@ def width_values(args: argparse.Namespace) -> tuple[int, ...]:
     return (DEFAULT_WIDTH if args.width is None else args.width,)
 
 
-def architecture_from_args(args: argparse.Namespace) -> Architecture:
+def architecture_from_args(args: argparse.Namespace) -> "Architecture":
     """The Architecture described by the common flags.
 
     The number of layers comes from ``--widths`` (one less than the number
@@ -289,6 +287,10 @@ def architecture_from_args(args: argparse.Namespace) -> Architecture:
         widths = [DEFAULT_WIDTH if args.width is None else args.width] * (layers + 1)
     if ranks is None:
         ranks = [DEFAULT_RANK if args.rank is None else args.rank] * layers
+    # sympy loads here, once the flags are read: a usage error above answers without it
+    from ..model import Architecture
+    from ..normalizers import as_normalizer
+
     normalizer = as_normalizer(args.normalizer, assume_positive=getattr(args, "assume_positive", False))
     heads = getattr(args, "heads", 1)
     if isinstance(heads, list) and len(heads) != layers:
@@ -298,7 +300,7 @@ def architecture_from_args(args: argparse.Namespace) -> Architecture:
                         causal=bool(getattr(args, "causal", False)), residual=bool(getattr(args, "residual", False)))
 
 
-def parse_command(configure, argv) -> tuple[argparse.Namespace, Architecture]:
+def parse_command(configure, argv) -> tuple[argparse.Namespace, "Architecture"]:
     """The flags of one command line and the Architecture they describe, as ``main`` reads them.
 
     For notebooks and examples: ``configure`` is a command's ``configure_NAME``

@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..check import ACCEPTED_CLAIMS, ClaimsReport, check_claims
 from ..errors import SymattnError
-from ..expand import FORMULA_LANGUAGE, check_formula_claim, is_formula_claim, parse_formula_claim
+from ..languages import ACCEPTED_CLAIMS, FORMULA_LANGUAGE
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_check", "run_check", "read_claims_file"]
@@ -91,6 +90,9 @@ def run_check(args, arch):
     >>> run_check(args, arch).checks[0].verdict
     True
     """
+    from ..check import ClaimsReport, check_claims
+    from ..expand import check_formula_claim, is_formula_claim, parse_formula_claim
+
     claims = list(args.claim)
     if args.claims:
         claims += read_claims_file(args.claims)

@@ -10,11 +10,13 @@ entries of a symbolic expansion run to tens of kilobytes of LaTeX.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import SymattnError
-from ..expand import Expansion, expand, leading_coefficient
-from ..normalizers import Normalizer
 from .subcommand import Subcommand
+
+if TYPE_CHECKING:  # sympy: not at start-up
+    from ..expand import Expansion
 
 __all__ = ["COMMANDS", "configure_expand", "run_expand", "ExpansionOutput", "MAX_OUTPUT_TERMS"]
 
@@ -60,6 +62,7 @@ class ExpansionOutput:
     Examples
     --------
     >>> from symattn.model import Architecture
+    >>> from symattn.expand import expand
     >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
     >>> out = ExpansionOutput(F, entries=False)
     >>> out.to_json() == F.to_json(), "$$F_{2} =" in out.to_markdown(), "--entries" in out.to_markdown()
@@ -120,6 +123,9 @@ def run_expand(args, arch):
     >>> print(run_expand(args, arch).formula)
     (1/2)*Vt1*X*(I - (1/2)*1)*X.T*Kt1.T*Qt1*X
     """
+    from ..expand import expand, leading_coefficient
+    from ..normalizers import Normalizer
+
     normalizer = Normalizer.generic(args.generic) if args.generic is not None else None
     if args.leading is not None:
         return leading_coefficient(arch, args.leading, normalizer)

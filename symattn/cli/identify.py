@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..curves import collapse, input_scaling
-from ..identify import dimension_table, identify
 from .arguments import architecture_from_args, one_of, width_values
 from .subcommand import Subcommand
 
@@ -52,6 +50,9 @@ def run_identify(args, arch):
     >>> report.dimension.lower, report.dimension.certified, [(o.block, o.order) for o in report.orders]
     (2, True, [('scores:1', 2)])
     """
+    from ..curves import collapse, input_scaling
+    from ..identify import identify
+
     curve = collapse() if args.curve == "collapse" else input_scaling()
     return identify(arch, curve=curve, seed=args.seed, progress=not args.quiet,
                     estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory)
@@ -84,6 +85,8 @@ def run_dimension(args, arch):
     >>> [(row.width, row.lower, row.certified) for row in table.rows]
     [(1, 2, True), (2, 7, True)]
     """
+    from ..identify import dimension_table
+
     if args.widths is not None:
         architectures = [arch]
     else:

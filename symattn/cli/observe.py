@@ -3,15 +3,6 @@
 from __future__ import annotations
 
 from ..errors import SymattnError
-from ..observe import (
-    bias_coordinate,
-    dependency_graph,
-    exceptional_fibers,
-    export_graph,
-    identical_tokens,
-    observe,
-    parse_event,
-)
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_observe", "run_observe"]
@@ -58,6 +49,10 @@ def run_observe(args, arch):
     >>> result.collapsed, result.unobservable, result.agrees_with_rank
     (['values'], ['scores:1'], True)
     """
+    from ..observe import (
+        bias_coordinate, dependency_graph, exceptional_fibers, export_graph, identical_tokens, observe, parse_event,
+    )
+
     if args.exceptional:
         if args.collapse or args.bias or args.identical_tokens or args.contact:
             raise SymattnError("--exceptional goes through all events itself: drop --collapse, --bias, "

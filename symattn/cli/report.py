@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..report import full_report
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "run_report"]
@@ -19,6 +18,8 @@ def run_report(args, arch):
     >>> report.params, report.effective_dim, report.gauge_dim, report.sign_group_order
     (3, 2, 1, 1)
     """
+    from ..report import full_report
+
     return full_report(arch, progress=not args.quiet)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SymattnError
-from ..numeric import sensitivity
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "PLOT_FORMATS", "configure_sensitivity", "plot_files", "run_sensitivity"]
@@ -38,6 +37,8 @@ def run_sensitivity(args, arch):
     >>> result.exponents, result.exact_rank, result.recovered
     ((0, 1), 2, True)
     """
+    from ..numeric import sensitivity
+
     result = sensitivity(arch, seed=args.seed)
     if args.plot:
         written = plot_files(result, args.plot)

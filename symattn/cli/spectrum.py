@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..spectrum import decay_spectrum
 from .arguments import auto_or_int
 from .subcommand import Subcommand
 
@@ -37,6 +36,8 @@ def run_spectrum(args, arch):
     >>> spectrum.exponents, spectrum.rank, spectrum.kernel
     ({0: 1, 1: 1}, 2, 1)
     """
+    from ..spectrum import decay_spectrum
+
     return decay_spectrum(arch, bank=args.bank, order=args.order, seed=args.seed, progress=not args.quiet)
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..model import Architecture
+if TYPE_CHECKING:  # the model loads sympy: not at start-up
+    from ..model import Architecture
 
 __all__ = ["Subcommand"]
 

@@ -47,8 +47,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ShapeError, SymattnError
-from ..model import Architecture
-from ..normalizers import as_normalizer
 
 __all__ = ["GridError", "Skip", "read_grid", "read_grid_file", "grid_points", "build_architecture",
            "point_label", "GRID_FIELDS"]
@@ -77,6 +75,8 @@ _BUILT = {"widths", "score_ranks", "tokens", "normalizer"}
 
 def _extra_fields() -> dict[str, inspect.Parameter]:
     """Keyword arguments of :class:`Architecture` beyond widths, ranks, tokens and normalizer (variants)."""
+    from ..model import Architecture  # sympy: loaded when a grid is read, not when the CLI starts
+
     return {name: p for name, p in inspect.signature(Architecture).parameters.items()
             if name not in _BUILT and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
@@ -257,6 +257,8 @@ def read_grid(fields: Mapping[str, Any]) -> dict[str, list]:
     for one, many in (("width", "widths"), ("rank", "ranks")):
         if one in read and many in read:
             raise GridError(f"give {one} (the same for every layer) or {many} (one per layer), not both")
+    from ..normalizers import as_normalizer
+
     for name in read.get("normalizer", []):  # read once here: text that is no normalizer is an error, not a skip
         try:
             as_normalizer(name, assume_positive=any(read.get("assume_positive", [False])))
@@ -358,7 +360,7 @@ def point_label(point: Mapping) -> str:
     return " ".join(f"{field}={text(value)}" for field, value in point.items())
 
 
-def build_architecture(point: Mapping) -> Architecture:
+def build_architecture(point: Mapping) -> "Architecture":
     """The Architecture of one grid point (fields as in :func:`read_grid`, one value each).
 
     Missing fields take the defaults of :meth:`Architecture.uniform` (3
@@ -378,6 +380,9 @@ def build_architecture(point: Mapping) -> Architecture:
     ...
     symattn.errors.ShapeError: layers = 3 disagrees with widths 2,3,2 (2 layers)
     """
+    from ..model import Architecture
+    from ..normalizers import as_normalizer
+
     widths, ranks, layers = point.get("widths"), point.get("ranks"), point.get("layers")
     counts = [(f"layers = {layers}", layers)] if layers is not None else []
     if widths is not None:
