@@ -117,6 +117,7 @@ def test_a_claimed_leading_coefficient_is_compared_in_flint_without_sympy():
         check_expression(lc, computed[:, :1])
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_huge_sides_are_described_not_printed():
     huge = sp.expand((x + y + z + 1) ** 30)  # sympy's printer would take seconds
     result = check_expression(sp.Matrix([[huge, x]]), sp.Matrix([[huge, x]]))

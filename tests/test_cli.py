@@ -67,6 +67,7 @@ def test_report_json_cosh_has_four_sign_flips(capsys):
     assert [n["even"] for n in data["normalizers"]] == [True, True]
 
 
+@pytest.mark.slow  # the whole report, twice
 def test_report_json_matches_library(capsys):
     data = run_json(capsys, "--widths", "3,2,2", "--ranks", "2,1", "--normalizer", "1 + x**2")
     arch = Architecture([3, 2, 2], [2, 1], tokens=3, normalizer="1 + x**2")
@@ -88,6 +89,7 @@ def test_report_json_matches_library(capsys):
     assert data["sign_group_order"] == 4
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_defaults(capsys):
     data = run_json(capsys)
     assert data["architecture"]["widths"] == [2, 2, 2, 2]
@@ -114,11 +116,13 @@ def test_ranks_give_the_number_of_layers():
     assert list(arch.score_ranks) == [2, 1, 1, 1]
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_matching_layers_and_widths(capsys):
     data = run_json(capsys, "--layers", "2", "--widths", "2,3,2", "--rank", "2")
     assert data["architecture"]["score_ranks"] == [2, 2]
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_degenerate_single_token(capsys):
     data = run_json(capsys, "--tokens", "1")
     assert data["degenerate"] is True
@@ -182,6 +186,7 @@ def test_latex_standalone(capsys):
     assert_user_error(*run(capsys, "spectrum", "--standalone", *NETWORK))
 
 
+@pytest.mark.slow  # the whole report
 def test_out_writes_markdown_and_latex(capsys, tmp_path):
     target = tmp_path / "new" / "dir"
     status, out, err = run(capsys, "report", *NETWORK, "--out", str(target))
@@ -226,6 +231,7 @@ def test_out_writes_markdown_and_latex(capsys, tmp_path):
     assert err == "symattn: wrote " + ", ".join(str(target / name) for name in names) + "\n"
 
 
+@pytest.mark.slow  # the whole report
 def test_out_quiet_says_nothing(capsys, tmp_path):
     status, out, err = run(capsys, "report", "--quiet", "--json", "--out", str(tmp_path))
     assert status == 0 and err == ""
@@ -233,6 +239,7 @@ def test_out_quiet_says_nothing(capsys, tmp_path):
     assert (tmp_path / "report.md").exists() and (tmp_path / "report.tex").exists()
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_out_into_a_file_is_a_user_error(capsys, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -340,6 +347,7 @@ def test_report_is_a_frozen_value():
 
 
 # -- the installed entry points -----------------------------------------------------------------
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_python_dash_m(tmp_path):
     env = dict(os.environ)
     env.pop("SYMATTN_DEBUG", None)

@@ -28,6 +28,9 @@ import pytest
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"
 MATHJAX_SCRIPT = "tex-chtml.js"
 
+#: the sphinx build executes every page (about a minute and a half): not in the fast tier
+pytestmark = pytest.mark.slow
+
 # The pages of "Reproducing the paper", each with a value that only the
 # executed computation prints.
 REPRODUCING_PAGES = {

@@ -202,6 +202,7 @@ def test_leading_coefficient_with_named_and_mixed_normalizers(normalizers):
     assert verify_leading_coefficient(arch, 2, points=2).verdict is True
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_a_wrong_formula_is_caught_with_a_counterexample_that_really_differs():
     arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer=Normalizer.generic(1))
     right = leading_coefficient(arch, 2)
@@ -233,6 +234,7 @@ def test_layers_before_the_leading_order_do_not_see_the_scores():
     assert F[6].has(K2)
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_leading_coefficient_forms_and_rendering():
     arch = Architecture.uniform(layers=3, width=2, rank=1, tokens=3)
     lc = leading_coefficient(arch, 3)

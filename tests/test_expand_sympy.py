@@ -28,6 +28,7 @@ def F():
 
 
 # -- the fast conversion from flint is sympy's own canonical form ----------------------------------------
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_the_writer_builds_exactly_the_expression_sympy_builds():
     symbols = sp.symbols("Kt1_11 Qt1_11 Vt1_11 x_11 x_12 a b", real=True) + (
         sp.Symbol("c_1", real=True, nonzero=True), sp.Symbol("c_2", real=True))

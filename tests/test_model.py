@@ -445,6 +445,7 @@ def _by_name(matrix: sp.Matrix) -> sp.Matrix:
     return matrix.xreplace({s: sp.Symbol(s.name) for s in matrix.free_symbols})
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_symengine_closed_form_equals_sympy_closed_form_up_to_symbol_assumptions():
     arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=2, normalizer="1+x**2")
     F_sympy = closed_form(arch, engine="sympy")

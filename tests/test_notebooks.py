@@ -10,6 +10,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 
+#: a kernel per notebook: not in the fast tier
+pytestmark = pytest.mark.slow
+
 
 def kernel_manager():
     """A kernel manager whose "python3" kernel is this interpreter.

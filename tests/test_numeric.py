@@ -259,6 +259,7 @@ def test_report_formats(one_layer):
         one_layer.dps = 3
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_plot_writes_png(one_layer, tmp_path):
     path = tmp_path / "slopes.png"
     assert one_layer.plot(str(path)) == str(path)

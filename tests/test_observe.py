@@ -355,6 +355,7 @@ def test_exceptional_fibers_all_rows_agree_with_rank(normalizer):
 
 
 # -- export ----------------------------------------------------------------------------------
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_exports_are_well_formed(tmp_path):
     arch = _arch(layers=2)
     result = observe(arch, [score_collapse(1)], confirm=False)
@@ -414,6 +415,7 @@ def test_cli_observe_json(capsys):
     assert code == 0 and data["partial"] == ["scores:1", "scores:2"] and data["agrees_with_rank"]
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_cli_observe_errors_and_exceptional(capsys, tmp_path):
     assert main(["observe", "--collapse", "scores:9"]) == 2
     assert "layers 1..3" in capsys.readouterr().err

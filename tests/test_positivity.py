@@ -286,6 +286,7 @@ positive_rationals = st.builds(
 )
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(a=positive_rationals, b=positive_rationals)
 def test_a_plus_b_sin(a, b):

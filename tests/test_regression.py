@@ -58,7 +58,8 @@ def test_exact_part_drops_measurements():
                                   "rows": [{"n": 2}]}
 
 
-@pytest.mark.parametrize("engine", ["blas", "compiled"])
+# both engines in the whole suite; the fast tier checks the grid on BLAS (the engine of short commands)
+@pytest.mark.parametrize("engine", ["blas", pytest.param("compiled", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name, argv", CONFIGURATIONS, ids=[name for name, _ in CONFIGURATIONS])
 def test_exact_results_unchanged(name, argv, engine, monkeypatch):
     # every product on one engine: float64 BLAS, or the compiled kernels

@@ -116,6 +116,7 @@ def test_sensitivity_prints_markdown_and_says_what_it_plotted(capsys, tmp_path):
     assert capsys.readouterr().err == "symattn: error: --plot x.jpg: give a file ending in .png, .pdf or .svg\n"
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_export_says_what_it_wrote(capsys, tmp_path):
     assert main(["observe", *NETWORK, "--collapse", "scores:1", "--export", str(tmp_path)]) == 0
     err = capsys.readouterr().err

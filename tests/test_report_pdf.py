@@ -21,8 +21,9 @@ import pytest
 from symattn.cli import main
 
 TOOLS = ("pdflatex", "pdftoppm", "pdftotext")
-pytestmark = pytest.mark.skipif(any(shutil.which(tool) is None for tool in TOOLS),
-                                reason="pdflatex or the poppler tools (pdftoppm, pdftotext) are not installed")
+pytestmark = [pytest.mark.skipif(any(shutil.which(tool) is None for tool in TOOLS),
+                                 reason="pdflatex or the poppler tools (pdftoppm, pdftotext) are not installed"),
+              pytest.mark.slow]  # pdflatex on whole reports: not in the fast tier
 
 #: An overfull box up to this width (a rounding of a column) is tolerated; a table past the margin is not.
 OVERFULL_TOLERANCE_PT = 1.0

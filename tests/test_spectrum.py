@@ -159,6 +159,7 @@ def _assert_mpmath_agrees(arch, s, seed=3):
     assert set(r.mpmath_ranks) == {s.rank}, r.mpmath_ranks  # the kernel is numerically zero
 
 
+@pytest.mark.slow  # mpmath at up to 120 digits
 @pytest.mark.parametrize("config, expected", CROSS_CHECKS, ids=lambda v: str(v))
 def test_spectrum_agrees_with_mpmath_slopes(config, expected):
     arch = _arch(**config)

@@ -215,6 +215,7 @@ def test_interrupted_sweep_keeps_what_finished_and_resumes(tmp_path, monkeypatch
     assert sorted(r["key"] for r in resumed.rows if r["reused"]) == sorted(calls)
 
 
+@pytest.mark.slow  # a local Dask cluster
 def test_a_task_over_its_time_limit_is_stopped_and_the_others_go_on(tmp_path):
     # layers 4, width 8, rank 2 takes several seconds; the small points after it still run
     started = time.perf_counter()
@@ -235,6 +236,7 @@ def test_a_task_over_its_time_limit_is_stopped_and_the_others_go_on(tmp_path):
 
 
 # -- a local cluster -----------------------------------------------------------------------------
+@pytest.mark.slow  # a local Dask cluster
 def test_local_cluster_gives_the_rows_of_each_point_alone_and_a_rerun_computes_nothing(tmp_path):
     grid = {"layers": "1..2", "width": "2,3", "normalizer": "softmax,cosh"}
     result = sweep(grid, ["dimension", "spectrum"], out=tmp_path, workers=2, progress=False)
@@ -281,6 +283,7 @@ def _wait_for(condition, seconds: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow  # a scheduler and workers in their own processes, one of them killed
 @pytest.mark.parametrize("retries", [None, 0])
 def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
     """A worker killed mid-sweep: its task runs again on the other (Dask's default of 3 retries), or, when

@@ -238,6 +238,7 @@ def test_masked_weights_are_exact_zeros_and_columns_sum_to_one():
     assert (sums[..., 0] == 1).all() and not sums[..., 1:].any()
 
 
+@pytest.mark.slow  # sympy series of every entry
 def test_series_and_jets_agree_with_sympy_expansions():
     # F(eps X) with a polynomial normalizer is a rational function of eps: its sympy series against the
     # exact series engine (flint rationals), and its derivative in one parameter against the jets mod p
@@ -388,6 +389,7 @@ def test_exact_spectrum_is_certified_and_claims_no_formula(spectra, name):
     assert s.to_json()["predicted"] is None and s.to_json()["predicted_kernel"] is None
 
 
+@pytest.mark.slow  # mpmath singular values
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_mpmath_slopes_reproduce_the_exact_spectrum(spectra, name):
     arch, s = spectra[name]
@@ -666,6 +668,7 @@ def test_bias_through_a_residual_collapse():
 
 
 # -- every command on every variant --------------------------------------------------------------
+@pytest.mark.slow  # every command, the report included
 @pytest.mark.parametrize("flags", [["--heads", "2"], ["--causal"], ["--residual"], ["--heads", "1,2", "--causal",
                                                                                       "--residual"]])
 def test_every_command_runs_on_the_variant(capsys, flags):
@@ -682,6 +685,7 @@ def test_every_command_runs_on_the_variant(capsys, flags):
     assert len(check_data["claims"]) == 1
 
 
+@pytest.mark.slow  # the whole report
 def test_report_on_a_variant(tmp_path, capsys):
     for flags in (["--heads", "2", "--causal"], ["--residual"]):
         status = main(["report", "--layers", "1", *flags, "--quiet", "--out", str(tmp_path / flags[-1][2:])])

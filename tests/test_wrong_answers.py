@@ -315,6 +315,7 @@ def test_effective_forward_is_forward_exactly_over_q(normalizers):
         assert not np.array_equal(native, wrong) or not native.any()
 
 
+@pytest.mark.slow  # over 1.5 s: in the whole suite, not in the fast tier
 def test_effective_forward_is_forward_exactly_for_softmax():
     arch = Architecture([2, 2, 2], [1, 1], tokens=3, normalizer="softmax")
     params, X = _random_rational_instance(arch, seed=3)
