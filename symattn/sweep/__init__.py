@@ -28,6 +28,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import time
@@ -39,7 +40,7 @@ from ..limits import memory_limit, parse_size, progress_bar
 from .grid import GridError, Skip, build_architecture, grid_points, point_label, read_grid, read_grid_file
 from .result import SweepResult, make_row, table_frame, write_plots, write_tables
 from .schedule import LOCAL, SEQUENTIAL, SYNCHRONOUS, describe_scheduler, local_workers, resolve_scheduler, run_tasks
-from .store import FINAL_STATUSES, ResultStore, task_key
+from .store import ResultStore, task_identity, task_key
 
 __all__ = [
     "sweep", "SweepResult", "GridError", "Skip", "ANALYSES", "read_grid", "read_grid_file", "grid_points",
@@ -204,70 +205,80 @@ def sweep(grid, analyses=None, *, options: Mapping | None = None, out=None, sche
         raise GridError(f"task_timeout must be a positive number of seconds or None, got {task_timeout!r}")
 
     entries = []  # (architecture, point, analysis, options, key), in grid order
+    identities = {}  # key -> what the task is (task_identity), which its stored record must match
     for point in points:
         arch = build_architecture(point)
         for name in names:
             tasks, skipped = task_options(name, per_analysis[name], point, arch)
             skips += skipped
-            entries += [(arch, point, name, opts, task_key(point, name, opts)) for opts in tasks]
+            for opts in tasks:
+                identity = task_identity(point, name, opts)
+                identities[identity["key"]] = identity
+                entries.append((arch, point, name, opts, identity["key"]))
 
     store = ResultStore(out) if out is not None else None
-    records, reused_keys = {}, set()
-    for _, _, _, _, key in entries:
-        record = store.get(key) if store is not None else None
-        if record is not None and record.get("status") in FINAL_STATUSES:
-            records[key] = record
-            reused_keys.add(key)
-    pending, seen = [], set()
-    for arch, point, name, opts, key in sorted(entries, key=lambda entry: -_cost(entry[0])):
-        if key not in records and key not in seen:  # the largest first: the workers stay busy to the end
-            seen.add(key)
-            pending.append({"key": key, "point": _jsonable(point), "analysis": name, "options": opts})
-    n_workers = local_workers(workers, len(pending)) if scheduler == LOCAL else (workers or 1)
-    per_task_memory = _memory_per_task(memory_limit, scheduler, n_workers)
-    where = describe_scheduler(scheduler, n_workers) if pending else "nothing to compute (every task reused)"
-    computed = []
-    dashboard = []
-
-    def on_start(link):
-        if link:
-            dashboard.append(link)
-        if progress and link:
-            print(f"symattn: Dask dashboard at {link}", file=sys.stderr, flush=True)
-
-    bar = progress_bar(progress, total=len(pending), desc="sweep", unit="task")
-    failures = [0]
-
-    def on_outcome(task, outcome):
-        record = {**outcome, "point": task["point"], "analysis": task["analysis"], "options": task["options"],
-                  "finished": time.time()}
+    # one sweep at a time writes `out`: a second one is refused before it reads or writes anything there
+    with store.lock() if store is not None else contextlib.nullcontext():
         if store is not None:
-            store.put(task["key"], record)
-        records[task["key"]] = record
-        computed.append(task["key"])
-        failures[0] += record["status"] != "ok"
-        bar.update()
-        bar.set_postfix_str(f"done {len(computed) - failures[0]}, failed {failures[0]}, "
-                            f"left {len(pending) - len(computed)}")
+            store.remove_leftovers()
+        records, reused_keys = {}, set()
+        for key, identity in identities.items():
+            record = store.lookup(identity) if store is not None else None  # checked; a bad one warns
+            if record is not None:
+                records[key] = record
+                reused_keys.add(key)
+        pending, seen = [], set()
+        for arch, point, name, opts, key in sorted(entries, key=lambda entry: -_cost(entry[0])):
+            if key not in records and key not in seen:  # the largest first: the workers stay busy to the end
+                seen.add(key)
+                pending.append({"key": key, "point": _jsonable(point), "analysis": name, "options": opts})
+        n_workers = local_workers(workers, len(pending)) if scheduler == LOCAL else (workers or 1)
+        per_task_memory = _memory_per_task(memory_limit, scheduler, n_workers)
+        where = describe_scheduler(scheduler, n_workers) if pending else "nothing to compute (every task reused)"
+        computed = []
+        dashboard = []
 
-    files = []
-    try:
-        with bar:
-            run_tasks(pending, scheduler, n_workers, task_timeout, per_task_memory, on_outcome, on_start)
-    finally:  # also after Ctrl-C: the tables hold every finished task
-        rows = tuple(make_row(arch, name, opts, records[key], key in reused_keys)
-                     for arch, _, name, opts, key in entries if key in records)
-        if out is not None:
-            files = write_tables(rows, out)
-    result = SweepResult(
-        tasks=len(entries), computed=sum(1 for *_, key in entries if key in records and key not in reused_keys),
-        reused=sum(1 for *_, key in entries if key in reused_keys),
-        failed=sum(1 for row in rows if row["status"] != "ok"), rows=rows, skips=tuple(skips),
-        analyses=tuple(names), fields=tuple(fields), scheduler=where,
-        dashboard=dashboard[0] if dashboard else None, out=None if out is None else str(out),
-        files=tuple(map(str, files)), seconds=time.perf_counter() - started, timeout=task_timeout)
-    if out is not None and result.plots():
-        result = dataclasses.replace(result, files=result.files + tuple(map(str, write_plots(result, out))))
+        def on_start(link):
+            if link:
+                dashboard.append(link)
+            if progress and link:
+                print(f"symattn: Dask dashboard at {link}", file=sys.stderr, flush=True)
+
+        bar = progress_bar(progress, total=len(pending), desc="sweep", unit="task")
+        failures = [0]
+
+        def on_outcome(task, outcome):
+            outcome = {**outcome, "finished": time.time()}
+            if store is not None:  # the record names its task (the key the sweep gave it, not the worker's)
+                record = store.put(identities[task["key"]], outcome, point=task["point"])
+            else:
+                record = {**outcome, "point": task["point"], "analysis": task["analysis"],
+                          "options": task["options"]}
+            records[task["key"]] = record
+            computed.append(task["key"])
+            failures[0] += record["status"] != "ok"
+            bar.update()
+            bar.set_postfix_str(f"done {len(computed) - failures[0]}, failed {failures[0]}, "
+                                f"left {len(pending) - len(computed)}")
+
+        files = []
+        try:
+            with bar:
+                run_tasks(pending, scheduler, n_workers, task_timeout, per_task_memory, on_outcome, on_start)
+        finally:  # also after Ctrl-C: the tables hold every finished task
+            rows = tuple(make_row(arch, name, opts, records[key], key in reused_keys)
+                         for arch, _, name, opts, key in entries if key in records)
+            if out is not None:
+                files = write_tables(rows, out)
+        result = SweepResult(
+            tasks=len(entries), computed=sum(1 for *_, key in entries if key in records and key not in reused_keys),
+            reused=sum(1 for *_, key in entries if key in reused_keys),
+            failed=sum(1 for row in rows if row["status"] != "ok"), rows=rows, skips=tuple(skips),
+            analyses=tuple(names), fields=tuple(fields), scheduler=where,
+            dashboard=dashboard[0] if dashboard else None, out=None if out is None else str(out),
+            files=tuple(map(str, files)), seconds=time.perf_counter() - started, timeout=task_timeout)
+        if out is not None and result.plots():
+            result = dataclasses.replace(result, files=result.files + tuple(map(str, write_plots(result, out))))
     return result
 
 

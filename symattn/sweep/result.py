@@ -13,13 +13,13 @@ Examples
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._format import FormattedResult, latex_array, latex_escape, latex_tabular, markdown_table
 from ..errors import SymattnError
 from .grid import _extra_fields
+from .store import write_atomically
 
 __all__ = ["SweepResult", "make_row", "table_frame", "write_tables", "write_plots", "SUMMARY_COLUMNS", "ROW_FIELDS"]
 
@@ -457,8 +457,9 @@ def write_plots(result: SweepResult, directory) -> list[Path]:
     written = []
     for filename, plot in result.plots():
         path = Path(directory) / filename
+        figure = plot()
         try:
-            plot().savefig(path, dpi=120)
+            write_atomically(path, lambda temporary, figure=figure: figure.savefig(temporary, format="png", dpi=120))
         except OSError as err:
             raise SymattnError(f"cannot write {path}: {err.strerror or err}") from None
         written.append(path)
@@ -477,7 +478,12 @@ def _label(row: dict, columns: list[str], skip=()) -> str:
 
 
 def write_tables(rows, directory) -> list[Path]:
-    """Write ``results.parquet`` and ``results.csv`` into ``directory`` (each through a temporary file).
+    """Write ``results.parquet`` and ``results.csv`` into ``directory``, each at once.
+
+    Each is written to a temporary file of its own in ``directory`` and renamed
+    over its final name when complete (:func:`~symattn.sweep.store.write_atomically`):
+    a full disk or a crash leaves the previous table, never part of one, and
+    writers at the same time never share a temporary file.
 
     Examples
     --------
@@ -494,10 +500,8 @@ def write_tables(rows, directory) -> list[Path]:
     for name, write in (("results.parquet", lambda p: frame.to_parquet(p, index=False)),
                         ("results.csv", lambda p: frame.to_csv(p, index=False))):
         path = folder / name
-        temporary = folder / f".{name}.tmp"
         try:
-            write(temporary)
-            os.replace(temporary, path)
+            write_atomically(path, write)
         except OSError as err:
             raise SymattnError(f"cannot write {path}: {err.strerror or err}") from None
         written.append(path)
