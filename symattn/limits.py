@@ -102,9 +102,12 @@ FALLBACK_MACHINE_MEMORY = 8 * 2**30
 MAX_BANK = 100_000
 
 #: A structural bound on the number of layers, so that a typo such as ``10**20`` fails at once
-#: instead of exhausting memory; each computation has its own, much lower, limits.  Here rather
-#: than in :mod:`symattn.model` so that the command line checks ``--layers`` before sympy loads.
-MAX_LAYERS = 10_000
+#: instead of exhausting memory.  Every exact computation stops far below it (the contact order of
+#: layer i grows as 3^i: a spectrum reaches 6 layers, identify and observe 5), and at this bound
+#: each command still refuses a network in seconds; at 10,000 layers merely describing what fits
+#: took minutes.  Here rather than in :mod:`symattn.model` so that the command line checks
+#: ``--layers`` before sympy loads.
+MAX_LAYERS = 100
 
 _INT64 = 8
 # The limit set by the analysis that is running (its max_memory=), read by the guards inside it.
@@ -323,7 +326,7 @@ class MemoryEstimate:
     def __str__(self) -> str:
         rows, cols = self.jacobian
         return (f"{self.computation} needs about {format_size(self.bytes)} (bank {self.bank} inputs, series to "
-                f"eps^{self.series_order}, Jacobian {rows} x {cols}; largest array {self.largest})")
+                f"eps^{order_text(self.series_order)}, Jacobian {rows} x {cols}; largest array {self.largest})")
 
 
 def _block_directions(arch, block_directions=None) -> list:
@@ -404,11 +407,11 @@ def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadc
             result = r * c * B * w * N
             if products == "broadcast":
                 transient = _BROADCAST_PRODUCT_COPIES * r * c * k * B * w * N
-                shape = f"({r}, {c}, {k}, {B}, {w}, {N}) int64"
+                shape = f"({r}, {c}, {k}, {B}, {w}, {order_text(N)}) int64"
             else:
                 operands = (r * k * w_left * batch_left + k * c * w_right * B) * N
                 transient = _BLAS_RESULT_COPIES * result + _BLAS_OPERAND_COPIES * operands
-                shape = f"({B}, {w}, {N}, {r}, {c}) int64"
+                shape = f"({B}, {w}, {order_text(N)}, {r}, {c}) int64"
             if live + transient > peak:
                 peak, largest = live + transient, f"{shape} for the {name} of layer {i}"
             results[name] = result
@@ -416,7 +419,7 @@ def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadc
             if name == "scores":  # the normalized weights
                 attention = _ATTENTION_COPIES * result
                 if live + attention > peak:
-                    peak, largest = live + attention, f"({t}, {t}, {B}, {w}, {N}) int64 for the attention of layer {i}"
+                    peak, largest = live + attention, f"({t}, {t}, {B}, {w}, {order_text(N)}) int64 for the attention of layer {i}"
                 live += result
                 results["weights"] = result
         previous_layer = results["keys"] + results["queries"] + results["scores"] + results["weights"]
@@ -464,7 +467,7 @@ def spectrum_memory(arch, bank: int, truncation: int, gauge: int | None = None) 
     after = output + 2 * jacobian + 2 * compressed * P * truncation * _INT64 \
         + 2 * compressed * gauge * P * truncation * _INT64
     if after > forward_bytes:
-        largest = f"({compressed}, {gauge}, {P}, {truncation}) int64 for the gauge-kernel check"
+        largest = f"({compressed}, {gauge}, {P}, {order_text(truncation)}) int64 for the gauge-kernel check"
     return MemoryEstimate("the decay spectrum", max(forward_bytes, after), truncation, (rows, P), bank, largest)
 
 
@@ -488,7 +491,7 @@ def rank_check_memory(arch, bank: int, truncation: int) -> MemoryEstimate:
     output = arch.widths[-1] * arch.tokens * bank * (1 + P) * truncation * _INT64
     after = output + 6 * jacobian  # J, the tangent columns T, and the eliminations' working copies
     if after > forward_bytes:
-        largest = f"({rows}, {P}, {truncation}) int64 Jacobians in the eliminations"
+        largest = f"({rows}, {P}, {order_text(truncation)}) int64 Jacobians in the eliminations"
     return MemoryEstimate("the exact ranks of observe", max(forward_bytes, after), truncation, (rows, P), bank,
                           largest)
 
@@ -520,11 +523,27 @@ def jet_jacobian_memory(arch, bank: int, truncation: int, directions: int | None
     output = arch.widths[-1] * arch.tokens * bank * (1 + P) * truncation * _INT64
     after = output + jacobian_copies * jacobian
     if after > forward_bytes:
-        largest = f"{jacobian_copies} x ({rows}, {P}, {truncation}) int64 Jacobians"
+        largest = f"{jacobian_copies} x ({rows}, {P}, {order_text(truncation)}) int64 Jacobians"
     return MemoryEstimate(computation, max(forward_bytes, after), truncation, (rows, P), bank, largest)
 
 
 # -- the check ----------------------------------------------------------------------------------
+def order_text(order: int) -> str:
+    """A series order for a message: its digits, or its size when it has more than 30 of them.
+
+    Deep networks ask for orders such as ``2 * 3^9999``, whose digits Python
+    refuses to print (past 4,300) and no reader wants.
+
+    Examples
+    --------
+    >>> order_text(55), order_text(2 * 3**9999 + 1)
+    ('55', '(about 10^4771)')
+    """
+    if order.bit_length() <= 100:
+        return str(order)
+    return f"(about 10^{int(order.bit_length() * math.log10(2))})"
+
+
 def _flags(arch) -> str:
     parts = [f"--layers {arch.layers}"]
     widths, ranks = arch.widths, arch.score_ranks
@@ -628,7 +647,8 @@ def check_memory(estimate: MemoryEstimate, max_memory=None, arch=None, estimate_
             if arch is not None and estimate_for is not None else []
         fitting = (" or ".join(fits) + " fits" if fits else "no smaller network fits")
         raise ResourceLimitError(
-            f"{prefix}{who}needs series to eps^{estimate.series_order} for {estimate.computation}, beyond the "
+            f"{prefix}{who}needs series to eps^{order_text(estimate.series_order)} for {estimate.computation}, "
+            f"beyond the "
             f"deepest truncation eps^{max_series_order} it computes (each layer triples the order); {fitting}")
     if estimate.bytes <= limit:
         return estimate

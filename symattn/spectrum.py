@@ -637,7 +637,10 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
             raise TruncationError(f"order must be a positive integer or 'auto', got {order!r}")
         truncation, auto_order = int(order), False
     if truncation > max_order:
-        raise TruncationError(f"order {truncation} exceeds max_order {max_order}")
+        if auto_order:  # the depth of the network asks for it: say which flag and what fits
+            _require_series_order(arch, curve, max_order)
+        raise TruncationError(f"order {truncation} exceeds max_order {max_order}; give order <= {max_order} "
+                              f"(--order) or raise max_order")
 
     d_out, t = arch.widths[-1], arch.tokens
     # the rank a separating bank reaches: the effective dimension, or for the variants (no effective
@@ -756,6 +759,16 @@ def _progress_bar(progress: bool, arch: Architecture):
 
     # no total: the number of pivots is known only as they are found
     return progress_bar(progress, desc="Smith pivots", unit="pivot")
+
+
+def _require_series_order(arch: Architecture, curve: Curve, max_order: int) -> None:
+    """Refuse a network whose predicted contact orders need series past ``max_order``, naming what fits."""
+    from .limits import check_memory, spectrum_memory
+
+    def estimate_for(resized: Architecture, bank: int | None = None):
+        return spectrum_memory(resized, 1, _initial_truncation(resized, curve))
+
+    check_memory(estimate_for(arch), arch=arch, estimate_for=estimate_for, max_series_order=max_order)
 
 
 def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: int, truncation: int,

@@ -438,6 +438,18 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
                               "normalized attention only")
     primes = tuple(check_prime(p) for p in (primes or DEFAULT_PRIMES))
     eff = _effective_dimension(arch)
+    N, auto_order, size, auto_bank = _first_sizes(arch, bank, truncation)
+    from ..limits import memory_limit_set, progress_bar
+
+    with memory_limit_set(max_memory), progress_bar(progress, total=3 if confirm else 2, desc="exact ranks",
+                                                    unit="rank") as bar:
+        require_rank_fits(arch, bank, truncation, confirm, max_order)
+        return _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order,
+                           size, auto_bank, bar)
+
+
+def _first_sizes(arch: Architecture, bank, truncation) -> tuple:
+    """``(truncation, auto?, bank size, auto?)`` of the first ranks of :func:`rank_check`."""
     if truncation == "auto":
         N, auto_order = 2 * _generic_input_scaling_order(arch) + 2, True
     elif isinstance(truncation, (int, np.integer)) and not isinstance(truncation, bool) and truncation >= 2:
@@ -450,15 +462,30 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
         size, auto_bank = int(bank), False
     else:
         raise SymattnError(f"bank must be 'auto' or a positive integer, got {bank!r}")
-    from ..limits import memory_limit_set, progress_bar
+    return N, auto_order, size, auto_bank
 
-    with memory_limit_set(max_memory), progress_bar(progress, total=3 if confirm else 2, desc="exact ranks",
-                                                    unit="rank") as bar:
-        # the first ranks, before any growth, must fit (the later ones are checked as they come)
-        _require_rank_memory(arch, grown_bank(size) if confirm else size, N,
-                             max_order if auto_order else None)
-        return _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order,
-                           size, auto_bank, bar)
+
+def require_rank_fits(arch: Architecture, bank="auto", truncation="auto", confirm: bool = True,
+                      max_order: int = 512) -> None:
+    """Refuse the first exact ranks of :func:`rank_check` when they would not fit, before any work.
+
+    The series they need (deeper with every layer) and their memory under
+    the limit in force (:func:`symattn.limits.memory_limit_set`); the later
+    ranks are checked as they come.  :func:`symattn.observe.observe` calls it
+    before the graph's propagation, so that a network too deep for the exact
+    check is refused at once.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> require_rank_fits(Architecture.uniform(layers=2))
+    >>> require_rank_fits(Architecture.uniform(layers=9))
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ResourceLimitError: --layers 9 --width 2 --rank 1 --tokens 3 needs series to eps^39368 for the exact ranks of observe, beyond the deepest truncation eps^512 it computes (each layer triples the order); --layers <= 5 fits
+    """
+    N, auto_order, size, _ = _first_sizes(arch, bank, truncation)
+    _require_rank_memory(arch, grown_bank(size) if confirm else size, N, max_order if auto_order else None)
 
 
 def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order, size, auto_bank,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -13,11 +14,11 @@ from .._format import (
     markdown_method,
 )
 from ..naming import texttt
-from ..errors import SymattnError
+from ..errors import ResourceLimitError, SymattnError
 from ..model import Architecture, require_architecture, require_seed
 from .events import BIAS, COLLAPSED, PARTIAL, UNOBSERVABLE, all_events, parse_event, score_collapse
 from .graph import Observability, dependency_graph, propagate
-from .ranks import RankCheck, contact_orders, rank_check
+from .ranks import RankCheck, contact_orders, rank_check, require_rank_fits
 
 __all__ = [
     "ExceptionalFibers", "FiberRow", "ObserveResult", "exceptional_fibers", "graph_rank_disagreements", "observe",
@@ -240,6 +241,8 @@ def observe(arch: Architecture, events: Iterable = (), seed: int = 0, contact: b
     seed = require_seed(seed)
     from ..limits import memory_limit_set, progress_bar
 
+    with memory_limit_set(max_memory):  # a network too deep or too large for the ranks: refused before the graph
+        require_rank_fits(arch, bank, truncation, confirm)
     verdict = propagate(dependency_graph(arch), events)
     rank = rank_check(arch, verdict.events, seed=seed, confirm=confirm, bank=bank, truncation=truncation,
                       progress=progress, max_memory=max_memory)
@@ -433,6 +436,25 @@ class ExceptionalFibers(FormattedResult):
                           latex_method(self.method)])
 
 
+#: The most sets of events :func:`exceptional_fibers` classifies in one call: each costs an exact rank.
+MAX_EVENT_SETS = 1_000
+
+
+def _event_sets(events: int, largest: int) -> int:
+    return sum(math.comb(events, size) for size in range(1, min(largest, events) + 1))
+
+
+def _require_few_event_sets(events: int, max_events: int) -> None:
+    """Refuse more than :data:`MAX_EVENT_SETS` sets of events, naming the ``--max-events`` that fits."""
+    count = _event_sets(events, max_events)
+    if count <= MAX_EVENT_SETS:
+        return
+    fits = max((m for m in range(1, events + 1) if _event_sets(events, m) <= MAX_EVENT_SETS), default=None)
+    advice = f"--max-events <= {fits} fits" if fits else "choose the events (events=) or a smaller network"
+    raise ResourceLimitError(f"--max-events {max_events} asks for {count} sets of the network's {events} events, "
+                             f"each an exact rank; at most {MAX_EVENT_SETS} are classified in one run: {advice}")
+
+
 def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, confirm: bool = False,
                        events=None, progress: bool = False, max_memory=None) -> ExceptionalFibers:
     """Go through every set of at most ``max_events`` events and classify its fiber.
@@ -476,14 +498,19 @@ def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, c
     seed = require_seed(seed)
     if isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1:
         raise SymattnError(f"max_events must be a positive integer, got {max_events!r}")
-    graph = dependency_graph(arch)
     pool = [parse_event(e).validate(arch) for e in (events if events is not None else all_events(arch))]
+    _require_few_event_sets(len(pool), max_events)
     from ..limits import memory_limit_set, progress_bar
+
+    with memory_limit_set(max_memory):  # a network too deep or too large for the ranks: refused before the graph
+        require_rank_fits(arch, confirm=confirm)
+    graph = dependency_graph(arch)
 
     rows, skipped = [], []
     classified: set = set()
     generic_rank = None
-    subsets = [subset for size in range(1, max_events + 1) for subset in itertools.combinations(pool, size)]
+    subsets = [subset for size in range(1, min(max_events, len(pool)) + 1)
+               for subset in itertools.combinations(pool, size)]
     with memory_limit_set(max_memory), progress_bar(progress, total=len(subsets), desc="exceptional fibers",
                                                     unit="set") as bar:
         for subset in subsets:

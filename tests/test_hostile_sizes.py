@@ -1,0 +1,103 @@
+"""Sizes a user can type are refused at once, naming the flag and what fits (issue 23).
+
+Each case is a guard against a hang or an internal error: the command ends
+with exit 2 and one line naming the flag.  The time bounds are generous
+(machines differ); they catch a computation that runs on, not a slow one.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from symattn.cli import main
+from symattn.errors import ResourceLimitError
+from symattn.limits import MAX_LAYERS, order_text
+from symattn.model import Architecture
+from symattn.observe import exceptional_fibers, observe
+from symattn.observe.report import MAX_EVENT_SETS
+from symattn.spectrum import decay_spectrum
+
+#: A refusal, not a computation: well under this on any machine (measured: 1-4 s at 100 layers).
+QUICK_SECONDS = 30
+
+
+def _refused(capsys, argv, *words):
+    started = time.perf_counter()
+    status = main(argv)
+    seconds = time.perf_counter() - started
+    out, err = capsys.readouterr()
+    assert status == 2, (argv, out[-500:], err)
+    assert err.startswith("symattn: error: ") and err.count("\n") == 1, err
+    for word in words:
+        assert word in err, (word, err)
+    assert seconds < QUICK_SECONDS
+    return err
+
+
+def test_order_text_names_huge_orders_by_their_size():
+    assert order_text(1459) == "1459"
+    assert order_text(2 * 3**9999 - 1) == "(about 10^4771)"
+    assert order_text(10**30) == str(10**30)
+
+
+@pytest.mark.parametrize("command", [["spectrum"], ["check", "--claim", "kernel = 1"], ["sensitivity"]])
+def test_too_deep_for_the_spectrum_names_the_layers_that_fit(capsys, command):
+    err = _refused(capsys, [*command, "--layers", "7", "--quiet"], "--layers 7", "eps^1459", "--layers <= 6 fits")
+    assert "beyond the deepest truncation eps^1024" in err
+
+
+@pytest.mark.parametrize("command, fits", [(["identify"], 5), (["dimension"], 5), (["observe"], 5)])
+def test_too_deep_for_the_exact_ranks_names_the_layers_that_fit(capsys, command, fits):
+    _refused(capsys, [*command, "--layers", "50", "--quiet"], "--layers 50", f"--layers <= {fits} fits")
+
+
+@pytest.mark.parametrize("command", [["spectrum"], ["identify"], ["observe"], ["check", "--claim", "kernel = 1"],
+                                     ["dimension"], ["sensitivity"]])
+def test_the_deepest_network_accepted_is_refused_with_its_order_as_a_size(capsys, command):
+    _refused(capsys, [*command, "--layers", str(MAX_LAYERS), "--quiet"], f"--layers {MAX_LAYERS}",
+             "eps^(about 10^47)")
+
+
+def test_past_the_structural_bound_is_a_usage_error(capsys):
+    _refused(capsys, ["spectrum", "--layers", str(MAX_LAYERS + 1)], f"from 1 to {MAX_LAYERS}")
+    _refused(capsys, ["spectrum", "--layers", "9" * 5000], "--layers")  # past Python's 4,300-digit limit
+
+
+def test_the_report_skips_what_is_too_deep_and_says_so(capsys):
+    status = main(["report", "--layers", "50", "--quiet"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "--layers <= 6 fits" in out and "--layers <= 5 fits" in out
+
+
+def test_an_order_past_max_order_names_the_argument():
+    arch = Architecture.uniform(layers=1)
+    with pytest.raises(Exception, match=r"order 2000 exceeds max_order 1024; give order <= 1024"):
+        decay_spectrum(arch, order=2000, progress=False)
+    with pytest.raises(ResourceLimitError, match=r"--layers <= 6 fits"):
+        decay_spectrum(Architecture.uniform(layers=8), progress=False)
+
+
+def test_observe_refuses_a_deep_network_before_its_graph():
+    started = time.perf_counter()
+    with pytest.raises(ResourceLimitError, match=r"--layers <= 5 fits"):
+        observe(Architecture.uniform(layers=80), ["scores:1"])
+    assert time.perf_counter() - started < QUICK_SECONDS
+
+
+def test_too_many_event_sets_name_the_max_events_that_fits(capsys):
+    err = _refused(capsys, ["observe", "--exceptional", "--max-events", "1000000", "--quiet"],
+                   "--max-events 1000000", f"at most {MAX_EVENT_SETS}")
+    assert "--max-events <= 4 fits" in err  # 11 events of 3 layers: 1+..+C(11,4) = 561 sets, C(11, 5) more
+    with pytest.raises(ResourceLimitError, match="--max-events <= 1 fits"):
+        exceptional_fibers(Architecture.uniform(layers=30), max_events=2)
+
+
+def test_more_events_than_the_network_has_is_every_set_once():
+    arch = Architecture.uniform(layers=1, width=1, tokens=2)
+    events = ["scores:1", "values:1"]
+    every = exceptional_fibers(arch, max_events=10**6, events=events)
+    assert sorted(row.name for row in every.rows) == sorted(
+        row.name for row in exceptional_fibers(arch, max_events=2, events=events).rows)
