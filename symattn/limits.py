@@ -127,6 +127,46 @@ _BLAS_OPERAND_COPIES = 1
 _ATTENTION_COPIES = 5
 
 
+#: The largest file of claims or grid a command reads: far above any hand-written file, so that
+#: ``--claims /dev/zero`` is refused instead of read until memory runs out.
+MAX_INPUT_FILE_BYTES = 2**20
+
+
+def read_input_file(path, what: str, max_bytes: int = MAX_INPUT_FILE_BYTES) -> str:
+    """The UTF-8 text of a file the user gave, or a SymattnError naming it and what is wrong.
+
+    Reads at most ``max_bytes + 1`` bytes, so that a device or a huge file is
+    refused without being read (``/dev/zero``, a log passed by mistake).
+
+    Parameters
+    ----------
+    path : str or path
+    what : str
+        The file as the user knows it, e.g. ``"--claims claims.txt"``.
+    max_bytes : int
+        The largest file accepted.
+
+    Examples
+    --------
+    >>> read_input_file("/dev/zero", "--claims /dev/zero")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: --claims /dev/zero is larger than 1.0 MiB, the largest file symattn reads; give a smaller file
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as err:
+        raise SymattnError(f"cannot read {what}: {err.strerror or err}") from None
+    if len(data) > max_bytes:
+        raise SymattnError(f"{what} is larger than {format_size(max_bytes)}, the largest file symattn reads; "
+                           f"give a smaller file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SymattnError(f"{what} is not UTF-8 text") from None
+
+
 # -- sizes -----------------------------------------------------------------------------------
 def parse_size(text) -> int:
     """Bytes from a size such as ``16G``, ``512M``, ``2.5G``, ``800K`` or ``1000000`` (binary units).

@@ -101,3 +101,54 @@ def test_more_events_than_the_network_has_is_every_set_once():
     every = exceptional_fibers(arch, max_events=10**6, events=events)
     assert sorted(row.name for row in every.rows) == sorted(
         row.name for row in exceptional_fibers(arch, max_events=2, events=events).rows)
+
+
+# -- grids and files ------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, words", [
+    (["sweep", "--layers", "1..100", "--width", "1..100", "--tokens", "1..100"],
+     ["1000000 points (100 layers x 100 width x 100 tokens)", "at most 10000"]),
+    (["sweep", "--layers", "1..10000", "--width", "1..10000"], ["'1..10000' has 10000 values", "at most 1000"]),
+    (["dimension", "--width", "1..100000000"], ["100000000 widths", "at most 1000 rows"]),
+    (["check", "--claims", "/dev/zero"], ["--claims /dev/zero is larger than 1.0 MiB"]),
+    (["sweep", "--grid", "/dev/zero"], ["the grid file /dev/zero is larger than 1.0 MiB"]),
+])
+def test_oversized_grids_and_files_are_refused(capsys, argv, words):
+    _refused(capsys, [*argv, "--quiet"], *words)
+
+
+@pytest.mark.parametrize("toml, words", [
+    ("[grid]\nlayers = 9223372036854775807\n", ["layers: 9223372036854775807 is past the largest value"]),
+    ("[grid]\nlayers = [[]]\n", ["layers takes values or ranges, not a list of lists"]),
+    ("[grid]\nlayers = " + "[" * 2000 + "]" * 2000 + "\n", ["nests its lists or tables too deeply"]),
+    ("[grid]\ntokens = [" + ",".join(["2"] * 100_000) + "]\n", ["tokens lists more than 1000 values"]),
+    ("[grid]\nlayers = \"" + "9" * 5000 + "\"\n", ["is past the largest value"]),
+])
+def test_hostile_grid_files_are_refused(capsys, tmp_path, toml, words):
+    path = tmp_path / "grid.toml"
+    path.write_text(toml)
+    _refused(capsys, ["sweep", "--grid", str(path), "--quiet"], *words)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 2000 + "]" * 2000, ["nested too deeply"]),
+    ('{"claims": ["kernel = 1"]}', ["cannot read the claim"]),
+    (b"\xff\xfe kernel = 1", ["is not UTF-8 text"]),
+])
+def test_hostile_claims_files_are_refused(capsys, tmp_path, text, words):
+    path = tmp_path / "claims.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    _refused(capsys, ["check", "--layers", "1", "--claims", str(path), "--quiet"], *words)
+
+
+def test_a_score_rank_above_the_width_is_swept_as_the_spectrum_computes_it(capsys):
+    status = main(["sweep", "--layers", "1", "--width", "2", "--rank", "3", "--analysis", "spectrum",
+                   "--scheduler", "synchronous", "--json", "--quiet"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    import json
+
+    data = json.loads(out)
+    assert data["skipped"] == 0 and [row["status"] for row in data["rows"]] == ["ok"]
+    assert main(["spectrum", "--layers", "1", "--width", "2", "--rank", "3", "--json", "--quiet"]) == 0
+    spectrum = json.loads(capsys.readouterr().out)["spectrum"]
+    assert spectrum == data["rows"][0]["spectrum"] == {"0": 4, "1": 4}  # W_1 of rank at most 2: four directions

@@ -140,16 +140,18 @@ def test_yes_no_flags_take_one_value_or_both():
 def test_invalid_combinations_are_skipped_with_reasons():
     result = sweep({"layers": "1..2", "width": "1,2", "rank": "1..2", "tokens": 2}, ["dimension", "observe"],
                    options={"observe": {"events": [["scores:2"]]}}, scheduler="synchronous", progress=False)
-    # rank 2 on width 1 is no architecture; scores:2 does not exist in one layer
-    point_skips = [s for s in result.skips if s.analysis is None]
-    assert {(s.point["layers"], s.point["width"], s.point["rank"]) for s in point_skips} == {(1, 1, 2), (2, 1, 2)}
-    assert all("score rank a_1 = 2 is larger than the width d_0 = 1" in s.reason for s in point_skips)
+    # rank 2 on width 1 is an architecture (W_i of rank at most 1), computed as the spectrum command does;
+    # scores:2 does not exist in one layer
+    assert not [s for s in result.skips if s.analysis is None]
+    dimension = {(r["layers"], r["width"], r["score_rank"]): r["lower"] for r in result.rows
+                 if r["analysis"] == "dimension"}
+    assert dimension[1, 1, 2] == dimension[1, 1, 1] and dimension[2, 1, 2] == dimension[2, 1, 1]
     event_skips = [s for s in result.skips if s.analysis == "observe"]
-    assert {(s.point["layers"], s.point["width"], s.point["rank"]) for s in event_skips} == {(1, 1, 1), (1, 2, 1),
-                                                                                            (1, 2, 2)}
+    assert {(s.point["layers"], s.point["width"], s.point["rank"]) for s in event_skips} == {
+        (1, 1, 1), (1, 1, 2), (1, 2, 1), (1, 2, 2)}
     assert all("scores:2" in s.reason for s in event_skips)
-    assert result.tasks == 6 + 3 and result.failed == 0
-    assert result.to_json()["skipped"] == 5
+    assert result.tasks == 8 + 4 and result.failed == 0
+    assert result.to_json()["skipped"] == 4
     assert "## Skipped" in result.to_markdown() and r"\subsection*{Skipped}" in result.to_latex()
 
 

@@ -28,6 +28,8 @@ DEFAULT_WIDTH = 2
 DEFAULT_RANK = 1
 DEFAULT_TOKENS = 3
 DEFAULT_NORMALIZER = "softmax"
+#: The most widths one ``--width A..B`` or ``A,B,...`` of ``symattn dimension`` lists (a row of the table each).
+MAX_WIDTH_VALUES = 1_000
 
 
 # -- parsers of flag values -------------------------------------------------------------------
@@ -38,6 +40,10 @@ def width_spec(text: str):
     --------
     >>> width_spec("3"), width_spec("3..5"), width_spec("2,4")
     (3, (3, 4, 5), (2, 4))
+    >>> width_spec("1..100000000")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: --width range '1..100000000' has 100000000 widths; a table has at most 1000 rows
     """
     text = text.strip()
     try:
@@ -45,8 +51,14 @@ def width_spec(text: str):
             low, high = (int(part) for part in text.split("..", 1))
             if low > high:
                 raise argparse.ArgumentTypeError(f"--width range {text!r} is empty: write A..B with A <= B")
+            if high - low >= MAX_WIDTH_VALUES:
+                raise argparse.ArgumentTypeError(f"--width range {text!r} has {high - low + 1} widths; a table "
+                                                 f"has at most {MAX_WIDTH_VALUES} rows")
             return tuple(range(low, high + 1))
         if "," in text:
+            if text.count(",") >= MAX_WIDTH_VALUES:
+                raise argparse.ArgumentTypeError(f"--width lists {text.count(',') + 1} widths; a table has at "
+                                                 f"most {MAX_WIDTH_VALUES} rows")
             return tuple(int(part) for part in text.split(","))
         return int(text)
     except ValueError:

@@ -10,9 +10,9 @@ entrywise expansion by :func:`symattn.expand.check_formula_claim`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from ..errors import SymattnError
+from ..limits import read_input_file
 from ..languages import ACCEPTED_CLAIMS, FORMULA_LANGUAGE
 from .subcommand import Subcommand
 
@@ -30,20 +30,16 @@ def read_claims_file(path: str) -> list[str]:
     >>> read_claims_file(str(folder / "claims.txt"))
     ['kernel = 6', 'dimension = 10']
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise SymattnError(f"cannot read --claims {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError:
-        raise SymattnError(f"--claims {path} is not a UTF-8 text file: give one claim per line "
-                           "or a JSON list of claim strings") from None
+    text = read_input_file(path, f"--claims {path}")
     stripped = text.strip()
     if stripped.startswith("["):
         try:
             claims = json.loads(stripped)
         except json.JSONDecodeError as err:
             raise SymattnError(f"--claims {path}: not a JSON list of strings ({err})") from None
-        if not all(isinstance(c, str) for c in claims):
+        except RecursionError:
+            raise SymattnError(f"--claims {path}: nested too deeply to be a JSON list of strings") from None
+        if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
             raise SymattnError(f"--claims {path}: a JSON file must hold a list of claim strings")
         return claims
     out = []

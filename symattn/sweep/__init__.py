@@ -19,11 +19,12 @@ Examples
 >>> result = symattn.sweep({"layers": "1..2", "width": "2,3", "rank": "1..3"}, ["dimension"],
 ...                scheduler="synchronous", progress=False)
 >>> result.tasks, result.computed, result.skipped
-(10, 10, 2)
+(12, 12, 0)
 >>> [(r["layers"], r["width"], r["score_rank"], r["lower"], r["expected"]) for r in result.rows][:3]
-[(1, 2, 1, 7, 7), (1, 2, 2, 8, 8), (1, 3, 1, 14, 14)]
->>> result.skips[0].reason
-'score rank a_1 = 3 is larger than the width d_0 = 2 it acts on (W_1 = K_1^T Q_1 has rank at most d_0); give rank <= width'
+[(1, 2, 1, 7, 7), (1, 2, 2, 8, 8), (1, 2, 3, 8, 8)]
+
+A score rank above the width is computed like any architecture (``W_1`` then has
+rank at most the width: the dimension of rank 3 on width 2 is that of rank 2).
 """
 
 from __future__ import annotations

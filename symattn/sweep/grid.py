@@ -19,34 +19,35 @@ others              as :class:`~symattn.model.Architecture`     lists; booleans 
 User text is data: integers are read with ``int``, normalizers by
 :func:`symattn.normalizers.as_normalizer` (the package's one safe parser),
 nothing else is evaluated.  The points are the Cartesian product of the
-fields in the order above.  A point that does not make an architecture (a
-score rank above the width it acts on, widths and layers that disagree, a
-residual stream between different widths, ...) is *skipped with its reason*,
+fields in the order above.  A point that does not make an architecture
+(widths and layers that disagree, a residual stream between different
+widths, ...) is *skipped with its reason*,
 not an error; text that cannot be read at all (a word for a number, a
 normalizer that does not parse or is not positive) is a :class:`GridError`.
 
 Examples
 --------
->>> grid = read_grid({"layers": "1..2", "width": "2,3", "rank": "1..3"})
+>>> grid = read_grid({"layers": "1..2", "widths": "2,2;2,3,2", "rank": "1..2"})
 >>> points, skipped = grid_points(grid)
 >>> len(points), len(skipped)
-(10, 2)
+(4, 4)
 >>> points[0]
-{'layers': 1, 'width': 2, 'rank': 1}
+{'layers': 1, 'widths': (2, 2), 'rank': 1}
 >>> skipped[0].reason
-'score rank a_1 = 3 is larger than the width d_0 = 2 it acts on (W_1 = K_1^T Q_1 has rank at most d_0); give rank <= width'
+'layers = 1 disagrees with widths 2,3,2 (2 layers)'
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
+import math
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ShapeError, SymattnError
+from ..limits import read_input_file
 
 __all__ = ["GridError", "Skip", "read_grid", "read_grid_file", "grid_points", "build_architecture",
            "point_label", "GRID_FIELDS"]
@@ -69,6 +70,12 @@ GRID_FIELDS = {
 }
 _ALIASES = {"score_ranks": "ranks", "score_rank": "rank", "normalizers": "normalizer"}
 _BOOL_WORDS = {"yes": True, "true": True, "1": True, "on": True, "no": False, "false": False, "0": False, "off": False}
+#: The most values one field lists, and the most points a grid has: each point is built and checked
+#: before any work, and each task costs at least a second, so a grid past these is a typo.
+MAX_FIELD_VALUES = 1_000
+MAX_GRID_POINTS = 10_000
+#: The largest integer a field takes (sizes; each analysis has its own, much lower, limits).
+MAX_FIELD_INTEGER = 10**9
 #: Architecture's own keyword arguments handled by the builder (the others pass through unchanged).
 _BUILT = {"widths", "score_ranks", "tokens", "normalizer"}
 
@@ -122,11 +129,16 @@ def _split_top_level(text: str, separator: str) -> list[str]:
 def _integer(field: str, text) -> int:
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise GridError(f"{field} takes integers, got {text!r}")
+    if isinstance(text, str) and len(text.strip()) > 12:  # before int(): thousands of digits take it long
+        raise GridError(f"{field}: {text[:20]!r}... is past the largest value {MAX_FIELD_INTEGER}")
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise GridError(f"{field}: {text!r} is not an integer; write a value (3), a list (1,2,4) "
                         f"or a range (1..4)") from None
+    if abs(value) > MAX_FIELD_INTEGER:
+        raise GridError(f"{field}: {value} is past the largest value {MAX_FIELD_INTEGER}")
+    return value
 
 
 def _integers(field: str, text: str) -> list[int]:
@@ -138,8 +150,9 @@ def _integers(field: str, text: str) -> list[int]:
             low, high = _integer(field, low.strip()), _integer(field, high.strip())
             if low > high:
                 raise GridError(f"{field}: the range {part!r} is empty; write A..B with A <= B")
-            if high - low > 10_000:
-                raise GridError(f"{field}: the range {part!r} has more than 10000 values")
+            if high - low >= MAX_FIELD_VALUES:
+                raise GridError(f"{field}: the range {part!r} has {high - low + 1} values; a field lists at most "
+                                f"{MAX_FIELD_VALUES}")
             values += range(low, high + 1)
         else:
             values.append(_integer(field, part))
@@ -170,9 +183,13 @@ def _values(field: str, value) -> list:
         values = []
         for item in value:
             if isinstance(item, (list, tuple)):
+                if kind != "int or list" or not item:  # a list per layer is for a variant (heads), never empty
+                    raise GridError(f"{field} takes values or ranges, not a list of lists, got {value!r:.80}")
                 values.append(tuple(_integer(field, v) for v in item))
             else:
                 values += _values(field, item)
+            if len(values) > MAX_FIELD_VALUES:
+                raise GridError(f"{field} lists more than {MAX_FIELD_VALUES} values")
         return values
     if kind == "bool":
         if isinstance(value, str):
@@ -186,7 +203,7 @@ def _values(field: str, value) -> list:
             raise GridError("normalizer is empty; give a preset (softmax, cosh, ...) or an expression in x")
         return names
     if _is_int(value):
-        return [value]
+        return [_integer(field, value)]
     if isinstance(value, str):
         return _integers(field, value)
     raise GridError(f"{field} takes integers, a list or a range A..B, got {value!r}")
@@ -305,15 +322,15 @@ def read_grid_file(path) -> dict:
     ([2, 3], ['dimension', 'observe'], [['scores:1'], ['values:1', 'bias']])
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise GridError(f"cannot read the grid file {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError:
-        raise GridError(f"the grid file {path} is not UTF-8 text") from None
+        text = read_input_file(path, f"the grid file {path}")
+    except SymattnError as err:
+        raise GridError(str(err)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise GridError(f"the grid file {path} is not valid TOML: {err}") from None
+    except RecursionError:
+        raise GridError(f"the grid file {path} nests its lists or tables too deeply to be a grid") from None
     grid = data.pop("grid", None)
     if not isinstance(grid, dict) or not grid:
         raise GridError(f"the grid file {path} needs a [grid] table, such as [grid] layers = \"1..3\"")
@@ -405,11 +422,7 @@ def build_architecture(point: Mapping) -> "Architecture":
     extras = {field: value for field, value in point.items() if field in _extra_fields()}
     arch = Architecture(widths, ranks, tokens=point.get("tokens", defaults["tokens"].default),
                         normalizer=normalizer, **extras)
-    for i, (a, d) in enumerate(zip(arch.score_ranks, arch.widths), start=1):
-        if a > d:
-            raise ShapeError(f"score rank a_{i} = {a} is larger than the width d_{i - 1} = {d} it acts on "
-                             f"(W_{i} = K_{i}^T Q_{i} has rank at most d_{i - 1}); give rank <= width")
-    return arch
+    return arch  # the model decides what an architecture is: a point every command computes is computed
 
 
 def grid_points(grid: Mapping[str, list]) -> tuple[list[dict], list[Skip]]:
@@ -433,6 +446,11 @@ def grid_points(grid: Mapping[str, list]) -> tuple[list[dict], list[Skip]]:
     ([{'layers': 1, 'widths': (2, 2)}], ['layers = 1 disagrees with widths 2,3,2 (2 layers)'])
     """
     fields = list(grid)
+    count = math.prod(len(grid[field]) for field in fields)
+    if count > MAX_GRID_POINTS:
+        sizes = " x ".join(f"{len(grid[field])} {field}" for field in fields if len(grid[field]) > 1)
+        raise GridError(f"the grid has {count} points ({sizes}); a sweep takes at most {MAX_GRID_POINTS}: "
+                        f"split it into several sweeps (the same --out reuses what is done)")
     points, skipped = [], []
     for values in itertools.product(*(grid[field] for field in fields)):
         point = dict(zip(fields, values))

@@ -93,10 +93,10 @@ def run_in_process(task: dict, max_memory=None) -> dict:
 
     Examples
     --------
-    >>> outcome = run_in_process({"key": "k", "point": {"layers": 1, "rank": 3}, "analysis": "parameters",
+    >>> outcome = run_in_process({"key": "k", "point": {"layers": 2, "widths": [2, 3]}, "analysis": "parameters",
     ...                           "options": {}})
-    >>> outcome["status"], outcome["reason"][:22]
-    ('error', 'score rank a_1 = 3 is ')
+    >>> outcome["status"], outcome["reason"]
+    ('error', 'layers = 2 disagrees with widths 2,3 (1 layer)')
     """
     from ..errors import ResourceLimitError, SymattnError
     from ..limits import format_size
