@@ -152,3 +152,39 @@ def test_a_score_rank_above_the_width_is_swept_as_the_spectrum_computes_it(capsy
     assert main(["spectrum", "--layers", "1", "--width", "2", "--rank", "3", "--json", "--quiet"]) == 0
     spectrum = json.loads(capsys.readouterr().out)["spectrum"]
     assert spectrum == data["rows"][0]["spectrum"] == {"0": 4, "1": 4}  # W_1 of rank at most 2: four directions
+
+
+# -- --out -------------------------------------------------------------------------------------------
+def test_an_out_folder_that_cannot_be_written_is_refused_before_the_work(capsys, tmp_path, monkeypatch):
+    import symattn.spectrum
+
+    def never(*args, **kwargs):
+        raise AssertionError("the computation ran before the folder was checked")
+
+    monkeypatch.setattr(symattn.spectrum, "decay_spectrum", never)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    _refused(capsys, ["spectrum", "--layers", "1", "--out", str(blocker / "out"), "--quiet"],
+             f"cannot write to --out {blocker / 'out'}", "choose a folder you can write")
+
+
+def test_a_full_disk_leaves_the_previous_files_whole(capsys, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    assert main(["spectrum", "--layers", "1", "--width", "1", "--tokens", "2", "--out", str(tmp_path),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    before = {path.name: path.read_text() for path in tmp_path.iterdir()}
+    assert {"spectrum.md", "spectrum.tex", "spectrum.json"} <= set(before)
+    real_write_text = Path.write_text
+
+    def half_then_full(self, text, *args, **kwargs):
+        real_write_text(self, text[: len(text) // 2], *args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    status = main(["spectrum", "--layers", "1", "--width", "1", "--tokens", "2", "--seed", "3", "--out",
+                   str(tmp_path), "--quiet"])
+    monkeypatch.undo()
+    assert status == 2 and "No space left on device" in capsys.readouterr().err
+    assert {path.name: path.read_text() for path in tmp_path.iterdir()} == before  # no half file, no leftover

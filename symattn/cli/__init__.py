@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import __version__
+from .._files import write_atomically
 from .._format import latex_document
 from ..errors import SymattnError
 from ..limits import memory_limit_set
@@ -194,13 +195,26 @@ def _write_files(name: str, result, directory: str) -> list[Path]:
     written = list(files)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for path, text in files.items():
-            path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+        for path, text in files.items():  # whole or not at all: a full disk leaves the old file
+            write_atomically(path, lambda temporary, text=text: temporary.write_text(text.rstrip("\n") + "\n",
+                                                                                     encoding="utf-8"))
         for figure in figures:
             written += figure.write(folder)
     except OSError as err:
         raise SymattnError(f"cannot write to --out {directory}: {err.strerror or err}") from None
     return written
+
+
+def _require_writable(directory: str) -> None:
+    """Refuse an ``--out`` folder that cannot be written, before the computation rather than after it."""
+    folder = Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomically(folder / ".symattn-write-check", lambda temporary: temporary.write_text(""))
+        (folder / ".symattn-write-check").unlink()
+    except OSError as err:
+        raise SymattnError(f"cannot write to --out {directory}: {err.strerror or err}; choose a folder you can "
+                           f"write") from None
 
 
 def _say_written(paths, args) -> None:
@@ -247,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "standalone", False) and not args.latex:
             raise SymattnError("--standalone makes --latex print a whole document: add --latex")
+        if args.out is not None:
+            _require_writable(args.out)
         arch = architecture_from_args(args)
         args.written = []  # files the command's own flags write (--plot, --export), see Subcommand
         with memory_limit_set(getattr(args, "max_memory", None)):  # one limit for every step of the command

@@ -49,6 +49,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from .._files import write_atomically
 from ..errors import SymattnError
 from .grid import build_architecture
 from .runner import CRASHED, ERROR, LOST, MEMORY, OK, TIMEOUT
@@ -138,70 +139,6 @@ def record_checksum(record: dict) -> str:
 
 
 # -- writing a file at once ------------------------------------------------------------------
-def _new_temporary(path: Path) -> tuple[int, Path]:
-    """A new, empty file with a unique name beside ``path`` (open for writing, with the umask's mode)."""
-    for _ in range(100):
-        temporary = path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
-        try:
-            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name beside {path}")
-
-
-def write_atomically(path, write) -> Path:
-    """Write ``path`` at once: ``write(temporary)`` fills a new file beside it, which then replaces ``path``.
-
-    The temporary file has a name of its own (``.NAME.RANDOM.tmp`` in the same
-    folder), so several writers never share one; it is flushed to disk and
-    renamed over ``path`` (:func:`os.replace`) only once ``write`` returned, so
-    ``path`` is always either the old file or the whole new one.  On any
-    failure the temporary file is removed and the error propagates.
-
-    Parameters
-    ----------
-    path : path
-        The file to write.
-    write : callable
-        Called with the temporary file's path (a :class:`pathlib.Path`); writes the whole content there.
-
-    Returns
-    -------
-    pathlib.Path
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> write_atomically(folder / "a.txt", lambda p: p.write_text("whole")).read_text()
-    'whole'
-    >>> def fails(p):
-    ...     p.write_text("half")
-    ...     raise OSError(28, "No space left on device")
-    >>> write_atomically(folder / "a.txt", fails)
-    Traceback (most recent call last):
-    ...
-    OSError: [Errno 28] No space left on device
-    >>> (folder / "a.txt").read_text(), sorted(p.name for p in folder.iterdir())
-    ('whole', ['a.txt'])
-    """
-    path = Path(path)
-    handle, temporary = _new_temporary(path)
-    try:
-        os.close(handle)
-        write(temporary)
-        with open(temporary, "rb+") as stream:  # on disk before the rename: a crash leaves the old file or the new
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-    return path
-
-
 # -- one sweep at a time -------------------------------------------------------------------
 class SweepLock:
     """The lock of a sweep's folder: one sweep at a time writes its store and tables.
