@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from fractions import Fraction
@@ -53,6 +54,7 @@ from .effective import hidden_gauge_layers
 from .model import Architecture, forward, require_architecture, require_seed
 
 __all__ = [
+    "native_rank_bound",
     "DEFAULT_PRIMES",
     "check_prime",
     "STREAMS",
@@ -949,6 +951,63 @@ def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: i
     if arch.factors_through_effective and not any(n.is_lightning for n in arch.normalizers):
         bound = min(bound, effective_dimension(arch))  # F = P X M_l: a mask alone keeps the effective parameters
     return bound
+
+
+@functools.lru_cache(maxsize=256)
+def _effective_dimension_of(widths: tuple, score_ranks: tuple) -> int:
+    from .effective import effective_dimension
+
+    return effective_dimension(Architecture(widths, score_ranks))
+
+
+def native_rank_bound(arch: Architecture) -> tuple[int, str]:
+    """A proven upper bound of the rank of the native Jacobian at any point, and why it holds.
+
+    The effective dimension for the model of the paper (``F`` factors
+    through ``(What_1, ..., What_l, P)``), less one for each lightning layer
+    (its scaling keeps ``F``); the value map's dimension with one token (every
+    ``S(A)`` is the constant 1, so ``F = P X``); for the variants
+    :func:`symmetry_orbit_bound`.  A computed rank that reaches it is the
+    rank: the directions left unresolved are kernel.
+
+    Examples
+    --------
+    >>> native_rank_bound(Architecture.uniform(layers=2))[0]
+    10
+    >>> bound, reason = native_rank_bound(Architecture.uniform(layers=2, tokens=1))
+    >>> bound, reason.split(":")[0]
+    (4, 'one token')
+    >>> native_rank_bound(Architecture.uniform(layers=2, normalizer="lightning"))[0]
+    8
+    """
+    from .effective import effective_block_dimensions
+
+    lightning = [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
+    if arch.degenerate and not lightning:
+        values = (effective_block_dimensions(arch)["values"] if arch.is_plain
+                  else arch.widths[-1] * arch.widths[0])
+        bound = values if arch.is_plain else min(values, symmetry_orbit_bound(arch))
+        return bound, ("one token: every S(A) is the 1 x 1 matrix 1, so F is linear in X through the value "
+                       f"maps only (dimension at most {bound})")
+    if not arch.is_plain:
+        return symmetry_orbit_bound(arch), (
+            f"#params minus the dimension of the symmetry orbit of {arch.describe_variant()} (one GL(a_i) per "
+            "head" + (", GL(d_i) per hidden layer" if hidden_gauge_layers(arch) else
+                      ", no hidden GL(d_i): a residual stream breaks it" if arch.residual else "")
+            + (", the scalings of lightning heads" if lightning else "")
+            + "), a rank at a random point mod p; the orbit lies in every fiber"
+            + ("; with one head per layer and no residual stream F = P X M_l still holds, so at most the "
+               "dimension of (What_1, ..., What_l, P)" if all(h == 1 for h in arch.heads) and not arch.residual
+               else ""))
+    eff = _effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
+    reason = ("the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
+              + (" (an exact Jacobian rank at a random integer point: a hidden width is a bottleneck)"
+                 if min(arch.widths[1:-1], default=arch.widths[0]) < arch.widths[0] else ""))
+    if lightning:
+        reason += (f", minus {len(lightning)}: each lightning layer i has the scaling Q_i -> c Q_i, "
+                   "V_i -> V_i / c, which acts on the effective parameters with a free orbit and keeps F")
+        return eff - len(lightning), reason
+    return eff, reason
 
 
 def degree_bound(arch: Architecture, curve: Curve, truncation: int, variable_constants: bool = True) -> int:

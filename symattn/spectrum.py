@@ -48,6 +48,7 @@ from .jacobian import (  # noqa: F401
     gauge_tangent_series,
     jacobian_from_series,
     jacobian_series,
+    native_rank_bound,
     random_bank,
     random_point,
     symmetry_orbit_bound,
@@ -145,6 +146,9 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
     >>> from symattn.model import Architecture
     >>> predicted_spectrum(Architecture.uniform(layers=3, normalizer="cosh")).exponents
     {0: 4, 3: 3, 11: 3, 35: 3}
+    >>> one_token = predicted_spectrum(Architecture.uniform(layers=2, tokens=1))
+    >>> one_token.exponents, one_token.kernel
+    ({0: 4}, 12)
     """
     arch = require_architecture(arch)
     if not arch.is_plain:
@@ -152,8 +156,12 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
                                  f"no formula claimed for {arch.describe_variant()}; the spectrum is computed")
     dims = effective_block_dimensions(arch)
     ks = {n.k for n in arch.normalizers}
-    rank = effective_dimension(arch)
+    rank, _ = native_rank_bound(arch)
     kernel = arch.param_count - rank
+    if arch.degenerate and None not in ks:  # one token: S(A) = 1 for every input, the scores never appear
+        return PredictedSpectrum({0: rank}, {"values": {"0": rank}}, kernel, rank,
+                                 f"one token: every S(A) is the constant 1, so only the value map is seen "
+                                 f"(order 0); kernel = #params - {rank} = {kernel}")
     if None in ks:
         return PredictedSpectrum(None, None, kernel, rank,
                                  "lightning attention: no formula is claimed; the spectrum is computed")
@@ -643,17 +651,17 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
                               f"(--order) or raise max_order")
 
     d_out, t = arch.widths[-1], arch.tokens
-    # the rank a separating bank reaches: the effective dimension, or for the variants (no effective
-    # parameters derived) #params minus the symmetry orbit's dimension
-    eff = effective_dimension(arch) if arch.is_plain else symmetry_orbit_bound(arch)
-    target = "the effective dimension" if arch.is_plain else "#params - the symmetry orbit's dimension"
+    # the rank a separating bank reaches: a proven upper bound of the rank (the effective dimension, one
+    # token's value map, #params minus the symmetry orbit's dimension for the variants)
+    eff, eff_reason = native_rank_bound(arch)
+    target = "the rank bound"
     user_bank = None
     if isinstance(bank, str):
         if bank != "auto":
             raise BankError(f"bank must be 'auto', a positive integer or a list of inputs, got {bank!r}")
         # starting guess: each input adds about one direction of the score blocks
-        score_dims = eff - (effective_block_dimensions(arch)["values"] if arch.is_plain
-                            else arch.widths[-1] * arch.widths[0])
+        score_dims = max(0, eff - (effective_block_dimensions(arch)["values"] if arch.is_plain
+                                   else arch.widths[-1] * arch.widths[0]))
         bank_size, auto_bank = max(1, math.ceil(eff / (d_out * t)) + 1, score_dims), True
     elif isinstance(bank, (bool, float)):
         raise BankError(f"bank must be 'auto', a positive integer or a list of inputs, got {bank!r}")
@@ -728,7 +736,11 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 
     confirmed = confirmation is not None and confirmation.same_result(main)
     P = arch.param_count
-    rank_certified = main.unresolved == 0
+    # the resolved rank is a lower bound; once it reaches the proven upper bound it is the rank, and the
+    # directions no truncation resolved are kernel (one token's scores, lightning's scalings)
+    bound_reached = main.resolved_rank == eff
+    unresolved = 0 if bound_reached else main.unresolved
+    rank_certified = unresolved == 0
     kernel = P - main.resolved_rank if rank_certified else main.gauge_rank
     degree = degree_bound(arch, curve, truncation)
     r = main.resolved_rank
@@ -740,12 +752,15 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     method = (f"Smith-form valuations of J(eps) mod eps^{truncation} over GF(p) at a random point, "
               f"one forward pass over jets of truncated series; rank lower bound from resolved pivots, "
               f"kernel lower bound from the gauge-orbit tangent space"
+              + (f"; the rank reaches the proven bound {eff} ({eff_reason}), so the {main.unresolved} "
+                 f"directions unresolved at eps^{truncation} are kernel" if bound_reached and main.unresolved
+                 else "")
               + ("; confirmed at a second prime and point" if confirmed else "")
               + f"; adaptive steps: {adapted.describe()}")
     return Spectrum(
         architecture=arch.to_json(), curve=curve.describe(arch.layers), params=P,
         exponents=main.exponents, blocks=main.blocks, rank=main.resolved_rank, kernel=kernel,
-        unresolved=main.unresolved, truncation=truncation, bank=bank_size,
+        unresolved=unresolved, truncation=truncation, bank=bank_size,
         primes=tuple(p for p in primes[: 2 if confirmation is not None else 1]),
         seeds=(seed,) + ((seed + 1,) if confirmation is not None else ()),
         separating=bool(separating), separation_note=note, confirmed=confirmed,

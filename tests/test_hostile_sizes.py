@@ -188,3 +188,37 @@ def test_a_full_disk_leaves_the_previous_files_whole(capsys, tmp_path, monkeypat
     monkeypatch.undo()
     assert status == 2 and "No space left on device" in capsys.readouterr().err
     assert {path.name: path.read_text() for path in tmp_path.iterdir()} == before  # no half file, no leftover
+
+
+# -- one token: a degenerate but exact case -----------------------------------------------------------
+@pytest.mark.parametrize("kwargs", [dict(layers=1), dict(layers=2), dict(layers=2, causal=True),
+                                    dict(layers=1, residual=True), dict(layers=2, heads=2)])
+def test_one_token_spectrum_agrees_with_the_certified_dimension(kwargs):
+    from symattn.identify import function_space_dimension
+
+    arch = Architecture.uniform(tokens=1, **kwargs)
+    spectrum = decay_spectrum(arch, progress=False)
+    dimension = function_space_dimension(arch)
+    # S(A) = 1 for one key: only the value maps are seen, at order 0, and every score direction is kernel
+    assert spectrum.exponents == {0: 4} and spectrum.unresolved == 0 and spectrum.rank_certified
+    assert spectrum.separating and spectrum.confirmed
+    assert dimension.certified and dimension.lower == dimension.upper == spectrum.rank == 4
+    assert spectrum.kernel == arch.param_count - 4
+
+
+def test_one_token_claims_are_decided(capsys):
+    assert main(["check", "--layers", "1", "--tokens", "1", "--claim", "kernel = 4", "--claim", "kernel = 1",
+                 "--json", "--quiet"]) == 0
+    import json
+
+    verdicts = [c["verdict"] for c in json.loads(capsys.readouterr().out)["claims"]]
+    assert verdicts == [True, False]
+
+
+def test_lightning_kernel_includes_its_scalings():
+    from symattn.identify import function_space_dimension
+
+    arch = Architecture.uniform(layers=2, normalizer="lightning")
+    spectrum = decay_spectrum(arch, progress=False)
+    # the gauge orbit (6) and one scaling Q_i -> c Q_i, V_i -> V_i / c per layer: kernel 8 = 16 - dimension 8
+    assert spectrum.rank_certified and spectrum.kernel == 8 == arch.param_count - function_space_dimension(arch).lower

@@ -6,7 +6,6 @@ ranks, the effective dimensions and the starting sizes of banks and truncations.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -28,6 +27,8 @@ from ..jacobian import (
     gauge_slice,
     generator,
     jacobian_series,
+    _effective_dimension_of,
+    native_rank_bound,
     symmetry_orbit_bound,
     transcendental_constants,
 )
@@ -266,11 +267,6 @@ def hmk_dimension(layers: int, width: int, rank: int, lightning: bool = False) -
     return layers * a * (2 * width - a) + width * width - (layers if lightning else 0)
 
 
-@functools.lru_cache(maxsize=256)
-def _effective_dimension_of(widths: tuple, score_ranks: tuple) -> int:
-    return effective_dimension(Architecture(widths, score_ranks))
-
-
 def _effective_dim(arch: Architecture) -> int:
     """:func:`effective_dimension`, computed once per shape (with a bottleneck it is an exact rank).
 
@@ -290,31 +286,7 @@ def _lightning_layers(arch: Architecture) -> list[int]:
     return [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
 
 
-def _upper_bound(arch: Architecture) -> tuple[int, str]:
-    if not arch.is_plain:
-        return _orbit_bound(arch), (
-            f"#params minus the dimension of the symmetry orbit of {arch.describe_variant()} (one GL(a_i) per "
-            "head" + (", GL(d_i) per hidden layer" if hidden_gauge_layers(arch) else
-                      ", no hidden GL(d_i): a residual stream breaks it" if arch.residual else "")
-            + (", the scalings of lightning heads" if _lightning_layers(arch) else "")
-            + "), a rank at a random point mod p; the orbit lies in every fiber"
-            + ("; with one head per layer and no residual stream F = P X M_l still holds, so at most the "
-               "dimension of (What_1, ..., What_l, P)" if all(h == 1 for h in arch.heads) and not arch.residual
-               else ""))
-    eff = _effective_dim(arch)
-    lightning = _lightning_layers(arch)
-    if arch.degenerate and not lightning:
-        values = effective_block_dimensions(arch)["values"]
-        return values, ("one token: every S(A) is the 1 x 1 matrix 1, so F = P X depends on the combined "
-                        f"value map only (dimension {values})")
-    reason = ("the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
-              + (" (an exact Jacobian rank at a random integer point: a hidden width is a bottleneck)"
-                 if min(arch.widths[1:-1], default=arch.widths[0]) < arch.widths[0] else ""))
-    if lightning:
-        reason += (f", minus {len(lightning)}: each lightning layer i has the scaling Q_i -> c Q_i, "
-                   "V_i -> V_i / c, which acts on the effective parameters with a free orbit and keeps F")
-        return eff - len(lightning), reason
-    return eff, reason
+_upper_bound = native_rank_bound  # the one rank bound, shared with the spectrum
 
 
 def _expected_dimension(arch: Architecture) -> int | None:
