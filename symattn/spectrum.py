@@ -792,7 +792,8 @@ def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: in
     from .limits import MAX_BANK, check_count, check_memory, spectrum_memory
 
     chosen = isinstance(bank, (int, np.integer)) and not isinstance(bank, bool)  # --bank N
-    check_count(size, MAX_BANK, "--bank" if chosen else "the bank")
+    if chosen:  # an automatic bank too large is the network's size: the memory check names the flag that fits
+        check_count(size, MAX_BANK, "--bank")
     fixed_bank = size if chosen else None
     growth = truncation // first_step[1]  # the truncation doubles from its first value
 

@@ -222,3 +222,9 @@ def test_lightning_kernel_includes_its_scalings():
     spectrum = decay_spectrum(arch, progress=False)
     # the gauge orbit (6) and one scaling Q_i -> c Q_i, V_i -> V_i / c per layer: kernel 8 = 16 - dimension 8
     assert spectrum.rank_certified and spectrum.kernel == 8 == arch.param_count - function_space_dimension(arch).lower
+
+
+@pytest.mark.parametrize("command", [["spectrum"], ["observe"], ["identify"], ["dimension"]])
+def test_a_network_too_wide_names_the_width_that_fits_not_a_bank(capsys, command):
+    err = _refused(capsys, [*command, "--width", "500", "--rank", "500", "--quiet"], "--width 500", "fits in")
+    assert "--width <= " in err and "--bank" not in err.split("fits")[0].split(";")[-1]

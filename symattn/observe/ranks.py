@@ -219,11 +219,13 @@ def first_rank_memory(arch: Architecture, bank="auto", truncation="auto", confir
     return rank_check_memory(arch, grown_bank(size) if confirm else size, N)
 
 
-def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, max_order: int | None = None):
+def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, max_order: int | None = None,
+                         chosen_bank: bool = False):
     """Refuse an exact rank that would not fit in memory, before its forward pass allocates anything."""
     from ..limits import MAX_BANK, check_count, check_memory, rank_check_memory
 
-    check_count(bank_size, MAX_BANK, "the bank")
+    if chosen_bank:  # an automatic bank too large is the network's size: the memory check names the flag that fits
+        check_count(bank_size, MAX_BANK, "bank=")
     check_memory(rank_check_memory(arch, bank_size, truncation), arch=arch,
                  estimate_for=lambda resized: first_rank_memory(resized), max_series_order=max_order)
 
@@ -484,8 +486,9 @@ def require_rank_fits(arch: Architecture, bank="auto", truncation="auto", confir
     ...
     symattn.errors.ResourceLimitError: --layers 9 --width 2 --rank 1 --tokens 3 needs series to eps^39368 for the exact ranks of observe, beyond the deepest truncation eps^512 it computes (each layer triples the order); --layers <= 5 fits
     """
-    N, auto_order, size, _ = _first_sizes(arch, bank, truncation)
-    _require_rank_memory(arch, grown_bank(size) if confirm else size, N, max_order if auto_order else None)
+    N, auto_order, size, auto_bank = _first_sizes(arch, bank, truncation)
+    _require_rank_memory(arch, grown_bank(size) if confirm else size, N, max_order if auto_order else None,
+                         chosen_bank=not auto_bank)
 
 
 def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order, size, auto_bank,
