@@ -295,3 +295,23 @@ def test_leftover_temporary_files_of_a_killed_sweep_are_removed(tmp_path):
     again = _sweep(tmp_path)
     assert again.reused == 2 and not any(path.exists() for path in leftovers)
     assert (tmp_path / ".mine.tmp").read_text() == "not the sweep's"
+
+
+@pytest.mark.slow  # a local Dask cluster
+def test_ctrl_c_on_a_local_cluster_sweep_is_one_line(tmp_path):
+    """Ctrl-C reaches the whole process group (the sweep and its workers): one line, exit 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "symattn", "sweep", "--layers", "5..6", "--width", "2..3", "--analysis",
+               "spectrum", "--scheduler", "local", "--workers", "2", "--out", str(tmp_path / "out"), "--quiet"]
+    sweep_process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+    time.sleep(8)  # the cluster is up and the tasks are running (six layers take longer than this)
+    os.killpg(sweep_process.pid, signal.SIGINT)
+    _, err = sweep_process.communicate(timeout=120)
+    assert sweep_process.returncode == 130, err
+    assert err.splitlines() == ["symattn: interrupted"], err

@@ -260,6 +260,8 @@ _IDLE_LOCK = threading.Lock()
 
 #: The environment variable through which a local cluster tells its workers' preload the memory limit.
 MEMORY_ENVIRONMENT_VARIABLE = "SYMATTN_SWEEP_TASK_MEMORY"
+#: Set by a local cluster for its workers: they leave Ctrl-C to the sweep that started them.
+LOCAL_ENVIRONMENT_VARIABLE = "SYMATTN_SWEEP_LOCAL_WORKER"
 
 
 def _close_runners() -> None:
@@ -318,7 +320,9 @@ def dask_setup(worker) -> None:
 
     Their imports then overlap the worker's own start instead of delaying
     its first task.  The memory limit comes from
-    ``SYMATTN_SWEEP_TASK_MEMORY`` (bytes; a local cluster sets it).
+    ``SYMATTN_SWEEP_TASK_MEMORY`` (bytes; a local cluster sets it).  A
+    worker of the local cluster (``SYMATTN_SWEEP_LOCAL_WORKER`` set) ignores
+    Ctrl-C: the sweep that started it stops it.
 
     Examples
     --------
@@ -328,6 +332,13 @@ def dask_setup(worker) -> None:
     >>> any(runner.process is not None for runner in _IDLE)
     True
     """
+    if os.environ.get(LOCAL_ENVIRONMENT_VARIABLE):
+        # a worker of the local cluster shares the terminal's Ctrl-C with the sweep, which stops the cluster
+        # itself and says so in one line: the worker's own KeyboardInterrupt would only add tracebacks
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread: leave the signal as it is
+            pass
     text = os.environ.get(MEMORY_ENVIRONMENT_VARIABLE, "")
     memory_limit = int(text) if text.isdigit() and int(text) > 0 else None
     threads = getattr(getattr(worker, "state", None), "nthreads", None) or getattr(worker, "nthreads", 1) or 1

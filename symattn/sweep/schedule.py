@@ -32,7 +32,8 @@ from typing import Callable
 
 from ..errors import SymattnError
 from .runner import (
-    CRASHED, ERROR, LOST, MEMORY_ENVIRONMENT_VARIABLE, TaskRunner, run_in_process, run_on_worker,
+    CRASHED, ERROR, LOCAL_ENVIRONMENT_VARIABLE, LOST, MEMORY_ENVIRONMENT_VARIABLE, TaskRunner, run_in_process,
+    run_on_worker,
 )
 
 __all__ = ["run_tasks", "describe_scheduler", "resolve_scheduler", "SEQUENTIAL", "SYNCHRONOUS", "LOCAL"]
@@ -129,7 +130,8 @@ def _run_on_dask(tasks, scheduler, workers, timeout, memory_limit, on_outcome, o
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=":0", silence_logs=logging.ERROR,
                                    preload=["symattn.sweep.runner"],
-                                   env={MEMORY_ENVIRONMENT_VARIABLE: str(memory_limit or 0)})
+                                   env={MEMORY_ENVIRONMENT_VARIABLE: str(memory_limit or 0),
+                                        LOCAL_ENVIRONMENT_VARIABLE: "1"})
             client = Client(cluster)
         else:
             try:
