@@ -56,7 +56,7 @@ from .algebra.exactseries import (
 from ._format import FormattedResult, markdown_table
 from ._modules import make_callable
 from .curves import Curve, collapse
-from .errors import DomainError, NormalizerError, ShapeError, SymattnError, TruncationError
+from .errors import DomainError, NormalizerError, ResourceLimitError, ShapeError, SymattnError, TruncationError
 from .jacobian import degree_bound, series_output
 from .languages import FORMULA_LANGUAGE
 from .model import Architecture, Parameters, require_architecture, require_seed
@@ -83,6 +83,8 @@ __all__ = [
     "check_formula_claim",
     "MAX_PARAMS",
     "MAX_ORDER",
+    "MAX_TOKENS",
+    "MAX_LEADING_LAYER",
     "MAX_TERMS",
 ]
 
@@ -91,6 +93,14 @@ MAX_PARAMS = 40
 
 #: Largest order :func:`expand` accepts.
 MAX_ORDER = 128
+
+#: Deepest layer whose leading coefficient :func:`leading_coefficient` derives (its formula grows about
+#: fivefold per layer: 4 s at layer 5, 20 s at layer 6 on a 2-core machine).
+MAX_LEADING_LAYER = 6
+
+#: Largest number of tokens :func:`expand` accepts: each adds ``d_0`` symbols of the input and ``d_l``
+#: entries of the output, and a symbolic expansion of even a few tokens is large.
+MAX_TOKENS = 64
 
 #: Largest number of terms of any series coefficient during a symbolic expansion (python-flint
 #: polynomials); beyond it the computation takes too long (give numbers with ``point``).  The
@@ -1168,7 +1178,7 @@ def _normalizer_symbols(arch: Architecture, order: int) -> dict:
 
 def expand(arch: Architecture, curve: Curve | None = None, order: int | None = None, normalizer=None, *,
            point: dict | None = None, max_params: int = MAX_PARAMS, max_order: int = MAX_ORDER,
-           max_terms: int = MAX_TERMS, progress: bool = False) -> Expansion:
+           max_terms: int = MAX_TERMS, progress: bool = False, max_memory=None) -> Expansion:
     """The coefficients ``F_0, ..., F_order`` of the output along a curve, exactly.
 
     Parameters
@@ -1194,6 +1204,10 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
     progress : bool
         A bar over the layers of the forward pass and then the orders converted
         to sympy (on a terminal only).
+    max_memory : int or str, optional
+        Memory the process may hold (e.g. ``"2G"``; default ``$SYMATTN_MAX_MEMORY``
+        or half the machine): watched after each series product of a symbolic
+        expansion, whose size no estimate knows before it runs.
 
     Returns
     -------
@@ -1206,6 +1220,8 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
     TruncationError
         An order that is not a positive integer or above ``max_order``, or a
         symbolic expansion that grows beyond ``max_terms`` terms.
+    ResourceLimitError
+        A symbolic expansion that holds more memory than ``max_memory``.
     DomainError
         A curve on which the scores do not vanish at ``eps = 0``.
 
@@ -1227,11 +1243,26 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
         raise SymattnError(f"curve must be a Curve (see symattn.curves), got {type(curve).__name__}")
     curve.validate(arch)
     used = _with_normalizer(arch, normalizer)
+    if used.tokens > MAX_TOKENS:
+        raise ShapeError(f"--tokens {used.tokens} is too many for an entrywise symbolic expansion: at most "
+                         f"{MAX_TOKENS} (each token adds {used.widths[0]} input symbols and {used.widths[-1]} "
+                         f"output entries); give fewer tokens, or the matrix formulas of leading_coefficient")
     if used.param_count > max_params:
         raise ShapeError(f"{used.param_count} parameters is too large for an entrywise symbolic expansion; "
                          f"use at most {max_params} (or raise max_params), or the matrix formulas of "
                          f"leading_coefficient")
-    order = _default_order(used, curve) if order is None else _validate_order(order, max_order)
+    if order is None:
+        order = _default_order(used, curve)
+        if order > max_order:  # a generic normalizer of high k: say which value of it fits
+            raise TruncationError(
+                f"the first order at which layer 1's scores appear, {order} (k = {used.normalizers[0].k} for "
+                f"{used.normalizers[0].name}), is too high for an exact expansion: at most {max_order}; "
+                f"give a normalizer of lower k (--generic K with K <= {max(1, max_order // 2)}) or --order")
+    else:
+        order = _validate_order(order, max_order)
+    from .limits import memory_limit
+
+    max_bytes = memory_limit(max_memory)
     values = _point_map(point)
     start = time.perf_counter()
     from .limits import progress_bar
@@ -1239,7 +1270,8 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
     normalized = sum(1 for n in used.normalizers if not n.is_lightning)
     with progress_bar(progress, total=normalized + order + 1, desc="expand", unit="step") as bar:
         bar.set_postfix_str("forward pass")
-        domain, raw, symbolic = _series_coefficients(used, curve, order, values, max_terms, layer_done=bar.update)
+        domain, raw, symbolic = _series_coefficients(used, curve, order, values, max_terms, layer_done=bar.update,
+                                                     max_bytes=max_bytes)
         if isinstance(domain, PolynomialSeriesDomain):
             matrices = LazyCoefficients(domain.symbols, raw)  # written as sympy when read
             bar.update(order + 1)
@@ -1270,7 +1302,7 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
 
 
 def _series_coefficients(used: Architecture, curve: Curve, order: int, values: dict, max_terms: int,
-                         ring=None, layer_done=None):
+                         ring=None, layer_done=None, max_bytes: int | None = None):
     """Run the forward pass along the curve: ``(domain, coefficients (rows, cols, N), symbolic)``.
 
     ``ring`` fixes the polynomial ring's symbols (to compare several runs in one ring);
@@ -1304,9 +1336,10 @@ def _series_coefficients(used: Architecture, curve: Curve, order: int, values: d
         if ring is None:
             ring = sorted(free | {c for n, c in coefficient_names.items() if n not in values},
                           key=lambda s: s.name)
-        domains = [PolynomialSeriesDomain(truncation, ring, coefficient_values, max_terms, description)]
+        domains = [PolynomialSeriesDomain(truncation, ring, coefficient_values, max_terms, description,
+                                          max_bytes=max_bytes)]
         domains.append(SymbolicSeriesDomain(truncation, coefficient_values, max(1, max_terms // 200),
-                                             description))
+                                             description, max_bytes=max_bytes))
     keys = {name: [key for key, _ in used.blocks() if key[0] == name] for name in "QKV"}  # one per head
     point = {key: np.array(matrix.tolist(), dtype=object)
              for name, blocks in (("Q", base.Q), ("K", base.K), ("V", base.V))
@@ -2077,6 +2110,10 @@ def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> Lead
     layers = used.layers
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= layers:
         raise ShapeError(f"layer must be an integer in 1..{layers}, got {layer!r}")
+    if layer > MAX_LEADING_LAYER:
+        raise ResourceLimitError(f"the leading coefficient of layer {layer} (--leading {layer}, or leading({layer}) in "
+                                 f"a claim): its matrix formula grows about fivefold per layer (layer 5 takes "
+                                 f"seconds, layer 6 about 20 s, layer 7 minutes); at most layer {MAX_LEADING_LAYER}")
     if not used.is_plain:
         raise SymattnError(f"the leading coefficients are derived for one head per layer, no mask and no residual "
                            f"stream; no formula is claimed for {used.describe_variant()}: expand the network "

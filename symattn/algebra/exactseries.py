@@ -26,10 +26,12 @@ Examples
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import sympy as sp
 
-from ..errors import DomainError, TruncationError
+from ..errors import DomainError, ResourceLimitError, TruncationError
 from .modseries import ExactSeriesDomain
 
 __all__ = [
@@ -77,13 +79,41 @@ def from_fmpq(value) -> sp.Expr:
     return sp.sympify(value, strict=True)
 
 
+def resident_bytes() -> int:
+    """The memory this process holds now (its resident set; on systems without ``/proc``, its peak).
+
+    Examples
+    --------
+    >>> resident_bytes() > 0
+    True
+    """
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _guard_growth(domain, out, largest: int):
-    """``out``, unless one coefficient has grown past ``domain.max_terms`` terms."""
+    """``out``, unless one coefficient has grown past ``domain.max_terms`` terms or memory past ``max_bytes``.
+
+    A symbolic expansion has no size that an estimate could know before it
+    runs (its terms depend on the cancellations), so its memory is watched
+    as it grows: after each series product.
+    """
     if largest > domain.max_terms:
         raise TruncationError(
             f"the symbolic expansion {domain.description}grows beyond {domain.max_terms} terms in one "
             f"coefficient ({largest}); give numbers for some symbols with point=..., lower the order, "
             f"use leading_coefficient for the matrix formulas, or raise max_terms")
+    if domain.max_bytes is not None and resident_bytes() > domain.max_bytes:
+        raise ResourceLimitError(
+            f"the symbolic expansion {domain.description}holds {resident_bytes() / 2**20:.0f} MiB, over the "
+            f"limit of {domain.max_bytes / 2**20:.0f} MiB; lower the order (--order), give numbers for some "
+            f"symbols with point=..., or raise the limit with --max-memory SIZE (or max_memory=, "
+            f"SYMATTN_MAX_MEMORY)")
     return out
 
 
@@ -106,10 +136,11 @@ class SymbolicSeriesDomain(ExactSeriesDomain):
     """
 
     def __init__(self, truncation: int, coefficient_values: dict | None = None,
-                 max_terms: int = 5000, description: str = ""):
+                 max_terms: int = 5000, description: str = "", max_bytes: int | None = None):
         super().__init__(truncation)
         self.coefficient_values = dict(coefficient_values or {})
         self.max_terms = max_terms
+        self.max_bytes = max_bytes
         self.description = description
 
     def residue(self, value):
@@ -176,6 +207,8 @@ class PolynomialSeriesDomain(ExactSeriesDomain):
         Values substituted for some symbols (e.g. ``c_j``) before conversion.
     max_terms : int
         Largest number of terms of one coefficient before TruncationError.
+    max_bytes : int, optional
+        The process's memory past which a product raises ResourceLimitError.
     description : str
         Named in the growth error.
 
@@ -188,10 +221,11 @@ class PolynomialSeriesDomain(ExactSeriesDomain):
     """
 
     def __init__(self, truncation: int, symbols, coefficient_values: dict | None = None,
-                 max_terms: int = 10**6, description: str = ""):
+                 max_terms: int = 10**6, description: str = "", max_bytes: int | None = None):
         import flint
 
         super().__init__(truncation)
+        self.max_bytes = max_bytes
         self.symbols = tuple(symbols)
         self.ctx = flint.fmpq_mpoly_ctx.get(tuple(s.name for s in self.symbols) or ("_",), "degrevlex")
         self._gens = dict(zip(self.symbols, self.ctx.gens()))

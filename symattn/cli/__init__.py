@@ -208,6 +208,7 @@ def _write_files(name: str, result, directory: str) -> list[Path]:
 def _require_writable(directory: str) -> None:
     """Refuse an ``--out`` folder that cannot be written, before the computation rather than after it."""
     folder = Path(directory)
+    created = [parent for parent in (folder, *folder.parents) if not parent.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         write_atomically(folder / ".symattn-write-check", lambda temporary: temporary.write_text(""))
@@ -215,6 +216,12 @@ def _require_writable(directory: str) -> None:
     except OSError as err:
         raise SymattnError(f"cannot write to --out {directory}: {err.strerror or err}; choose a folder you can "
                            f"write") from None
+    finally:  # nothing is left behind until there is something to write (the command may still fail)
+        for parent in created:
+            try:
+                parent.rmdir()
+            except OSError:
+                pass
 
 
 def _say_written(paths, args) -> None:

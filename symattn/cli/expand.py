@@ -129,7 +129,8 @@ def run_expand(args, arch):
     normalizer = Normalizer.generic(args.generic) if args.generic is not None else None
     if args.leading is not None:
         return leading_coefficient(arch, args.leading, normalizer)
-    return ExpansionOutput(expand(arch, order=args.order, normalizer=normalizer, progress=not args.quiet),
+    return ExpansionOutput(expand(arch, order=args.order, normalizer=normalizer, progress=not args.quiet,
+                                  max_memory=args.max_memory),
                            entries=getattr(args, "entries", False),
                            max_terms=getattr(args, "max_output_terms", MAX_OUTPUT_TERMS))
 
