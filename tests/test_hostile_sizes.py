@@ -89,7 +89,7 @@ def test_observe_refuses_a_deep_network_before_its_graph():
 
 def test_too_many_event_sets_name_the_max_events_that_fits(capsys):
     err = _refused(capsys, ["observe", "--exceptional", "--max-events", "1000000", "--quiet"],
-                   "--max-events 1000000", f"at most {MAX_EVENT_SETS}")
+                   "--max-events 1000000", f"more than {MAX_EVENT_SETS} sets")
     assert "--max-events <= 4 fits" in err  # 11 events of 3 layers: 1+..+C(11,4) = 561 sets, C(11, 5) more
     with pytest.raises(ResourceLimitError, match="--max-events <= 1 fits"):
         exceptional_fibers(Architecture.uniform(layers=30), max_events=2)

@@ -440,19 +440,20 @@ class ExceptionalFibers(FormattedResult):
 MAX_EVENT_SETS = 1_000
 
 
-def _event_sets(events: int, largest: int) -> int:
-    return sum(math.comb(events, size) for size in range(1, min(largest, events) + 1))
-
-
 def _require_few_event_sets(events: int, max_events: int) -> None:
     """Refuse more than :data:`MAX_EVENT_SETS` sets of events, naming the ``--max-events`` that fits."""
-    count = _event_sets(events, max_events)
-    if count <= MAX_EVENT_SETS:
+    total, fits = 0, None
+    for size in range(1, min(max_events, events) + 1):  # stops at the cap: C(events, size) is huge past it
+        total += math.comb(events, size)
+        if total > MAX_EVENT_SETS:
+            break
+        fits = size
+    if total <= MAX_EVENT_SETS:
         return
-    fits = max((m for m in range(1, events + 1) if _event_sets(events, m) <= MAX_EVENT_SETS), default=None)
     advice = f"--max-events <= {fits} fits" if fits else "choose the events (events=) or a smaller network"
-    raise ResourceLimitError(f"--max-events {max_events} asks for {count} sets of the network's {events} events, "
-                             f"each an exact rank; at most {MAX_EVENT_SETS} are classified in one run: {advice}")
+    raise ResourceLimitError(f"--max-events {max_events} asks for more than {MAX_EVENT_SETS} sets of the network's "
+                             f"{events} events, each an exact rank; at most {MAX_EVENT_SETS} are classified in one "
+                             f"run: {advice}")
 
 
 def exceptional_fibers(arch: Architecture, max_events: int = 2, seed: int = 0, confirm: bool = False,
