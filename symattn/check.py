@@ -561,7 +561,38 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
     >>> r = check_expression(x**3 + 3*x**2*y + 3*x*y**2 + y**3, lambda p: (p[x] + p[y])**3, variables=[x, y])
     >>> r.verdict, r.degree, r.bound < 1e-4
     (True, 3, True)
+
+    Both sides are measured before any work (:data:`symattn.parsing.API_LIMITS`):
+    nested functions, towers of powers, ``Max`` of many arguments are refused.
+
+    >>> check_expression(x**x**x, x)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: the claimed expression 'x**x' is a power with a non-constant exponent, not accepted here: its exact values at integer points have astronomically many digits
     """
+    try:
+        return _check_expression(claimed, computed, variables=variables, points=points, seed=seed, radius=radius,
+                                 simplify=simplify, degree=degree, max_ops=max_ops, max_degree=max_degree)
+    except SymattnError:
+        raise
+    except (OverflowError, RecursionError, MemoryError, ValueError) as err:
+        # exact evaluation of a huge value: mpmath's "too many digits", Python's 4300-digit limit of
+        # integer-to-text conversion, sympy's recursion through a deep expression
+        if isinstance(err, ValueError) and "integer string conversion" not in str(err):
+            raise
+        raise SymattnError(f"cannot check the claim exactly: evaluating it gives numbers too large to handle "
+                           f"({type(err).__name__}: {str(err)[:120]}); give expressions whose values at "
+                           "integer points stay moderate, or a smaller radius") from None
+
+
+def _check_expression(claimed, computed, *, variables, points, seed, radius, simplify, degree, max_ops,
+                      max_degree) -> CheckResult:
+    """:func:`check_expression` without the conversion of arithmetic overflows to SymattnError."""
+    import mpmath
+
+    from .parsing import API_LIMITS, measure_expression
+    from .positivity import CONSTANT_MAGNITUDE_BITS, ConstantTooLarge, approximate_constant
+
     if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
         raise SymattnError(f"points must be a positive integer, got {points!r}")
     if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or radius < 1:
@@ -576,6 +607,7 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
         variables = sorted(set(variables), key=lambda s: s.name)
         names = {s.name: s for s in variables}
         claimed_m, _ = _to_matrix(claimed, "claimed", names)
+        measured = measure_expression(claimed_m, what="claimed expression", limits=API_LIMITS)
         claimed_m = _rename(claimed_m, names)
         evaluate = computed
         computed_m = None
@@ -605,6 +637,7 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
                 known_nonzero = False
     else:
         computed_m, _ = _to_matrix(computed, "computed", {})
+        measured = measure_expression(computed_m, what="computed expression", limits=API_LIMITS)
         names = {s.name: s for s in computed_m.free_symbols if isinstance(s, sp.Symbol)}
         computed_text = _short(computed_m if computed_m.shape != (1, 1) else computed_m[0, 0])
         if callable(getattr(claimed, "ring_matrix", None)) and variables is None:
@@ -615,6 +648,7 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
             if exact is not None:
                 return exact
         claimed_m, _ = _to_matrix(claimed, "claimed", names)
+        measured = measured.combine(measure_expression(claimed_m, what="claimed expression", limits=API_LIMITS))
         claimed_m = _rename(claimed_m, names)
         if claimed_m.shape != computed_m.shape:
             raise ShapeError(f"the claimed value has shape {claimed_m.shape}, the computed one "
@@ -639,6 +673,8 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
         remaining = [(index, e) for index, e, zero in decided if zero is not True]
         known_nonzero = any(zero is False for _, _, zero in decided)
         method = "symbolic: claimed - computed expands to 0"
+        # sympy's simplify can take minutes on a function of a high-degree polynomial (exp(x**1000) - x)
+        simplify = simplify and not (measured.functions and measured.degree > 64)
         if simplify and remaining and all(zero is None for _, _, zero in decided if zero is not True):
             still = []
             for index, e in remaining:
@@ -669,6 +705,12 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
         def claimed_at(point):
             return claimed_m.xreplace(point)
 
+    # functions (exp, sin, ...) are evaluated at small points: exp(exp(x)) at x = 10**6 has no exact value
+    # anyone can compute; a rational function keeps the whole range (the Schwartz-Zippel bound uses it)
+    if computed_m is not None and measured.functions and any(
+            _degree_pair(e, variable_set) is None for e in claimed_m - computed_m):
+        radius = min(radius, 16)
+        size = 2 * radius + 1
     evaluated = 0
     tries = 0
     wanted = 100 if known_nonzero else points  # a nonzero polynomial difference: search for its witness
@@ -684,8 +726,10 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
         point = {s: sp.Integer(v) for s, v in zip(variables, coordinates)}
         left = claimed_at(point)
         right = evaluate(point)
-        right = to_sympy_matrix(right, what="computed matrix") if isinstance(right, (sp.MatrixBase, list, tuple, np.ndarray)) \
-            else sp.Matrix([[to_sympy(right, what="computed value")]])
+        # (a float inf or nan at a pole of a computed callable: the point is skipped below)
+        right = to_sympy_matrix(right, what="computed matrix", finite=False) \
+            if isinstance(right, (sp.MatrixBase, list, tuple, np.ndarray)) \
+            else sp.Matrix([[to_sympy(right, what="computed value", finite=False)]])
         if right.shape != left.shape:
             raise ShapeError(f"the claimed value has shape {left.shape}, the computed one {right.shape}")
         if _invalid(left) or _invalid(right):
@@ -693,6 +737,15 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
         evaluated += 1
         for r in range(left.rows):
             for c in range(left.cols):
+                if not (left[r, c].is_Rational and right[r, c].is_Rational):
+                    try:  # sympy's evalf would hang on exp of a number beyond 2**1000: refused first
+                        with mpmath.workdps(15):
+                            approximate_constant(left[r, c] - right[r, c])
+                    except ConstantTooLarge as err:
+                        where = ", ".join(f"{s.name} = {v}" for s, v in point.items())
+                        raise SymattnError(f"cannot evaluate the claim exactly at the random point {where}: it "
+                                           f"needs {err}; arguments of exp, sin, cos, ... up to "
+                                           f"2**{CONSTANT_MAGNITUDE_BITS} are accepted") from None
                 if _differ(left[r, c], right[r, c]):
                     entry = (r, c) if left.shape != (1, 1) else None
                     return CheckResult(
@@ -754,8 +807,35 @@ _ALIASES = {
     "sign_group_order": "sign_group_order",
 }
 _WITH_LAYER = {"contact_order", "multiplicity", "identification_order"}
-_CLAIM = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z_ \-]*?)\s*(?:\(\s*(?P<arg>[^()]*?)\s*\))?\s*={1,2}\s*"
-                    r"(?P<value>\S.*?)\s*$")
+#: The longest claim read: a numeric claim is a few dozen characters ("identification_order(3) = 17").
+MAX_CLAIM_LENGTH = 2000
+
+
+class _ClaimPattern:
+    """The claim's regular expression, behind a check of its length and characters.
+
+    Every quantifier is possessive (``*+``, ``?+``): no backtracking, so the
+    match is linear in the length (the former lazy groups around ``\\s*``
+    took minutes on a claim with 3,000 spaces).  Claims over
+    :data:`MAX_CLAIM_LENGTH` characters and non-ASCII characters (``６``
+    reads as 6 in ``\\d``) are refused before matching, with a short message.
+    """
+
+    def __init__(self, pattern: str):
+        self.pattern = re.compile(pattern)
+
+    def match(self, text: str):
+        from .parsing import refuse_unaccepted_characters, shorten
+
+        if len(text) > MAX_CLAIM_LENGTH:
+            raise SymattnError(f"the claim {shorten(text)} is too long: {len(text)} characters, at most "
+                               f"{MAX_CLAIM_LENGTH} are accepted; accepted: {_accepted()}")
+        refuse_unaccepted_characters(text, "claim", SymattnError)
+        return self.pattern.match(text)
+
+
+_CLAIM = _ClaimPattern(r"^\s*+(?P<name>[A-Za-z][A-Za-z_ \-]*+)(?:\(\s*+(?P<arg>[^()]*+)\))?+\s*+={1,2}+\s*+"
+                       r"(?P<value>\S.*+)$")
 
 
 def _accepted() -> str:

@@ -2483,6 +2483,8 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
 # -- claimed matrix formulas --------------------------------------------------------------------------
 
 _LEADING_CLAIM = None
+#: The longest matrix formula read (characters).
+_MAX_FORMULA_LENGTH = 5000
 
 
 def _leading_claim_pattern():
@@ -2490,8 +2492,10 @@ def _leading_claim_pattern():
     if _LEADING_CLAIM is None:
         import re
 
-        _LEADING_CLAIM = re.compile(r"^\s*leading(?:_coefficient)?\s*\(\s*(?P<layer>[^()]*?)\s*\)\s*={1,2}\s*"
-                                    r"(?P<formula>\S.*?)\s*$", re.IGNORECASE)
+        # every quantifier possessive (*+, ?+): no backtracking, linear in the length of the claim (the lazy
+        # groups next to \s* took minutes on "leading(" followed by 3,000 spaces)
+        _LEADING_CLAIM = re.compile(r"^\s*+leading(?:_coefficient)?+\s*+\(\s*+(?P<layer>[^()]*+)\)\s*+={1,2}+\s*+"
+                                    r"(?P<formula>\S.*+)$", re.IGNORECASE)
     return _LEADING_CLAIM
 
 
@@ -2539,11 +2543,22 @@ def matrix_formula(text: str, lc: "LeadingCoefficient"):
     import ast
 
     from .errors import ParseError
+    from .parsing import DEFAULT_LIMITS, refuse_unaccepted_characters, shorten
 
     if not isinstance(text, str):
         raise ParseError(f"a formula is a string, got {type(text).__name__}")
-    if len(text) > 5000:
-        raise ParseError(f"the formula is too long ({len(text)} characters; at most 5000)")
+    if len(text) > _MAX_FORMULA_LENGTH:
+        raise ParseError(f"the formula is too long ({len(text)} characters; at most {_MAX_FORMULA_LENGTH})")
+    refuse_unaccepted_characters(text, "formula")  # look-alikes (Ｐ, ℌ) and invisible characters
+    if "#" in text:  # Python would drop the rest of the line as a comment, hiding anything there
+        raise ParseError(f"cannot read the formula {shorten(text)}: the character '#' at position "
+                         f"{text.index('#')} is not accepted (a comment inside a formula); accepted: "
+                         + FORMULA_LANGUAGE)
+    max_digits, max_degree = DEFAULT_LIMITS.max_digits, DEFAULT_LIMITS.max_degree
+    source = text.replace("^", "**")
+
+    def shown(node) -> str:
+        return shorten(ast.get_source_segment(source, node) or ast.unparse(node), 40)
     t = lc.architecture.tokens
     names = {}
     for name, value in lc.symbol_names().items():
@@ -2561,12 +2576,54 @@ def matrix_formula(text: str, lc: "LeadingCoefficient"):
     accepted = ("accepted: " + FORMULA_LANGUAGE + "; names here: " + ", ".join(sorted(names)))
 
     def fail(reason):
-        raise ParseError(f"cannot read the formula {text!r}: {reason}; {accepted}")
+        raise ParseError(f"cannot read the formula {shorten(text)}: {reason}; {accepted}")
+
+    degrees: dict = {}
+
+    def degree_of(value) -> int:
+        """Total degree in the names (matrices and scalars): exponents multiplied through nested powers."""
+        if value in degrees:
+            return degrees[value]
+        if isinstance(value, (sp.MatrixSymbol, sp.Symbol)):
+            out = 1
+        elif not value.args or value.is_Number:
+            out = 0
+        elif isinstance(value, (sp.MatPow, sp.Pow, sp.HadamardPower)) and value.args[1].is_Integer:
+            out = degree_of(value.args[0]) * abs(int(value.args[1]))
+        elif isinstance(value, (sp.MatMul, sp.Mul)):
+            out = sum(degree_of(a) for a in value.args)
+        else:
+            out = max(degree_of(a) for a in value.args)
+        degrees[value] = out
+        return out
+
+    def bounded(value, node):
+        """Refuse a number past the digits limit (``t**100`` multiplied out), before it is printed anywhere."""
+        number = value.args[0] if isinstance(value, (sp.Mul, sp.MatMul)) and value.args else value
+        if isinstance(number, sp.Rational) and max(abs(int(number.p)).bit_length(),
+                                                   int(number.q).bit_length()) * 0.30103 > max_digits:
+            fail(f"{shown(node)} has a number of more than {max_digits} digits (at most {max_digits})")
+        return value
+
+    def check_power(base, exponent: int, node):
+        """Refuse ((t**100)**100)**100 and hadamard(hadamard(A, 100), 100) before computing them."""
+        if isinstance(base, sp.Rational) and base != 0:
+            size = max(abs(int(base.p)).bit_length(), int(base.q).bit_length()) * 0.30103
+            if size * abs(exponent) > max_digits:
+                fail(f"{shown(node)} has a number of more than {max_digits} digits (at most {max_digits})")
+        degree = degree_of(base) * abs(exponent)
+        if degree > max_degree:
+            fail(f"the power {shown(node)} has total degree {degree} (exponents multiplied through nested "
+                 f"powers); at most {max_degree} is accepted")
 
     try:
-        tree = ast.parse(text.replace("^", "**"), mode="eval")
-    except SyntaxError:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError as err:
+        if "integer string conversion" in str(err.msg):  # Python refuses int literals past 4300 digits
+            fail("a number of more than 4300 digits (at most 50)")
         fail("invalid syntax")
+    except (RecursionError, MemoryError):
+        fail("nested too deeply")
     if sum(1 for _ in ast.walk(tree)) > 2000:
         fail("more than 2000 nodes")
 
@@ -2601,6 +2658,7 @@ def matrix_formula(text: str, lc: "LeadingCoefficient"):
             base, exponent = read(node.args[0], depth + 1), read(node.args[1], depth + 1)
             if not is_matrix(base) or not (isinstance(exponent, sp.Integer) and 1 <= int(exponent) <= 100):
                 fail("hadamard(A, m) takes a matrix and an integer 1 <= m <= 100")
+            check_power(base, int(exponent), node)
             return entrywise_power(base, int(exponent))
         if isinstance(node, ast.BinOp):
             left, right = read(node.left, depth + 1), read(node.right, depth + 1)
@@ -2609,20 +2667,21 @@ def matrix_formula(text: str, lc: "LeadingCoefficient"):
                 if isinstance(op, (ast.Add, ast.Sub)):
                     if is_matrix(left) != is_matrix(right):
                         fail("a sum of a matrix and a scalar")
-                    return left + right if isinstance(op, ast.Add) else left - right
+                    return bounded(left + right if isinstance(op, ast.Add) else left - right, node)
                 if isinstance(op, (ast.Mult, ast.MatMult)):
-                    return left * right
+                    return bounded(left * right, node)
                 if isinstance(op, ast.Div):
                     if is_matrix(right):
                         fail("a division by a matrix")
                     if right == 0:
                         fail("a division by zero")
-                    return left * (1 / right) if is_matrix(left) else left / right
+                    return left * (1 / right) if is_matrix(left) else bounded(left / right, node)
                 if isinstance(op, ast.Pow):
                     if not (isinstance(right, sp.Integer) and abs(int(right)) <= 100):
                         fail("a power that is not an integer of at most 100")
                     if is_matrix(left) and int(right) < 1:
                         fail("a matrix to a power below 1")
+                    check_power(left, int(right), node)
                     return left ** right
             except SymattnError:
                 raise
@@ -2653,16 +2712,30 @@ def parse_formula_claim(arch: Architecture, claim: str):
     ...
     symattn.errors.SymattnError: claim 'leading(3) = P' names layer 3; the architecture has layers 1..2
     """
+    from .errors import ParseError
+    from .parsing import refuse_unaccepted_characters, shorten
+
     _check_arch(arch)
+    if isinstance(claim, str):
+        if len(claim) > _MAX_FORMULA_LENGTH + 100:
+            raise ParseError(f"the formula claim {shorten(claim)} is too long: {len(claim)} characters; a formula "
+                             f"has at most {_MAX_FORMULA_LENGTH}")
+        refuse_unaccepted_characters(claim, "formula claim")  # (Ｐ would be read as P)
     match = _leading_claim_pattern().match(claim) if isinstance(claim, str) else None
     if match is None:
-        raise SymattnError(f"a formula claim reads 'leading(i) = <matrix formula>', got {claim!r}")
-    layer_text = match["layer"]
-    if not layer_text.isdigit() or not 1 <= int(layer_text) <= arch.layers:
-        raise SymattnError(f"claim {claim!r} names layer {layer_text}; the architecture has layers 1..{arch.layers}")
+        shown = shorten(claim) if isinstance(claim, str) else repr(claim)
+        raise SymattnError(f"a formula claim reads 'leading(i) = <matrix formula>', got {shown}")
+    layer_text = match["layer"].strip()
+    if not layer_text:
+        raise SymattnError(f"claim {shorten(claim)} names no layer: a formula claim reads "
+                           f"'leading(i) = <matrix formula>' with a layer i in 1..{arch.layers}")
+    if not (layer_text.isascii() and layer_text.isdigit()) or not 1 <= int(layer_text) <= arch.layers:
+        shown = layer_text if len(layer_text) <= 20 else shorten(layer_text, 20)
+        raise SymattnError(f"claim {shorten(claim)} names layer {shown}; the architecture has layers "
+                           f"1..{arch.layers}")
     layer = int(layer_text)
     lc = leading_coefficient(arch, layer)
-    return layer, lc, matrix_formula(match["formula"], lc)
+    return layer, lc, matrix_formula(match["formula"].strip(), lc)
 
 
 def check_formula_claim(arch: Architecture, claim: str, *, seed: int = 0, points: int = 2):

@@ -14,7 +14,10 @@ token and lists what is accepted.
 
 Size limits (:class:`ExpressionLimits`) keep a hostile or mistyped
 expression from hanging the program: text length, number of nodes, nesting
-depth, digits of a number and size of an exponent.
+depth, digits of a number, size of an exponent, total degree (exponents
+multiplied through nested powers), nesting of functions and arguments of
+``Max`` / ``Min``.  :func:`measure_expression` applies the same limits to a
+sympy expression handed to the Python API, before any work is done on it.
 
 Examples
 --------
@@ -34,6 +37,8 @@ from __future__ import annotations
 
 import ast
 import decimal
+import math
+import unicodedata
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -46,6 +51,13 @@ __all__ = [
     "ACCEPTED_CONSTANTS",
     "ExpressionLimits",
     "DEFAULT_LIMITS",
+    "NORMALIZER_LIMITS",
+    "API_LIMITS",
+    "RESERVED_NAMES",
+    "measure_expression",
+    "ExpressionShape",
+    "refuse_unaccepted_characters",
+    "shorten",
     "parse_expression",
     "parse_number",
     "to_sympy",
@@ -83,6 +95,15 @@ ACCEPTED_FUNCTIONS: dict[str, tuple] = {
 ACCEPTED_CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi, "E": sp.E, "e": sp.E}
 
 
+#: Names refused even where a function of one variable may name its variable as it likes: sympy,
+#: numpy and mpmath read them as the imaginary unit, infinity or NaN, so a user who writes them
+#: means one of those (``1 + I**2`` is 0, not ``1 + x**2``); symattn has none of them.
+RESERVED_NAMES = frozenset({
+    "I", "J", "j", "oo", "zoo", "inf", "Inf", "INF", "infinity", "Infinity", "nan", "NaN", "NAN",
+    "ComplexInfinity", "EulerGamma", "GoldenRatio", "Catalan", "TribonacciConstant",
+})
+
+
 @dataclass(frozen=True)
 class ExpressionLimits:
     """Bounds on a user's expression, checked before any work is done.
@@ -92,35 +113,60 @@ class ExpressionLimits:
     max_length : int
         Characters of text.
     max_nodes : int
-        Nodes of the syntax tree (numbers, names, operators, calls).
+        Nodes of the syntax tree (numbers, names, operators, calls); for a
+        sympy expression (:func:`measure_expression`), distinct subexpressions.
     max_depth : int
         Nesting depth (parentheses and calls; a long sum or product counts once).
     max_digits : int
-        Digits of a number, and of the result of a power of numbers.
+        Digits of a number, and of the result of a power or product of
+        numbers (below Python's 4300-digit limit of integer-to-text conversion).
     max_exponent : int
         Absolute value of the numerator and denominator of a numeric
         exponent applied to an expression with names.
+    max_degree : int
+        Total degree of a power: the exponents multiplied through nested
+        powers, ``((t**100)**100)`` has degree 10**4.
+    max_function_depth : int
+        Nesting of functions (``exp``, ``log``, ``sin``, ...) and of powers
+        with a non-constant exponent (``2**x``): ``exp(exp(x))`` has 2.
+    max_power_tower : int
+        Nesting of powers with a non-constant exponent (``x**x`` has 1,
+        ``x**x**x`` 2; ``exp`` of a logarithm counts, sympy turns
+        ``exp(n*log(2))`` into ``2**n``): their exact values at integer
+        points have astronomically many digits.
+    max_arguments : int
+        Arguments of one ``Max`` or ``Min``.
 
     Examples
     --------
     >>> ExpressionLimits().max_exponent
     1000
-    >>> NORMALIZER_LIMITS.max_length
-    2000
+    >>> NORMALIZER_LIMITS.max_length, NORMALIZER_LIMITS.max_function_depth
+    (2000, 3)
     """
 
     max_length: int = 100_000
     max_nodes: int = 50_000
     max_depth: int = 60
-    max_digits: int = 10_000
+    max_digits: int = 4000
     max_exponent: int = 1000
+    max_degree: int = 1000
+    max_function_depth: int = 6
+    max_power_tower: int = 1
+    max_arguments: int = 32
 
 
 #: Limits for general expressions (claimed formulas, points).
 DEFAULT_LIMITS = ExpressionLimits()
-#: Limits for normalizers: Taylor coefficients are computed up to degree 512 at most.
+#: Limits for normalizers: Taylor coefficients are computed up to degree 512 at most, and
+#: every nested transcendental function multiplies the work of the exact series.
 NORMALIZER_LIMITS = ExpressionLimits(max_length=2000, max_nodes=1000, max_depth=30, max_digits=60,
-                                     max_exponent=256)
+                                     max_exponent=256, max_degree=512, max_function_depth=3,
+                                     max_power_tower=3)
+#: Limits for sympy expressions given to the Python API (:func:`symattn.check.check_expression`):
+#: the engine's own expansions have hundreds of thousands of subexpressions, and the sides are
+#: evaluated exactly at integer points (so no power with a non-constant exponent).
+API_LIMITS = ExpressionLimits(max_nodes=2_000_000, max_power_tower=0)
 
 _BINARY = {
     ast.Add: lambda a, b: a + b,
@@ -137,6 +183,84 @@ def _accepted(names) -> str:
             + " and the constants " + ", ".join(sorted(ACCEPTED_CONSTANTS)))
 
 
+def shorten(text: str, limit: int = 80) -> str:
+    """The ``repr`` of a user's text, cut in the middle when it is long (for one-line messages).
+
+    Examples
+    --------
+    >>> shorten("1 + x")
+    "'1 + x'"
+    >>> shorten("a" + " " * 3000 + "!")
+    "'a                                                ...               !' (3002 characters)"
+    """
+    if len(text) <= limit:
+        return repr(text)
+    head, tail = (2 * limit) // 3, limit // 5
+    return f"{text[:head] + '...' + text[-tail:]!r} ({len(text)} characters)"
+
+
+def _digits(number: int) -> int:
+    """Decimal digits of an integer, from its bit length (``str`` fails past 4300 digits)."""
+    return int(abs(number).bit_length() * math.log10(2)) + 1
+
+
+def _character_name(char: str) -> str:
+    name = unicodedata.name(char, None)
+    if name is None:
+        name = "a control character" if unicodedata.category(char).startswith("C") else "unnamed"
+    return f"U+{ord(char):04X} {name}"
+
+
+def refuse_unaccepted_characters(text: str, what: str, error: type = None) -> None:
+    """Refuse any character outside printable ASCII (tabs and newlines aside), naming it and its position.
+
+    Look-alikes (``Ｐ``, ``ℌ``, which Python would silently read as ``P``
+    and ``H``), invisible characters (zero-width spaces, right-to-left
+    overrides) and superscripts are refused rather than misread.
+
+    Examples
+    --------
+    >>> refuse_unaccepted_characters("P*X", "formula")
+    >>> refuse_unaccepted_characters("P*\uff38", "formula")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: cannot read the formula 'P*Ｘ': the character 'Ｘ' at position 2 (U+FF38 FULLWIDTH LATIN CAPITAL LETTER X) is not accepted (ASCII only)
+    """
+    error = error or ParseError
+    if text.isascii() and (text.isprintable() or all(c.isprintable() or c in " \t\n" for c in text)):
+        return
+    for position, char in enumerate(text):
+        if not (char.isascii() and (char.isprintable() or char in " \t\n")):
+            hint = "; write powers as x**2" if char in "²³¹⁰⁴⁵⁶⁷⁸⁹" else ""
+            raise error(f"cannot read the {what} {shorten(text)}: the character {char!r} at position {position} "
+                        f"({_character_name(char)}) is not accepted (ASCII only{hint})")
+
+
+def _ceiling(exponent: sp.Rational) -> int:
+    """``ceil(|exponent|)`` of a sympy Rational, in integers."""
+    return -(-abs(int(exponent.p)) // int(exponent.q))
+
+
+def _degree(expr: sp.Basic, memo: dict) -> int:
+    """A bound on the total degree of ``expr`` in its symbols (functions count as their argument)."""
+    known = memo.get(expr)
+    if known is not None:
+        return known
+    if expr.is_Symbol:
+        return 1
+    if not expr.args:
+        return 0
+    if expr.is_Pow:
+        base, exponent = _degree(expr.base, memo), _degree(expr.exp, memo)
+        value = base * _ceiling(expr.exp) if expr.exp.is_Rational else base + exponent
+    elif expr.is_Mul:
+        value = sum(_degree(a, memo) for a in expr.args)
+    else:
+        value = max(_degree(a, memo) for a in expr.args)
+    memo[expr] = value
+    return value
+
+
 class _Reader:
     """Walks a syntax tree and builds the sympy expression, refusing everything else."""
 
@@ -150,10 +274,11 @@ class _Reader:
         self.limits = limits
         self.error = error
         self.nodes = 0
+        self.degrees: dict = {}
 
     def fail(self, reason: str):
         names = list(self.symbols) + ([str(self.variable)] if self.variable is not None else [])
-        raise self.error(f"cannot read the {self.what} {self.text!r}: {reason}; {_accepted(names)}")
+        raise self.error(f"cannot read the {self.what} {shorten(self.text)}: {reason}; {_accepted(names)}")
 
     def read(self, node: ast.AST, depth: int) -> sp.Expr:
         self.nodes += 1
@@ -173,7 +298,7 @@ class _Reader:
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             return self.chain(node, depth)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
-            return self.power(self.read(node.left, depth + 1), self.read(node.right, depth + 1))
+            return self.power(self.read(node.left, depth + 1), self.read(node.right, depth + 1), node)
         if isinstance(node, ast.Call):
             return self.call(node, depth)
         self.fail(f"{self.describe(node)} is not accepted")
@@ -192,14 +317,22 @@ class _Reader:
             if isinstance(op, ast.Div) and operand == 0:
                 self.fail("it divides by zero")
             value = _BINARY[type(op)](value, operand)
+            self.check_number(value.as_coeff_Mul()[0] if value.is_Mul else value)
         return value
+
+    def check_number(self, value: sp.Expr) -> None:
+        """Refuse a computed number (a product or power of numbers) with too many digits."""
+        if value.is_Rational and max(_digits(value.p), _digits(value.q)) > self.limits.max_digits:
+            raise self.error(f"a number computed in the {self.what} {shorten(self.text)} has more than "
+                             f"{self.limits.max_digits} digits; at most {self.limits.max_digits} are accepted")
 
     def number(self, node: ast.Constant) -> sp.Expr:
         value = node.value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(f"{self.describe(node)} is not accepted")
-        segment = ast.get_source_segment(self.text, node) or repr(value)
-        digits = sum(ch.isdigit() for ch in segment)
+        segment = ast.get_source_segment(self.text, node) or "a number"
+        # an integer's digits from its bit length: 0x fff... has few decimal digits in the text
+        digits = _digits(value) if isinstance(value, int) else sum(ch.isdigit() for ch in segment)
         if digits > self.limits.max_digits:
             raise self.error(f"the number {segment[:20]}... in the {self.what} has {digits} digits; "
                              f"at most {self.limits.max_digits} are accepted")
@@ -224,6 +357,8 @@ class _Reader:
             return ACCEPTED_CONSTANTS[identifier]
         if identifier in ACCEPTED_FUNCTIONS:
             self.fail(f"the function {identifier!r} is used without an argument")
+        if identifier in RESERVED_NAMES:
+            self.fail(f"the name {identifier!r} is not known (there is no imaginary unit, infinity or NaN)")
         if self.variable is not None:
             # a function of one variable may name it as it likes: exp(t) is exp(x)
             self.used.add(identifier)
@@ -234,19 +369,27 @@ class _Reader:
             return self.variable
         self.fail(f"the name {identifier!r} is not known")
 
-    def power(self, base: sp.Expr, exponent: sp.Expr) -> sp.Expr:
+    def power(self, base: sp.Expr, exponent: sp.Expr, node: ast.AST) -> sp.Expr:
         limits = self.limits
         if exponent.is_Rational:
             if max(abs(exponent.p), abs(exponent.q)) > limits.max_exponent:
                 raise self.error(f"the exponent {exponent} in the {self.what} is too large: at most "
                                  f"{limits.max_exponent} in absolute value is accepted")
             if base.is_Rational:
-                size = max(len(str(abs(base.p))), len(str(base.q)))
+                size = max(_digits(base.p), _digits(base.q))
                 if size * abs(exponent.p) > limits.max_digits:
-                    raise self.error(f"{base}**{exponent} in the {self.what} has more than "
-                                     f"{limits.max_digits} digits")
+                    shown = str(base) if size <= 20 else f"a number of {size} digits"
+                    raise self.error(f"{shown}**{exponent} in the {self.what} has more than "
+                                     f"{limits.max_digits} digits; at most {limits.max_digits} are accepted")
             if base == 0 and exponent.is_negative:
                 self.fail("it divides by zero")
+            # ((t**100)**100)**100: each exponent is small, the total degree is not
+            degree = _degree(base, self.degrees) * _ceiling(exponent)
+            if degree > limits.max_degree:
+                segment = ast.get_source_segment(self.text, node) or "a power"
+                raise self.error(f"the power {shorten(segment, 60)} in the {self.what} has total degree "
+                                 f"{degree} (exponents multiplied through nested powers); at most "
+                                 f"{limits.max_degree} is accepted")
         elif exponent.is_Number:
             self.fail(f"the exponent {exponent} is not accepted")
         return base**exponent
@@ -288,11 +431,7 @@ def _check_text(text: str, what: str, limits: ExpressionLimits, error: type) -> 
     if len(text) > limits.max_length:
         raise error(f"the {what} is too long: {len(text)} characters, at most {limits.max_length} "
                     "are accepted")
-    for position, char in enumerate(text):
-        if not (char.isascii() and (char.isprintable() or char in " \t\n")):
-            hint = "; write powers as x**2" if char in "²³¹⁰⁴⁵⁶⁷⁸⁹" else ""
-            raise error(f"cannot read the {what} {text!r}: the character {char!r} at position {position} "
-                        f"is not accepted (ASCII only{hint})")
+    refuse_unaccepted_characters(text, what, error)
     depth = deepest = 0
     for char in text:
         depth += char in "([{"
@@ -301,6 +440,135 @@ def _check_text(text: str, what: str, limits: ExpressionLimits, error: type) -> 
     if deepest > limits.max_depth:
         raise error(f"the {what} is nested too deeply: more than {limits.max_depth} levels of parentheses")
     return text
+
+
+@dataclass(frozen=True)
+class ExpressionShape:
+    """What :func:`measure_expression` found: the deepest nesting of functions and the total degree.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x")
+    >>> measure_expression(sp.Matrix([[sp.exp(x**2), x**3]]))
+    ExpressionShape(functions=1, degree=3)
+    """
+
+    functions: int
+    degree: int
+
+    def combine(self, other: "ExpressionShape") -> "ExpressionShape":
+        return ExpressionShape(max(self.functions, other.functions), max(self.degree, other.degree))
+
+
+def measure_expression(value, *, what: str = "expression", limits: ExpressionLimits = DEFAULT_LIMITS,
+                       error: type = ParseError) -> ExpressionShape:
+    """Refuse a sympy expression (or matrix) over the :class:`ExpressionLimits`, before any work on it.
+
+    The parser checks text as it reads it; this checks what the Python API
+    receives ready-made (``x**x**x**x``, ``Max`` of 400 arguments, 29 nested
+    ``exp``), where sympy's evaluation or printing could otherwise hang.
+    Measured: distinct subexpressions (``max_nodes``), nesting of functions
+    and of powers with a non-constant exponent (``max_function_depth``),
+    arguments of ``Max`` / ``Min`` (``max_arguments``), digits of numbers
+    (``max_digits``), numeric exponents (``max_exponent``) and total degree
+    (``max_degree``).  The walk visits each distinct subexpression once and
+    stops at the first limit exceeded.
+
+    Raises
+    ------
+    ParseError
+        (or ``error``) naming the limit and its value.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x")
+    >>> measure_expression(sp.exp(x) + x**3)
+    ExpressionShape(functions=1, degree=3)
+    >>> measure_expression(x**x**x**x**x)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: the expression 'x**(x**x)' has 2 nested powers with a non-constant exponent; at most 1 is accepted (their exact values have astronomically many digits)
+    >>> measure_expression((x**10 + 1)**200)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: the expression '(x**10 + 1)**200' has total degree 2000 (exponents multiplied through nested powers); at most 1000 is accepted
+    """
+    roots = list(value) if isinstance(value, sp.MatrixBase) else [value]
+    # per distinct subexpression: (nesting of functions, nesting of variable exponents, degree, has a log)
+    seen: dict = {}
+    stack = [(root, False) for root in roots if isinstance(root, sp.Basic)]
+
+    def refuse(node, reason):
+        raise error(f"the {what} {shorten(_text(node), 60)} {reason}")
+
+    while stack:
+        node, ready = stack.pop()
+        if not ready:
+            if node in seen:
+                continue
+            if len(seen) >= limits.max_nodes:
+                raise error(f"the {what} is too large: more than {limits.max_nodes} distinct subexpressions")
+            seen[node] = None
+            stack.append((node, True))
+            stack.extend((a, False) for a in node.args if isinstance(a, sp.Basic) and a not in seen)
+            continue
+        args = [seen[a] for a in node.args if isinstance(a, sp.Basic)]
+        functions = max((a[0] for a in args), default=0)
+        towers = max((a[1] for a in args), default=0)
+        has_log = isinstance(node, sp.log) or any(a[3] for a in args)
+        if node.is_Symbol:
+            degree = 1
+        elif node.is_Rational:
+            if max(_digits(node.p), _digits(node.q)) > limits.max_digits:
+                raise error(f"the {what} has a number with more than {limits.max_digits} digits; at most "
+                            f"{limits.max_digits} are accepted")
+            degree = 0
+        elif node.is_Pow:
+            base_degree, exponent_degree = args[0][2], args[1][2]
+            exponent = node.exp
+            if exponent.is_Rational:
+                if max(abs(exponent.p), abs(exponent.q)) > limits.max_exponent:
+                    refuse(node, f"has the exponent {shorten(str(exponent), 40)}; at most {limits.max_exponent} "
+                                 "in absolute value is accepted")
+                degree = base_degree * _ceiling(exponent)
+            elif exponent_degree:
+                functions, towers = functions + 1, towers + 1  # 2**x is exp(x*log(2)): one more level
+                degree = base_degree + exponent_degree
+            else:
+                degree = base_degree
+        else:
+            if node.is_Function:  # (Max and Min are not sympy Functions, they are applications)
+                functions += 1
+                if isinstance(node, sp.exp) and args[0][3] and args[0][2]:
+                    towers += 1  # exp(x*log(2)) is 2**x
+                if isinstance(node, (sp.Max, sp.Min)) and len(node.args) > limits.max_arguments:
+                    refuse(node, f"has {type(node).__name__} of {len(node.args)} arguments; at most "
+                                 f"{limits.max_arguments} are accepted")
+            degree = sum(a[2] for a in args) if node.is_Mul else max((a[2] for a in args), default=0)
+        if towers > limits.max_power_tower:
+            if not limits.max_power_tower:
+                refuse(node, "is a power with a non-constant exponent, not accepted here: its exact values at "
+                             "integer points have astronomically many digits")
+            refuse(node, f"has {towers} nested powers with a non-constant exponent; at most "
+                         f"{limits.max_power_tower} {'is' if limits.max_power_tower == 1 else 'are'} accepted "
+                         "(their exact values have astronomically many digits)")
+        if functions > limits.max_function_depth:
+            refuse(node, f"nests {functions} functions or powers with a non-constant exponent; at most "
+                         f"{limits.max_function_depth} are accepted")
+        if degree > limits.max_degree:
+            refuse(node, f"has total degree {degree} (exponents multiplied through nested powers); at most "
+                         f"{limits.max_degree} is accepted")
+        seen[node] = (functions, towers, degree, has_log)
+    found = [seen[root] for root in roots if isinstance(root, sp.Basic)]
+    return ExpressionShape(max((f[0] for f in found), default=0), max((f[2] for f in found), default=0))
+
+
+def _text(node: sp.Basic) -> str:
+    """The text of a subexpression for a message, without printing a huge one."""
+    for count, _ in enumerate(sp.preorder_traversal(node)):
+        if count > 200:
+            return f"{type(node).__name__}(...) of {len(node.args)} arguments"
+    return str(node)
 
 
 def parse_expression(text: str, symbols: Mapping[str, sp.Basic] | None = None, *,
@@ -346,7 +614,11 @@ def parse_expression(text: str, symbols: Mapping[str, sp.Basic] | None = None, *
     >>> parse_expression("exp(x²)", {"x": c1})
     Traceback (most recent call last):
     ...
-    symattn.errors.ParseError: cannot read the expression 'exp(x²)': the character '²' at position 5 is not accepted (ASCII only; write powers as x**2)
+    symattn.errors.ParseError: cannot read the expression 'exp(x²)': the character '²' at position 5 (U+00B2 SUPERSCRIPT TWO) is not accepted (ASCII only; write powers as x**2)
+    >>> parse_expression("((c_1**100)**100)**100", {"c_1": c1})
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: the power '(c_1**100)**100' in the expression has total degree 10000 (exponents multiplied through nested powers); at most 1000 is accepted
     """
     symbols = dict(symbols or {})
     if not isinstance(text, str):
@@ -357,21 +629,27 @@ def parse_expression(text: str, symbols: Mapping[str, sp.Basic] | None = None, *
     try:
         tree = ast.parse(text.replace("^", "**"), mode="eval")
     except SyntaxError as err:
+        if "integer string conversion" in str(err.msg):  # Python refuses int literals past 4300 digits
+            raise error(f"a number in the {what} {shorten(text)} has more than 4300 digits; at most "
+                        f"{limits.max_digits} are accepted") from None
         where = f" at position {err.offset - 1}" if err.offset else ""
-        raise error(f"cannot read the {what} {text!r}: invalid syntax{where}; {_accepted(symbols)}") from None
+        raise error(f"cannot read the {what} {shorten(text)}: invalid syntax{where}; "
+                    f"{_accepted(symbols)}") from None
     except (RecursionError, MemoryError, ValueError):
-        raise error(f"cannot read the {what} {text!r}: too deeply nested") from None
+        raise error(f"cannot read the {what} {shorten(text)}: too deeply nested") from None
     reader = _Reader(text.replace("^", "**"), symbols, what, limits, error, variable)
     try:
         value = reader.read(tree.body, 0)
+        # what the text builds: nested functions, towers of powers, Max of many arguments
+        measure_expression(value, what=what, limits=limits, error=error)
     except RecursionError:
         raise error(f"the {what} is nested too deeply") from None
     except (TypeError, ValueError, ArithmeticError) as err:  # sympy refusing e.g. Max of a complex
         if isinstance(err, error):
             raise
-        raise error(f"cannot read the {what} {text!r}: {err}") from None
+        raise error(f"cannot read the {what} {shorten(text)}: {err}") from None
     if value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
-        raise error(f"the {what} {text!r} is not finite")
+        raise error(f"the {what} {shorten(text)} is not finite")
     return value
 
 
@@ -395,11 +673,14 @@ def parse_number(text: str, *, what: str = "number", limits: ExpressionLimits = 
 
 
 def to_sympy(value, symbols: Mapping[str, sp.Basic] | None = None, *, what: str = "value",
-             error: type = ParseError) -> sp.Basic:
+             error: type = ParseError, finite: bool = True) -> sp.Basic:
     """A sympy object from a user's value: strings through :func:`parse_expression`, never ``eval``.
 
     Numbers (int, Fraction, float, numpy and mpmath numbers) and sympy objects
     are converted exactly as sympy converts them; any other type is refused.
+    A float ``inf`` or ``nan`` is refused unless ``finite=False`` (values a
+    computation returns at a pole), and so is an integer of more digits than
+    :data:`DEFAULT_LIMITS` accepts.
 
     Examples
     --------
@@ -410,18 +691,31 @@ def to_sympy(value, symbols: Mapping[str, sp.Basic] | None = None, *, what: str 
     Traceback (most recent call last):
     ...
     symattn.errors.ParseError: the value must be a number, a sympy expression or a string, got object
+    >>> to_sympy(float("inf"))
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: the value inf is not a finite number; give a finite number such as 1/3, 0.25 or "sqrt(2)"
     """
     if isinstance(value, str):
         return parse_expression(value, symbols, what=what, error=error)
     try:
-        return sp.sympify(value, strict=True)
+        result = sp.sympify(value, strict=True)
     except (sp.SympifyError, TypeError, ValueError):
         raise error(f"the {what} must be a number, a sympy expression or a string, "
                     f"got {type(value).__name__}") from None
+    if not isinstance(value, sp.Basic) and isinstance(result, sp.Number):
+        # a float inf or nan would become sympy's oo or nan and poison every result silently
+        if finite and result in (sp.oo, -sp.oo, sp.zoo, sp.nan):
+            raise error(f"the {what} {value!r} is not a finite number; give a finite number such as 1/3, "
+                        f"0.25 or \"sqrt(2)\"")
+        if result.is_Rational and max(_digits(result.p), _digits(result.q)) > DEFAULT_LIMITS.max_digits:
+            raise error(f"the {what} has more than {DEFAULT_LIMITS.max_digits} digits; at most "
+                        f"{DEFAULT_LIMITS.max_digits} are accepted")
+    return result
 
 
 def to_sympy_matrix(value, symbols: Mapping[str, sp.Basic] | None = None, *, what: str = "matrix",
-                    error: type = ParseError) -> sp.Matrix:
+                    error: type = ParseError, finite: bool = True) -> sp.Matrix:
     """A sympy Matrix from a Matrix, a numpy array or nested lists, each entry read by :func:`to_sympy`.
 
     ``sympy.Matrix`` itself would pass string entries to ``sympify``; this
@@ -447,5 +741,5 @@ def to_sympy_matrix(value, symbols: Mapping[str, sp.Basic] | None = None, *, wha
     lengths = tuple(len(row) for row in rows)
     if len(set(lengths)) != 1 or not lengths[0]:
         raise error(f"the {what} has rows of different lengths {lengths}")
-    return sp.Matrix([[to_sympy(entry, symbols, what=f"entry of the {what}", error=error) for entry in row]
-                      for row in rows])
+    return sp.Matrix([[to_sympy(entry, symbols, what=f"entry of the {what}", error=error, finite=finite)
+                       for entry in row] for row in rows])
