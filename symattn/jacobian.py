@@ -55,6 +55,7 @@ from .model import Architecture, forward, require_architecture, require_seed
 
 __all__ = [
     "native_rank_bound",
+    "effective_dimension_of",
     "DEFAULT_PRIMES",
     "check_prime",
     "STREAMS",
@@ -954,7 +955,14 @@ def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: i
 
 
 @functools.lru_cache(maxsize=256)
-def _effective_dimension_of(widths: tuple, score_ranks: tuple) -> int:
+def effective_dimension_of(widths: tuple, score_ranks: tuple) -> int:
+    """:func:`symattn.effective.effective_dimension` of a shape, computed once (with a bottleneck it is a rank).
+
+    Examples
+    --------
+    >>> effective_dimension_of((2, 2, 2), (1, 1))
+    10
+    """
     from .effective import effective_dimension
 
     return effective_dimension(Architecture(widths, score_ranks))
@@ -999,7 +1007,7 @@ def native_rank_bound(arch: Architecture) -> tuple[int, str]:
             + ("; with one head per layer and no residual stream F = P X M_l still holds, so at most the "
                "dimension of (What_1, ..., What_l, P)" if all(h == 1 for h in arch.heads) and not arch.residual
                else ""))
-    eff = _effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
+    eff = effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
     reason = ("the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
               + (" (an exact Jacobian rank at a random integer point: a hidden width is a bottleneck)"
                  if min(arch.widths[1:-1], default=arch.widths[0]) < arch.widths[0] else ""))

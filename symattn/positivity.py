@@ -697,7 +697,13 @@ CONSTANT_MAGNITUDE_BITS = 1000
 
 
 class ConstantTooLarge(ArithmeticError):
-    """A constant that cannot be evaluated: the argument of ``name`` is beyond ``2**CONSTANT_MAGNITUDE_BITS``."""
+    """A constant that cannot be evaluated: the argument of ``name`` is beyond ``2**CONSTANT_MAGNITUDE_BITS``.
+
+    Examples
+    --------
+    >>> str(ConstantTooLarge("exp"))
+    'exp of a number beyond 2**1000'
+    """
 
     def __init__(self, name: str):
         super().__init__(f"{name} of a number beyond 2**{CONSTANT_MAGNITUDE_BITS}")

@@ -27,7 +27,7 @@ from ..jacobian import (
     gauge_slice,
     generator,
     jacobian_series,
-    _effective_dimension_of,
+    effective_dimension_of,
     native_rank_bound,
     symmetry_orbit_bound,
     transcendental_constants,
@@ -275,7 +275,7 @@ def _effective_dim(arch: Architecture) -> int:
     """
     if not arch.is_plain:
         return _orbit_bound(arch)
-    return _effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
+    return effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
 
 
 def _orbit_bound(arch: Architecture) -> int:

@@ -174,7 +174,7 @@ def _same_ranks(a: dict, b: dict) -> bool:
 
 def _generic_input_scaling_order(arch: Architecture) -> int:
     """The deepest exponent of the generic spectrum along ``X -> eps X``: ``2 k 3^(l-1) + 1``."""
-    k = max(n.k for n in arch.normalizers)
+    k = max(n.k or 1 for n in arch.normalizers)  # lightning (no k): linear scores, k taken as 1 as in the spectrum
     return 2 * k * 3 ** (arch.layers - 1) + 1
 
 
@@ -484,7 +484,7 @@ def require_rank_fits(arch: Architecture, bank="auto", truncation="auto", confir
     >>> require_rank_fits(Architecture.uniform(layers=9))
     Traceback (most recent call last):
     ...
-    symattn.errors.ResourceLimitError: --layers 9 --width 2 --rank 1 --tokens 3 needs series to eps^39368 for the exact ranks of observe, beyond the deepest truncation eps^512 it computes (each layer triples the order); --layers <= 5 fits
+    symattn.errors.ResourceLimitError: --layers 9 --width 2 --rank 1 --tokens 3 needs series to eps^... for the exact ranks of observe, beyond the deepest truncation eps^512 it computes (each layer triples the order); --layers <= 5 fits
     """
     N, auto_order, size, auto_bank = _first_sizes(arch, bank, truncation)
     _require_rank_memory(arch, grown_bank(size) if confirm else size, N, max_order if auto_order else None,
