@@ -549,7 +549,8 @@ def symbols(names, arch: Architecture, *, normalizer=None, order: int | None = N
         raise SymattnError(f"names must be a nonempty string or list of strings, got {names!r}")
     if order is None:
         # c_n is known from the expansions of order n - 1 on
-        asked = [int(n[2:]) for n in wanted if n.startswith("c_") and n[2:].isdigit()]
+        # (at most 6 digits: c_ of a 5,000-digit number is a name no expansion has, not an integer to read)
+        asked = [int(n[2:]) for n in wanted if n.startswith("c_") and n[2:].isdigit() and len(n) <= 8]
         order = max([2] + [min(n, MAX_ORDER + 1) - 1 for n in asked])
     used = _with_normalizer(arch, normalizer)
     native = used.symbols()
@@ -571,7 +572,9 @@ def _identifier(text: str) -> bool:
 def _unknown(name: str, names: dict, what: str) -> SymattnError:
     known = sorted(names)
     shown = ", ".join(known[:12]) + (f", ... ({len(known)} names)" if len(known) > 12 else "")
-    return SymattnError(f"unknown symbol name {name!r} for {what}; its symbols are {shown}")
+    from .parsing import shorten
+
+    return SymattnError(f"unknown symbol name {shorten(repr(name))} for {what}; its symbols are {shown}")
 
 
 def _rename_by_name(expr, names: dict, what: str, strict: bool):

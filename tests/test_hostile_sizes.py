@@ -248,3 +248,12 @@ def test_expand_keeps_to_max_memory(capsys):
     err = _refused(capsys, ["expand", "--layers", "2", "--width", "2", "--tokens", "4", "--order", "6",
                             "--max-memory", str(limit), "--quiet"], "over the limit of", "--max-memory SIZE")
     assert "the symbolic expansion of 16 parameters to order 6 holds" in err
+
+
+def test_a_symbol_name_with_thousands_of_digits_is_an_unknown_name():
+    from symattn import symbols
+    from symattn.errors import SymattnError
+
+    with pytest.raises(SymattnError, match="unknown symbol name") as caught:
+        symbols("c_" + "9" * 5000, Architecture.uniform(layers=1))
+    assert len(str(caught.value)) < 1000  # the name is shortened, not printed whole
