@@ -574,7 +574,7 @@ def _unknown(name: str, names: dict, what: str) -> SymattnError:
     shown = ", ".join(known[:12]) + (f", ... ({len(known)} names)" if len(known) > 12 else "")
     from .parsing import shorten
 
-    return SymattnError(f"unknown symbol name {shorten(repr(name))} for {what}; its symbols are {shown}")
+    return SymattnError(f"unknown symbol name {shorten(name)} for {what}; its symbols are {shown}")
 
 
 def _rename_by_name(expr, names: dict, what: str, strict: bool):
