@@ -12,9 +12,13 @@ Architecture(widths=[2, 2, 2], score_ranks=[1, 1], tokens=3, normalizer=['cosh',
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ..errors import ResourceLimitError, ShapeError
 from ..limits import MAX_LAYERS, MEMORY_ENVIRONMENT_VARIABLE, parse_size
+
+if TYPE_CHECKING:  # the model loads sympy: imported where an Architecture is built
+    from ..model import Architecture
 
 __all__ = [
     "DEFAULT_LAYERS", "DEFAULT_WIDTH", "DEFAULT_RANK", "DEFAULT_TOKENS", "DEFAULT_NORMALIZER",

@@ -16,7 +16,6 @@ from ..algebra.valuations import smith_valuations
 from ..curves import Curve, collapse
 from ..effective import (
     effective_block_dimensions,
-    effective_dimension,
     hidden_gauge_layers,
     rank_matrix_dimension,
 )

@@ -44,10 +44,13 @@ import itertools
 import math
 import tomllib
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ShapeError, SymattnError
 from ..limits import read_input_file
+
+if TYPE_CHECKING:  # the model loads sympy: imported where an Architecture is built
+    from ..model import Architecture
 
 __all__ = ["GridError", "Skip", "read_grid", "read_grid_file", "grid_points", "build_architecture",
            "point_label", "GRID_FIELDS"]
