@@ -601,7 +601,23 @@ def _check_input(arch: Architecture, X) -> None:
         )
 
 
-def forward(arch: Architecture, params: Parameters, X, domain, convert: bool = True):
+#: the domains ``forward`` takes by name
+DOMAIN_NAMES = ("QQ", "float64")
+
+
+def _named_domain(domain):
+    if not isinstance(domain, str):
+        return domain
+    from .algebra.domains import FloatDomain, RationalDomain
+
+    named = {"QQ": RationalDomain, "float64": FloatDomain}
+    if domain not in named:
+        raise SymattnError(f"unknown domain {domain[:40]!r}: give one of {', '.join(DOMAIN_NAMES)} "
+                           "or a domain object from symattn.algebra.domains")
+    return named[domain]()
+
+
+def forward(arch: Architecture, params: Parameters, X, domain="QQ", convert: bool = True):
     """The network's output ``X_l`` on one input, computed in ``domain``.
 
     Parameters
@@ -612,7 +628,9 @@ def forward(arch: Architecture, params: Parameters, X, domain, convert: bool = T
         matrices already in the domain's representation.
     X : matrix
         The input, ``d_0 x t``.
-    domain : Domain
+    domain : Domain or str
+        Where to compute: ``"QQ"`` (exact rationals, the default),
+        ``"float64"``, or a domain object from :mod:`symattn.algebra.domains`.
     convert : bool
         Convert ``params`` and ``X`` with ``domain.matrix`` first.
 
@@ -624,12 +642,11 @@ def forward(arch: Architecture, params: Parameters, X, domain, convert: bool = T
     --------
     The same pass, exactly and in float64:
 
-    >>> from symattn.algebra.domains import FloatDomain, RationalDomain
     >>> arch = Architecture.uniform(layers=1, width=1, tokens=2, normalizer="1 + x**2")
     >>> params = arch.parameters_from([[[1]]], [[[1]]], [[[1]]])
-    >>> forward(arch, params, [[0, 1]], RationalDomain())
+    >>> forward(arch, params, [[0, 1]])
     array([[Fraction(1, 2), Fraction(2, 3)]], dtype=object)
-    >>> forward(arch, params, [[0, 1]], FloatDomain())
+    >>> forward(arch, params, [[0, 1]], "float64")
     array([[0.5, 0.6666666666666666]], dtype=object)
 
     A causal mask leaves the first token only itself to attend to, and a
@@ -637,9 +654,10 @@ def forward(arch: Architecture, params: Parameters, X, domain, convert: bool = T
 
     >>> masked = Architecture.uniform(layers=1, width=1, tokens=2, normalizer="1 + x**2", causal=True,
     ...                               residual=True)
-    >>> forward(masked, params, [[0, 1]], RationalDomain())
+    >>> forward(masked, params, [[0, 1]])
     array([[Fraction(0, 1), Fraction(5, 3)]], dtype=object)
     """
+    domain = _named_domain(domain)
     if convert:
         _check_input(arch, X)
         X = domain.matrix(X)

@@ -487,3 +487,17 @@ def test_sympy_and_symengine_domains_evaluate_the_normalizer_alike():
         lhs = sp.sympify(se.normalizer_value(norm, se.convert(a)))
         rhs = SympyDomain().normalizer_value(norm, a)
         assert sp.simplify(lhs - rhs) == 0
+
+
+def test_forward_takes_a_domain_by_name_and_refuses_an_unknown_name():
+    from fractions import Fraction
+
+    from symattn.errors import SymattnError
+    from symattn.model import Architecture, forward
+
+    arch = Architecture.uniform(layers=1, width=1, tokens=2, normalizer="1 + x**2")
+    params = arch.parameters_from([[[1]]], [[[1]]], [[[1]]])
+    assert forward(arch, params, [[0, 1]]).tolist() == [[Fraction(1, 2), Fraction(2, 3)]]
+    assert forward(arch, params, [[0, 1]], "float64").tolist() == [[0.5, 2 / 3]]
+    with pytest.raises(SymattnError, match=r"unknown domain 'RR'.*QQ, float64"):
+        forward(arch, params, [[0, 1]], "RR")
