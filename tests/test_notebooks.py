@@ -10,8 +10,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 
-#: a kernel per notebook: not in the fast tier
-pytestmark = pytest.mark.slow
 
 
 def kernel_manager():
@@ -33,6 +31,7 @@ def kernel_manager():
 
 if NOTEBOOKS:
 
+    @pytest.mark.slow  # a kernel per notebook: not in the fast tier
     @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
     def test_notebook_runs(path, monkeypatch):
         nbformat = pytest.importorskip("nbformat")
@@ -57,11 +56,39 @@ if NOTEBOOKS:
             timeout=600,
             resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
         )
+        before = sorted(p.name for p in NOTEBOOKS_DIR.iterdir())
         # Raises CellExecutionError, naming the cell, on the first error.
         client.execute()
+        # a notebook run from its folder leaves nothing behind (figures are drawn inline)
+        assert sorted(p.name for p in NOTEBOOKS_DIR.iterdir()) == before
 
 else:
 
     def test_notebooks_folder():
         assert NOTEBOOKS_DIR.is_dir(), f"missing notebooks folder {NOTEBOOKS_DIR}"
         pytest.skip("no notebooks in notebooks/")
+
+
+def _code_cells(path):
+    import json
+
+    return ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebooks_use_the_public_api(path):
+    """No engine internals (symattn.algebra, private modules) and no test of a class by its name."""
+    import re
+
+    for source in _code_cells(path):
+        imported = re.findall(r"(?:from|import)\s+(symattn[\w.]*)", source)
+        internal = [name for name in imported if name.startswith("symattn.algebra") or "._" in name]
+        assert not internal, f"{path.name} imports engine internals {internal}"
+        assert not re.search(r"__name__\s*==", source), f"{path.name} tests an object by its class name"
+
+
+@pytest.mark.parametrize("name", ["02_decay_spectrum", "06_variants"])
+def test_notebooks_show_rendered_results(name):
+    """Results are displayed (LaTeX, Markdown tables, figures), not printed as plain text."""
+    sources = _code_cells(NOTEBOOKS_DIR / f"{name}.ipynb")
+    assert not [s for s in sources if "print(" in s], f"{name} prints plain text"
