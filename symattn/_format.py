@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 __all__ = [
+    "cell_text",
     "fixed",
     "latex_escape",
     "latex_document",
@@ -272,21 +273,64 @@ def _column_count(columns: str) -> int:
 
 #: Plain-text formulas in prose (methods, notes) and their LaTeX: ``eps^19``, ``What_1``, ``Q_i``, ``<=``, ...
 _PROSE_MATH = re.compile(
-    r"(?P<epspow>\beps\^\(?(?P<power>[0-9a-zA-Z+\- ]+?)\)?(?![\w(]))"
+    # eps^19, eps^N, eps^(m c + a): a power in parentheses only when they close
+    r"(?P<epspow>\beps\^(?:\((?P<parenpower>[0-9a-zA-Z+\- ]+)\)|(?P<power>[0-9a-zA-Z]+)(?![\w(])))"
     r"|(?P<eps>\beps\b)"
+    r"|(?P<greek>\b(?P<letter_name>sigma|tau|delta|lambda|mu)_(?P<greek_index>[0-9]+|[a-z])\b)"
+    r"|(?P<log10>\blog10\b)"
     r"|(?P<what>\bWhat_(?P<whatsub>[0-9a-z]+)\b)"
-    r"|(?P<sub>(?<![A-Za-z0-9_.])(?P<base>[A-Za-z]t?)_(?P<index>[0-9]+|[a-z])(?P<transpose>\^T)?(?![A-Za-z0-9_]))"
+    # GL(a_i) x GL(d_i): general linear groups and their product, one formula
+    r"|(?P<gl>\bGL\([A-Za-z0-9_]+\)(?: x GL\([A-Za-z0-9_]+\))*)"
+    r"|(?P<sub>(?<![A-Za-z0-9_.])(?P<base>[A-Za-z]t?)_(?P<index>[0-9]+|[a-z]|\{[0-9a-z,]+\})"
+    r"(?P<transpose>\^T)?(?![A-Za-z0-9_]))"
+    r"|(?P<letterT>(?<![A-Za-z0-9_.^])(?P<letter>[A-Za-z1])\^T(?![A-Za-z0-9_]))"
+    # a product written with x between numbers or formulas: 3 x 4, (...) x (...)
+    r"|(?P<times>(?<=[0-9)]) x (?=[0-9(A-Z]))"
+    # Python's truth values, written into notes by f-strings: words for a reader
+    r"|(?P<pybool>(?<![\w.'\"])(?:True|False|None)(?![\w'\"]))"
     r"|(?P<rel><=|>=|->)"
 )
 
+#: How :func:`latex_prose` words Python's ``True``, ``False`` and ``None`` (``separating: True``).
+_PROSE_WORDS = {"True": "yes", "False": "no", "None": "none"}
 
-def latex_prose(text) -> str:
+
+def _gl_latex(text: str) -> str:
+    """``GL(a_i) x GL(d_i)`` as ``\\mathrm{GL}(a_{i})\\times\\mathrm{GL}(d_{i})`` (math mode, no ``$``)."""
+    def group(part: str) -> str:
+        argument = part[3:-1]
+        base, _, index = argument.partition("_")
+        return rf"\mathrm{{GL}}({base}_{{{index}}})" if index else rf"\mathrm{{GL}}({argument})"
+
+    return r"\times".join(group(part) for part in text.split(" x "))
+
+
+def latex_prose(text, formulas: dict | None = None) -> str:
     """Plain text with its formulas (``eps^19``, ``What_1``, ``Q_i``, ``P_0^T``, ``<=``) set in math; the rest escaped.
 
     For method notes and other sentences written in plain text, so that the
     LaTeX reads as a paper does: ``eps`` is ``$\\varepsilon$``, a letter with
-    a one-word index is a subscript, ``What_i`` is ``$\\widehat W_{i}$``.
-    Longer names with underscores (``sign_group_order``) stay text.
+    a one-word index is a subscript, ``What_i`` is ``$\\widehat W_{i}$``,
+    ``GL(a_i) x GL(d_i)`` is ``$\\mathrm{GL}(a_{i})\\times\\mathrm{GL}(d_{i})$``,
+    ``u^T`` is ``$u^\\top$``, ``sigma_j`` is ``$\\sigma_{j}$``, ``log10`` is ``$\\log_{10}$`` and an ``x`` between two numbers or formulas is
+    ``$\\times$``.  Python's ``True``, ``False`` and ``None``, which notes
+    built by f-strings carry, read ``yes``, ``no`` and ``none``: a reader
+    never sees a Python literal.  Longer names with underscores
+    (``sign_group_order``) stay text.
+
+    Parameters
+    ----------
+    text : object
+        The plain text (anything with a ``str``).
+    formulas : dict, optional
+        Whole formulas of the text (``"s(x) = C e^(ax)"``) and their LaTeX math
+        (``"s(x) = C e^{a x}"``, without ``$``): each is set as that formula
+        wherever it occurs; the rest of the text is read as above.
+
+    Returns
+    -------
+    str
+        LaTeX text mode.
 
     Examples
     --------
@@ -294,22 +338,51 @@ def latex_prose(text) -> str:
     rank over GF(p)(($\\varepsilon$)) resolved below $\\varepsilon^{19}$; $Q_{i}$ = $\\varepsilon$ $\\tilde Q_{i}$; $P_{0}^\\top$ $K_{1}^\\top$
     >>> print(latex_prose("What_2 = 0 (error probability <= 1e-9, a -> b) in effective.sign_group_order"))
     $\\widehat W_{2}$ = 0 (error probability $\\le$ 1e-9, a $\\to$ b) in effective.sign\\_group\\_order
+    >>> print(latex_prose("a minor mod (p, eps^N) is; gauge group GL(a_i) x GL(d_i); 3 x 4; e_b w^T"))
+    a minor mod (p, $\\varepsilon^{N}$) is; gauge group $\\mathrm{GL}(a_{i})\\times\\mathrm{GL}(d_{i})$; 3 $\\times$ 4; $e_{b}$ $w^\\top$
+    >>> print(latex_prose("least squares of log10 sigma_j on log10 eps"))
+    least squares of $\\log_{10}$ $\\sigma_{j}$ on $\\log_{10}$ $\\varepsilon$
+    >>> print(latex_prose("K_{2,1}^T Q_{2,1} -> -K_{2,1}^T Q_{2,1}"))
+    $K_{2,1}^\\top$ $Q_{2,1}$ $\\to$ -$K_{2,1}^\\top$ $Q_{2,1}$
+    >>> print(latex_prose("separating: True; confirmed: False; estimate None"))
+    separating: yes; confirmed: no; estimate none
+    >>> print(latex_prose("s_1 exponential (s(x) = C e^(ax))", {"s(x) = C e^(ax)": "s(x) = C e^{a x}"}))
+    $s_{1}$ exponential ($s(x) = C e^{a x}$)
     """
-    out, position = [], 0
     text = str(text)
+    if formulas:
+        pieces = re.split("(" + "|".join(re.escape(f) for f in sorted(formulas, key=len, reverse=True)) + ")", text)
+        return "".join(f"${formulas[piece]}$" if index % 2 else latex_prose(piece)
+                       for index, piece in enumerate(pieces))
+    out, position = [], 0
     for match in _PROSE_MATH.finditer(text):
         out.append(latex_escape(text[position:match.start()]))
         if match.group("epspow"):
-            out.append(rf"$\varepsilon^{{{match.group('power').replace(' ', '')}}}$")
+            power = match.group("parenpower") or match.group("power")
+            out.append(rf"$\varepsilon^{{{power.replace(' ', '')}}}$")
         elif match.group("eps"):
             out.append(r"$\varepsilon$")
+        elif match.group("greek"):
+            out.append(rf"$\{match.group('letter_name')}_{{{match.group('greek_index')}}}$")
+        elif match.group("log10"):
+            out.append(r"$\log_{10}$")
         elif match.group("what"):
             out.append(rf"$\widehat W_{{{match.group('whatsub')}}}$")
+        elif match.group("gl"):
+            out.append(f"${_gl_latex(match.group('gl'))}$")
         elif match.group("sub"):
             base = match.group("base")
             base = rf"\tilde {base[0]}" if len(base) == 2 else base  # Qt_i: the base point's Q-tilde
-            out.append(rf"${base}_{{{match.group('index')}}}"
+            index = match.group("index").strip("{}")  # K_{2,1}: a head's index pair
+            out.append(rf"${base}_{{{index}}}"
                        + (r"^\top" if match.group("transpose") else "") + "$")
+        elif match.group("letterT"):
+            letter = match.group("letter")
+            out.append("$" + (r"\mathbf{1}" if letter == "1" else letter) + r"^\top$")
+        elif match.group("times"):
+            out.append(r" $\times$ ")
+        elif match.group("pybool"):
+            out.append(_PROSE_WORDS[match.group("pybool")])
         else:
             out.append({"<=": r"$\le$", ">=": r"$\ge$", "->": r"$\to$"}[match.group("rel")])
         position = match.end()
@@ -439,6 +512,24 @@ def fixed(value: float, digits: int = 3, missing: str = "-") -> str:
         return missing
     text = f"{value:.{digits}f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
+def cell_text(value, missing: str = "-"):
+    """A value as a reader reads it in a table: ``yes``/``no`` for a truth value, ``missing`` for ``None``.
+
+    Python's ``True``, ``False`` and ``None`` never reach a table of a
+    document; every other value is returned as it is.
+
+    Examples
+    --------
+    >>> cell_text(True), cell_text(False), cell_text(None), cell_text(13), cell_text("scores:1")
+    ('yes', 'no', '-', 13, 'scores:1')
+    """
+    if value is None:
+        return missing
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return value
 
 
 def text_table(rows: Iterable[Sequence], indent: str = "  ") -> str:

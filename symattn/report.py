@@ -69,7 +69,8 @@ def _method(arch: Architecture) -> str:
     """:data:`METHOD` for the plain model; for a variant, the gauge group and symmetries it has."""
     if arch.is_plain:
         return METHOD
-    gauge = "one GL(a_i) per head" + ("" if arch.residual else " x GL(d_i) per hidden layer")
+    gauge = ("one GL(a_i) per head" if arch.residual else
+             "the product of one GL(a_i) per head and one GL(d_i) per hidden layer")
     factors = arch.factors_through_effective
     return ("exact closed formulas: native parameter count, "
             + ("dimensions of the rank-bounded effective blocks, " if factors else "")
@@ -492,11 +493,15 @@ def full_report(arch: Architecture, progress: bool = False, max_memory=None) -> 
     >>> skipped.to_json()["spectrum"]["skipped"], skipped.to_json()["sensitivity"]["skipped"]
     (True, True)
     """
-    with memory_limit_set(max_memory):
-        return _full_report(arch, progress)
+    from .limits import progress_bar
+
+    # one bar over the four sections, naming the one running (each analysis draws its own bar below it)
+    with memory_limit_set(max_memory), progress_bar(progress, total=4, desc="report", unit="section") as bar:
+        bar.set_postfix_str("decay spectrum")
+        return _full_report(arch, progress, lambda name: (bar.update(), bar.set_postfix_str(name)))
 
 
-def _full_report(arch: Architecture, progress: bool) -> ArchitectureReport:
+def _full_report(arch: Architecture, progress: bool, section=lambda name: None) -> ArchitectureReport:
     report = architecture_report(arch)
     sections = []
     spectrum_title = "Decay spectrum near query/key collapse"
@@ -511,6 +516,7 @@ def _full_report(arch: Architecture, progress: bool) -> ArchitectureReport:
         return report.with_sections(Section(spectrum_title, "spectrum", {"error": note}, note, latex_escape(note),
                                             note))
 
+    section("numerical sensitivity (mpmath and float64)")
     sensitivity_title = "Numerical sensitivity (mpmath and float64)"
     if spectrum is None:
         note = "skipped: it compares with the decay spectrum, which is over the memory limit (see above)"
@@ -526,6 +532,7 @@ def _full_report(arch: Architecture, progress: bool) -> ArchitectureReport:
         except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
             sections.append(_unavailable(sensitivity_title, "sensitivity", err))
 
+    section("identifiability")
     identification_title = "Identifiability: dimension, generic fiber, identification orders"
     try:
         identification = identify(arch, progress=progress)
@@ -535,6 +542,7 @@ def _full_report(arch: Architecture, progress: bool) -> ArchitectureReport:
     except SymattnError as err:
         sections.append(_unavailable(identification_title, "identification", err))
 
+    section("observability")
     observability_title = "Observability under collapse"
     try:
         fibers = exceptional_fibers(arch, max_events=1, progress=progress)

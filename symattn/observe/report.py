@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -23,6 +24,32 @@ from .ranks import RankCheck, contact_orders, rank_check, require_rank_fits
 __all__ = [
     "ExceptionalFibers", "FiberRow", "ObserveResult", "exceptional_fibers", "graph_rank_disagreements", "observe",
 ]
+
+
+@functools.lru_cache(maxsize=1)
+def _condition_formulas() -> dict:
+    """The normalizer formulas of the graph's conditions and reasons, as LaTeX math (for :func:`latex_prose`).
+
+    The conditions are plain text in JSON and Markdown (``s(x) = C e^(ax)``);
+    a document sets them as formulas, the normalizer by sympy's LaTeX of
+    its expression.
+
+    Examples
+    --------
+    >>> _condition_formulas()["s(x) = C e^(ax)"]
+    's(x) = C e^{a x}'
+    """
+    import sympy as sp
+
+    a, c, x = sp.symbols("a C x")
+    return {"s(x) = C e^(ax)": "s(x) = " + sp.latex(c * sp.exp(a * x)),
+            "S(A + 1 u^T) = S(A)": r"S(A + \mathbf{1} u^\top) = S(A)",
+            "s'(0) = 0": "s'(0) = 0"}
+
+
+def _prose(text) -> str:
+    """A condition, reason or note of the graph in LaTeX: its normalizer formulas as math."""
+    return latex_prose(text, _condition_formulas())
 
 
 def graph_rank_disagreements(verdict: Observability, rank: RankCheck) -> list[str]:
@@ -184,7 +211,7 @@ class ObserveResult(FormattedResult):
 
     def _latex_body(self) -> str:
         """The verdicts, ranks and reasons as a ``tabularx`` as wide as the text, with the notes and the method."""
-        rows = [(texttt(block), status, rank, generic, latex_prose(text),
+        rows = [(texttt(block), status, rank, generic, _prose(text),
                  r" $\to$ ".join(latex_escape(node) for node in path.split(" -> ")))
                 for block, status, rank, generic, text, path in self._rows()]
         table = latex_tabularx(rows, "llrrLL", header=("block", "verdict", "rank", "generic", "reason", "path"))
@@ -198,9 +225,9 @@ class ObserveResult(FormattedResult):
                   latex_escape(f"sign components of the fiber: {self.observability.sign_components} "
                                f"(generic {self.observability.generic_sign_components})"),
                   f"graph and exact rank agree: {'yes' if self.agrees_with_rank else 'no'}"]
-        notes += [latex_prose(f"disagreement: {d}") for d in self.disagreements]
-        notes += [latex_prose(n) for n in self.observability.notes]
-        notes += [latex_prose(str(c)) for c in self.contact]
+        notes += [_prose(f"disagreement: {d}") for d in self.disagreements]
+        notes += [_prose(n) for n in self.observability.notes]
+        notes += [_prose(str(c)) for c in self.contact]
         items = "\n".join(rf"\item {n}" for n in notes)
         return "\n".join([table, "\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small", items, "\\end{itemize}",
                           latex_method(self.rank.method)])
@@ -423,7 +450,7 @@ class ExceptionalFibers(FormattedResult):
             return ", ".join(texttt(b) for b in blocks) or "--"
 
         rows = [(" + ".join(texttt(e.name) for e in r.events), names(r.unobservable), names(r.partial), r.fiber_dim_jump,
-                 latex_prose("; ".join(r.conditions)), "yes" if r.agrees_with_rank else "NO") for r in self.rows]
+                 _prose("; ".join(r.conditions)), "yes" if r.agrees_with_rank else "NO") for r in self.rows]
         columns = r">{\raggedright}p{0.19\linewidth}>{\raggedright}p{0.16\linewidth}" \
                   r">{\raggedright}p{0.15\linewidth}r>{\raggedright\arraybackslash}p{0.26\linewidth}l"
         table = "{\\small\\setlength{\\tabcolsep}{4pt}\n" + latex_longtable(
@@ -431,7 +458,7 @@ class ExceptionalFibers(FormattedResult):
         notes = [f"generic rank of the native Jacobian: {self.generic_rank}",
                  f"graph and exact rank agree on every row: {'yes' if self.agrees_with_rank else 'no'}"]
         notes += [f"skipped {' + '.join(events)}: {why}" for events, why in self.skipped]
-        items = "\n".join(rf"\item {latex_escape(n)}" for n in notes)
+        items = "\n".join(rf"\item {_prose(n)}" for n in notes)
         return "\n".join([table, "\\begin{itemize}\\setlength{\\itemsep}{0pt}\\small", items, "\\end{itemize}",
                           latex_method(self.method)])
 

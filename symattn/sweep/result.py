@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._format import FormattedResult, latex_array, latex_escape, latex_tabular, markdown_table
+from .._format import FormattedResult, latex_array, latex_escape, latex_tabular, latex_tabularx, markdown_table
 from ..errors import SymattnError
 from .grid import _extra_fields
 from .store import write_atomically
@@ -89,12 +89,99 @@ def make_row(arch, analysis: str, options: dict, record: dict, reused: bool) -> 
 
 
 def _cell(value):
-    """A table cell: nested values as compact JSON, floats short."""
+    """A table cell: nested values as compact JSON, floats short, truth values yes/no (never Python's True)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, separators=(",", ":"))
     if isinstance(value, float):
         return f"{value:.3g}"
     return "" if value is None else value
+
+
+def _latex_cell(column: str, value) -> str:
+    """A summary cell in LaTeX: names in typewriter type, mappings and lists as words, never JSON or Python.
+
+    Examples
+    --------
+    >>> _latex_cell("orders", {"scores:1": 2, "values": 0})
+    '\\\\texttt{scores:1} = 2, \\\\texttt{values} = 0'
+    >>> _latex_cell("unobservable", []), _latex_cell("certified", True), _latex_cell("normalizer", "1 + x**2")
+    ('--', 'yes', '$x^{2} + 1$')
+    """
+    from .._format import cell_text
+    from ..naming import texttt
+
+    def name(item):
+        text = str(item)
+        return texttt(text) if text == "values" or text.startswith(("scores:", "values:", "value-rank:")) \
+            or text in ("bias", "identical-tokens") else latex_escape(text)
+
+    if column == "normalizer" and value is not None:
+        return _normalizer_latex(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{name(key)} = {latex_escape(cell_text(item))}" for key, item in value.items()) or "--"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(name(item) for item in value) or "--"
+    return latex_escape(_cell(value))
+
+
+def _normalizer_expression(name: str):
+    """The sympy expression of a normalizer named by an expression (``1 + x**2``), or None for a preset."""
+    from ..errors import SymattnError as _Error
+    from ..normalizers import PRESETS, x
+    from ..parsing import NORMALIZER_LIMITS, parse_expression
+
+    if name.strip().lower() in PRESETS or name.strip().lower() == "lightning" or "," in name:
+        return None
+    try:  # the sweep's own normalizer, read by the package's parser (never eval)
+        return parse_expression(name, {}, what="normalizer", limits=NORMALIZER_LIMITS, variable=x)
+    except _Error:
+        return None
+
+
+def _normalizer_latex(value) -> str:
+    """A normalizer cell in LaTeX: a preset by its name, an expression as a formula (``$1 + x^{2}$``).
+
+    Examples
+    --------
+    >>> _normalizer_latex("softmax"), _normalizer_latex("1 + x**2"), _normalizer_latex("softmax,cosh")
+    ('softmax', '$x^{2} + 1$', 'softmax, cosh')
+    """
+    import sympy as sp
+
+    parts = str(value).split(",")  # one name per layer when they differ
+    out = []
+    for part in parts:
+        expression = _normalizer_expression(part)
+        out.append(latex_escape(part.strip()) if expression is None else f"${sp.latex(expression)}$")
+    return ", ".join(out)
+
+
+def _normalizer_mathtext(value) -> str:
+    """A normalizer in a figure: a preset by its name, an expression as mathtext (``$x^{2} + 1$``), no ``**``.
+
+    Examples
+    --------
+    >>> _normalizer_mathtext("cosh"), _normalizer_mathtext("1 + x**2")
+    ('cosh', '$x^{2} + 1$')
+    """
+    import sympy as sp
+    from matplotlib.mathtext import MathTextParser
+
+    out = []
+    for part in str(value).split(","):
+        expression = _normalizer_expression(part)
+        text = part.strip()
+        if expression is not None:
+            try:  # mathtext knows most of LaTeX, not all: a formula it cannot set stays text, without **
+                formula = f"${sp.latex(expression, fold_short_frac=True)}$"
+                MathTextParser("path").parse(formula)
+                text = formula
+            except ValueError:
+                text = text.replace("**", "^")
+        out.append(text)
+    return ", ".join(out)
 
 
 def table_frame(rows):
@@ -213,10 +300,12 @@ class SweepResult(FormattedResult):
         columns = [names.get(f, f) for f in self.fields] or ["layers", "widths"]
         return [c for c in columns if any(c in row for row in self.rows)] or ["layers"]
 
-    def _analysis_table(self, analysis: str):
+    def _analysis_table(self, analysis: str, cell=_cell):
+        """The columns and rows of one analysis's summary table; ``cell(column, value)`` or ``cell(value)`` formats."""
         columns = self._point_columns() + [c for c in SUMMARY_COLUMNS.get(analysis, ())] + ["status", "bound"]
-        rows = [[_cell(row.get(c)) for c in columns] for row in self.rows if row["analysis"] == analysis]
-        return columns, rows
+        if cell is _cell:
+            return columns, [[_cell(row.get(c)) for c in columns] for row in self.rows if row["analysis"] == analysis]
+        return columns, [[cell(c, row.get(c)) for c in columns] for row in self.rows if row["analysis"] == analysis]
 
     def _problem_tables(self):
         skipped = [[skip.point and " ".join(f"{k}={_cell(v)}" for k, v in skip.point.items()),
@@ -249,15 +338,21 @@ class SweepResult(FormattedResult):
         return "\n".join(lines)
 
     def _latex_body(self) -> str:
-        def tabular(header, rows):
-            return latex_tabular([[latex_escape(c) for c in row] for row in rows], "l" * len(header),
-                                 header=[latex_escape(h) for h in header])
+        def tabular(header, rows, latex=False):
+            cells = [[c if latex else latex_escape(c) for c in row] for row in rows]
+            # a column of long cells wraps (L), so that the table keeps to the page
+            wide = [max((len(str(row[j])) for row in rows), default=0) > 24 for j in range(len(header))]
+            if not any(wide):
+                return latex_tabular(cells, "l" * len(header), header=[latex_escape(h) for h in header])
+            return latex_tabularx(cells, "".join("L" if w else "l" for w in wide),
+                                  header=[latex_escape(h).replace(r"\_", r"\_\allowbreak{}") for h in header])
 
         parts = [f"\\section*{{{latex_escape(self._title())}}}", tabular(("quantity", "value"), self._counts())]
         for analysis in self.analyses:
-            columns, rows = self._analysis_table(analysis)
+            columns, rows = self._analysis_table(analysis, cell=_latex_cell)
             if rows:
-                parts += [f"\\subsection*{{{latex_escape(analysis)}}}", "{\\small", tabular(columns, rows), "}"]
+                parts += [f"\\subsection*{{{latex_escape(analysis)}}}", "{\\small\\setlength{\\tabcolsep}{4pt}",
+                          tabular(columns, rows, latex=True), "}"]
         skipped, failed = self._problem_tables()
         if failed:
             parts += ["\\subsection*{Not computed}", "{\\small", tabular(("point", "analysis", "status", "reason"),
@@ -326,8 +421,9 @@ class SweepResult(FormattedResult):
             ax.set_xlabel("width d")
             ax.set_ylabel("layers l")
             names = {"score_rank": "a", "tokens": "t"}
-            ax.set_title("dimension vs l a (2d - a) + d^2\n" + ", ".join(
-                f"{names.get(column, column)} = {value}" for column, value in key if value != ""), fontsize=9)
+            ax.set_title(r"dimension vs $l\,a(2d - a) + d^2$" + "\n" + ", ".join(
+                f"{names.get(column, column)} = {_normalizer_mathtext(value) if column == 'normalizer' else value}"
+                for column, value in key if value != ""), fontsize=9)
         return figure
 
     def plot_contact_orders(self):
@@ -375,26 +471,31 @@ class SweepResult(FormattedResult):
                 if points["predicted"]:
                     layers = sorted(points["predicted"])
                     ax.plot(layers, [points["predicted"][i] for i in layers], "-", color=color, alpha=0.5,
-                            label=f"{normalizer}: predicted")
+                            label=f"{_normalizer_mathtext(normalizer)}: predicted")
                 computed = sorted(points["computed"].items())
                 ax.scatter([layer for (layer, _), _ in computed], [exponent for (_, exponent), _ in computed],
-                           s=40, color=color, zorder=3, label=f"{normalizer}: computed")
+                           s=40, color=color, zorder=3, label=f"{_normalizer_mathtext(normalizer)}: computed")
                 for (layer, exponent), counts in computed:
                     ticks.add(exponent)
                     if name == "spectrum":
-                        ax.annotate("x" + ",".join(map(str, sorted(counts))), (layer, exponent),
+                        ax.annotate("\u00d7" + ",".join(map(str, sorted(counts))), (layer, exponent),
                                     textcoords="offset points", xytext=(7, -3), fontsize=7, color=color)
             ax.set_yscale("log")
             ax.set_yticks(sorted(ticks), [str(tick) for tick in sorted(ticks)])
             ax.minorticks_off()
             ax.set_xticks(sorted({layer for points in series.values() for layer, _ in points["computed"]}))
-            ax.set_xlabel("layer i")
+            ax.set_xlabel("layer $i$")
             what = "contact order (decay exponent)" if name == "spectrum" else "identification order"
             ax.set_ylabel(what)
-            prediction = "2k 3^(i-1) - 1" if name == "spectrum" else "2k 3^(i-1)"
-            ax.set_title(f"{what} of the scores of layer i\ndots: computed (x multiplicities); lines: {prediction}",
+            prediction = r"$2k\,3^{i-1} - 1$" if name == "spectrum" else r"$2k\,3^{i-1}$"
+            multiplicities = " (\u00d7 multiplicities)" if name == "spectrum" else ""
+            ax.set_title(f"{what} of the scores of layer $i$\ndots: computed{multiplicities}; lines: {prediction}",
                          fontsize=9)
-            ax.legend(fontsize=7, loc="upper left")
+        handles = {}
+        for ax in figure.axes:  # one legend for both panels: the same normalizers, the same colours
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(label, handle)
+        _legend_below(figure, list(handles.values()), list(handles))
         return figure
 
     def plot_observability(self):
@@ -412,7 +513,12 @@ class SweepResult(FormattedResult):
             raise SymattnError("no observe results to plot")
         blocks = sorted({b for r in rows for key in _VERDICT_COLORS for b in r.get(key) or []},
                         key=lambda b: (b == "values", int(b.split(":")[1]) if ":" in b else 0))
-        figure = Figure(figsize=(1.2 + 0.9 * len(blocks) + 3, 0.8 + 0.35 * len(rows)), layout="constrained")
+        labels = [_label(row, self._point_columns(), mathtext=True) + "  | "
+                  + (", ".join(row.get("events") or []) or "generic") for row in rows]
+        # the row labels (7 pt, about 0.06 in a character) beside the grid: the figure is as wide as both
+        label_width = 0.06 * max(len(label) for label in labels)
+        figure = Figure(figsize=(max(6.0, 1.0 + label_width + 0.9 * len(blocks)), 1.6 + 0.35 * len(rows)),
+                        layout="constrained")
         ax = figure.subplots()
         ax.set_xlim(-0.5, len(blocks) - 0.5)
         ax.set_ylim(len(rows) - 0.5, -0.5)
@@ -422,13 +528,12 @@ class SweepResult(FormattedResult):
                     ax.add_patch(_square(blocks.index(block), y, color))
             if not row.get("agrees_with_rank", True):
                 ax.text(len(blocks) - 0.45, y, "ranks disagree", fontsize=7, va="center")
-        labels = [_label(row, self._point_columns()) + "  | " + (", ".join(row.get("events") or []) or "generic")
-                  for row in rows]
         ax.set_xticks(range(len(blocks)), blocks)
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
-        ax.legend(handles=[Patch(color=c, label=v) for v, c in _VERDICT_COLORS.items()], fontsize=7,
-                  loc="upper left", bbox_to_anchor=(1.01, 1))
-        ax.set_title("observability of each block after the events (proved by exact ranks)", fontsize=9)
+        _legend_below(figure, [Patch(color=c, label=v) for v, c in _VERDICT_COLORS.items()],
+                      list(_VERDICT_COLORS))
+        # over the whole figure, not the grid alone: a grid narrower than the title does not clip it
+        figure.suptitle("observability of each block after the events (proved by exact ranks)", fontsize=9)
         return figure
 
     def plots(self) -> list[tuple[str, object]]:
@@ -459,7 +564,9 @@ def write_plots(result: SweepResult, directory) -> list[Path]:
         path = Path(directory) / filename
         figure = plot()
         try:
-            write_atomically(path, lambda temporary, figure=figure: figure.savefig(temporary, format="png", dpi=120))
+            # tight: the saved picture keeps every label and the legend whole, whatever the layout left
+            write_atomically(path, lambda temporary, figure=figure: figure.savefig(
+                temporary, format="png", dpi=120, bbox_inches="tight", pad_inches=0.05))
         except OSError as err:
             raise SymattnError(f"cannot write {path}: {err.strerror or err}") from None
         written.append(path)
@@ -472,9 +579,32 @@ def _square(x, y, color):
     return Rectangle((x - 0.48, y - 0.48), 0.96, 0.96, color=color)
 
 
-def _label(row: dict, columns: list[str], skip=()) -> str:
-    return " ".join(f"{c}={_cell(row.get(c))}" for c in columns if c not in skip and row.get(c) is not None) \
+def _label(row: dict, columns: list[str], skip=(), mathtext: bool = False) -> str:
+    def value(column):
+        if mathtext and column == "normalizer":  # a formula in a figure, not Python's x**2
+            return _normalizer_mathtext(row[column])
+        return _cell(row.get(column))
+
+    return " ".join(f"{c}={value(c)}" for c in columns if c not in skip and row.get(c) is not None) \
         or "all points"
+
+
+def _legend_below(figure, handles, labels) -> None:
+    """One legend under the panels, in as many columns as fit the figure's width (never clipped at its sides).
+
+    ``loc="outside lower center"`` makes the constrained layout keep room for
+    it below the axes; the columns drop until it is no wider than the figure.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(figure.canvas, FigureCanvasAgg):  # a Figure made without pyplot: a canvas that measures
+        FigureCanvasAgg(figure)
+    renderer = figure.canvas.get_renderer()
+    for ncol in range(min(4, len(handles)), 0, -1):
+        legend = figure.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=7, frameon=False)
+        if ncol == 1 or legend.get_window_extent(renderer).width <= figure.bbox.width * 0.98:
+            return
+        legend.remove()
 
 
 def write_tables(rows, directory) -> list[Path]:
