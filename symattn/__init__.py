@@ -3,7 +3,8 @@
 The everyday API is here, as in sympy and networkx: build an
 :class:`Architecture`, then ask :func:`expand`, :func:`leading_coefficient`,
 :func:`decay_spectrum`, :func:`identify`, :func:`observe` or
-:func:`check_expression`; :func:`symbols` gives the package's symbols by name.
+:func:`check_expression` (:func:`check_claims` for claims as text, as
+``symattn check``); :func:`symbols` gives the package's symbols by name.
 Everything but the errors is imported on first use (sympy, numpy and
 networkx load when a name that needs them is first asked for), so ``import
 symattn`` and ``symattn --version`` stay quick.
@@ -45,6 +46,7 @@ _LAZY = {
     "leading_coefficient": ("symattn.expand", "leading_coefficient"),
     "symbols": ("symattn.expand", "symbols"),
     "check_expression": ("symattn.check", "check_expression"),
+    "check_claims": ("symattn.check", "check_claims"),
     "decay_spectrum": ("symattn.spectrum", "decay_spectrum"),
     "identify": ("symattn.identify", None),
     "function_space_dimension": ("symattn.identify", "function_space_dimension"),
@@ -77,6 +79,7 @@ __all__ = [
     "leading_coefficient",
     "symbols",
     "check_expression",
+    "check_claims",
     "decay_spectrum",
     "identify",
     "function_space_dimension",

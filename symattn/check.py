@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import sympy as sp
 
-from ._format import FormattedResult, latex_escape, latex_method, latex_tabular, markdown_table
+from ._format import FormattedResult, latex_escape, latex_method, latex_prose, markdown_table
 from .errors import ShapeError, SymattnError
-from .languages import ACCEPTED_CLAIMS
+from .languages import ACCEPTED_CLAIMS, FORMULA_CLAIMS
 from .model import Architecture, require_architecture, require_seed
 from .parsing import parse_expression, to_sympy, to_sympy_matrix
 
@@ -46,7 +46,12 @@ __all__ = [
     "check_claim",
     "check_claims",
     "parse_claim",
+    "is_coefficient_claim",
+    "parse_coefficient_claim",
+    "check_coefficient_claim",
+    "is_package_name",
     "ACCEPTED_CLAIMS",
+    "FORMULA_CLAIMS",
 ]
 
 
@@ -162,21 +167,14 @@ class CheckResult(FormattedResult):
         head, _, rest = text.partition(" ")
         lines = [f"**verdict: {head}**" + (f" {rest}" if rest else ""), "", f"- method: {self.method}"]
         if self.counterexample is not None:
-            ce = self.counterexample
-            point = ", ".join(f"{k} = {v}" for k, v in ce.point)
-            lines += [f"- counterexample: {point}" + (f", entry {ce.entry}" if ce.entry is not None else ""),
-                      f"  - claimed value: `{ce.claimed}`", f"  - computed value: `{ce.computed}`"]
+            lines.append("- counterexample: " + _counterexample_text(self.counterexample, "`"))
         return "\n".join(lines)
 
     def _latex_body(self) -> str:
         lines = [rf"\textbf{{verdict: {latex_escape(self._verdict_text())}}}\\",
-                 rf"method: {latex_escape(self.method)}\\"]
+                 rf"method: {latex_prose(self.method)}\\"]
         if self.counterexample is not None:
-            ce = self.counterexample
-            names = {k: sp.Symbol(k) for k, _ in ce.point}
-            point = ", ".join(f"{sp.latex(sp.Symbol(k))} = {sp.latex(to_sympy(v))}" for k, v in ce.point)
-            lines.append(rf"counterexample: ${point}$: claimed ${sp.latex(to_sympy(ce.claimed, names))}$, "
-                         rf"computed ${sp.latex(to_sympy(ce.computed, names))}$\\")
+            lines.append(r"counterexample: " + _counterexample_latex(self.counterexample) + r"\\")
         return "\n".join(lines)
 
     def _latex_math(self) -> str:
@@ -185,12 +183,11 @@ class CheckResult(FormattedResult):
     def __str__(self) -> str:
         lines = [f"verdict: {self._verdict_text()}", f"method: {self.method}"]
         if self.counterexample is not None:
-            ce = self.counterexample
-            lines.append("counterexample: " + ", ".join(f"{k} = {v}" for k, v in ce.point)
-                         + (f", entry {ce.entry}" if ce.entry is not None else ""))
-            lines.append(f"  claimed  {ce.claimed}")
-            lines.append(f"  computed {ce.computed}")
+            lines.append("counterexample: " + _counterexample_text(self.counterexample))
         return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
 
 
 # -- expressions -------------------------------------------------------------------------------
@@ -234,11 +231,68 @@ def _to_matrix(value, what: str, names: dict) -> tuple[sp.Matrix, bool]:
     return sp.Matrix([[to_sympy(value, what=f"{what} value", error=SymattnError)]]), True
 
 
-def _rename(matrix: sp.Matrix, names: dict) -> sp.Matrix:
-    """Identify symbols by name (a parsed ``x`` is the computed real ``x``)."""
+def _rename(matrix: sp.Matrix, names: dict, renamed: list | None = None) -> sp.Matrix:
+    """Identify symbols by name (a parsed ``x`` is the computed real ``x``).
+
+    ``renamed`` collects the names of the claim's symbols that were replaced
+    (same name, other assumptions): the method text says so.
+    """
     mapping = {s: names[s.name] for s in matrix.free_symbols
                if isinstance(s, sp.Symbol) and s.name in names and names[s.name] != s}
+    if renamed is not None:
+        renamed.extend(sorted(s.name for s in mapping))
     return matrix.xreplace(mapping) if mapping else matrix
+
+
+#: The names of the package's scalar symbols: native and base-point parameters (``Q1_11``, ``Kt2h1_12``),
+#: the input ``x_11``, a generic normalizer's ``c_3`` and the mean scores ``alpha_2``.
+_PACKAGE_NAME = re.compile(r"(?:[QKV]t?\d+(?:h\d+)?_\d+|x_\d+|c_\d+|alpha_\d+)")
+
+
+def is_package_name(name: str) -> bool:
+    """Whether ``name`` has the form of a scalar symbol of the package (``Qt1_11``, ``x_12``, ``c_2``, ...).
+
+    Examples
+    --------
+    >>> is_package_name("c_1"), is_package_name("Kt2h1_12"), is_package_name("c1"), is_package_name("y")
+    (True, True, False, False)
+    """
+    return isinstance(name, str) and _PACKAGE_NAME.fullmatch(name) is not None
+
+
+def _refuse_unknown_symbols(claimed: sp.Matrix, names: dict, explicit: set) -> None:
+    """Refuse a claim against a package result that has a symbol neither side nor the package knows.
+
+    Such a symbol is almost always a typo (``c1`` for ``c_1``): the claim
+    would be refuted (a silent False) instead of read.  Only when the
+    computed side is a package result (it has package symbols); a name given
+    in ``variables=`` is taken as meant.
+    """
+    if not any(is_package_name(name) for name in names):
+        return
+    unknown = sorted({s.name for s in claimed.free_symbols if isinstance(s, sp.Symbol)}
+                     - set(names) - explicit, key=str)
+    unknown = [name for name in unknown if not is_package_name(name)]
+    if not unknown:
+        return
+    import difflib
+
+    from .parsing import shorten
+
+    known = sorted(names)
+    parts = []
+    for name in unknown[:5]:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        if not close:  # "c1" -> "c_1" even when c_1 is not on the computed side (F_2 of a k = 2 normalizer)
+            underscored = re.sub(r"^([A-Za-z]+t?)(\d+)$", r"\1_\2", name)
+            close = [underscored] if is_package_name(underscored) else []
+        parts.append(f"{shorten(name, 40)!s}" + (f" (did you mean {close[0]}?)" if close else ""))
+    shown = ", ".join(known[:12]) + (f", ... ({len(known)} names)" if len(known) > 12 else "")
+    raise SymattnError(
+        f"the claim has the symbol(s) {', '.join(parts)}, which the computed side does not have and the package "
+        f"does not use; the computed side's symbols are {shown}. A typo would make the claim silently false: "
+        f"write the package's names (symattn.symbols('c_1', arch) gives its symbols), or give variables=[...] "
+        f"to include a symbol of your own on purpose")
 
 
 def _degree_pair(expr, variables: set):
@@ -435,7 +489,11 @@ def _compare_polynomials(claimed_m, computed_m, variables, rng, radius: int, com
                                   "no small witness found", 0.0, None, claimed_text, computed_text, 0, None, None)
     values = [ring.flint.fmpq(v) for v in point]
     shown = entry if claimed_p.shape != (1, 1) else None
-    counterexample = Counterexample(tuple((s.name, str(v)) for s, v in zip(ring.variables, point)), shown,
+    # only the variables of the differing entry: the others (c_2..c_7 of a generic normalizer) do not matter
+    used = [max(a, b) > 0 for a, b in zip(claimed_p[entry].degrees(), computed_p[entry].degrees())] \
+        if ring.variables else []
+    counterexample = Counterexample(tuple((s.name, str(v)) for s, v, u in zip(ring.variables, point, used) if u),
+                                    shown,
                                     str(ring.number(ring.at(claimed_p[entry], values))),
                                     str(ring.number(ring.at(computed_p[entry], values))))
     return CheckResult(False, f"exact: claimed - computed is a nonzero polynomial {where}; the counterexample "
@@ -570,9 +628,17 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
     ...
     symattn.errors.ParseError: the claimed expression 'x**x' is a power with a non-constant exponent, not accepted here: its exact values at integer points have astronomically many digits
     """
+    renamed: list = []
     try:
-        return _check_expression(claimed, computed, variables=variables, points=points, seed=seed, radius=radius,
-                                 simplify=simplify, degree=degree, max_ops=max_ops, max_degree=max_degree)
+        result = _check_expression(claimed, computed, variables=variables, points=points, seed=seed,
+                                   radius=radius, simplify=simplify, degree=degree, max_ops=max_ops,
+                                   max_degree=max_degree, renamed=renamed)
+        if renamed:
+            shown = ", ".join(renamed[:8]) + (f", ... ({len(renamed)} symbols)" if len(renamed) > 8 else "")
+            result = replace(result, method=f"the claim's symbols {shown} (other assumptions than the package's, "
+                                            f"e.g. a plain sympy.Symbol) identified by name with the computed "
+                                            f"side's; " + result.method)
+        return result
     except SymattnError:
         raise
     except (OverflowError, RecursionError, MemoryError, ValueError) as err:
@@ -586,7 +652,7 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
 
 
 def _check_expression(claimed, computed, *, variables, points, seed, radius, simplify, degree, max_ops,
-                      max_degree) -> CheckResult:
+                      max_degree, renamed: list) -> CheckResult:
     """:func:`check_expression` without the conversion of arithmetic overflows to SymattnError."""
     import mpmath
 
@@ -608,7 +674,8 @@ def _check_expression(claimed, computed, *, variables, points, seed, radius, sim
         names = {s.name: s for s in variables}
         claimed_m, _ = _to_matrix(claimed, "claimed", names)
         measured = measure_expression(claimed_m, what="claimed expression", limits=API_LIMITS)
-        claimed_m = _rename(claimed_m, names)
+        _refuse_unknown_symbols(claimed_m, names, set(names))
+        claimed_m = _rename(claimed_m, names, renamed)
         evaluate = computed
         computed_m = None
         computed_text = getattr(computed, "__name__", "computed function")
@@ -649,7 +716,8 @@ def _check_expression(claimed, computed, *, variables, points, seed, radius, sim
                 return exact
         claimed_m, _ = _to_matrix(claimed, "claimed", names)
         measured = measured.combine(measure_expression(claimed_m, what="claimed expression", limits=API_LIMITS))
-        claimed_m = _rename(claimed_m, names)
+        _refuse_unknown_symbols(claimed_m, names, {s.name for s in variables or ()})
+        claimed_m = _rename(claimed_m, names, renamed)
         if claimed_m.shape != computed_m.shape:
             raise ShapeError(f"the claimed value has shape {claimed_m.shape}, the computed one "
                              f"{computed_m.shape}")
@@ -748,11 +816,14 @@ def _check_expression(claimed, computed, *, variables, points, seed, radius, sim
                                            f"2**{CONSTANT_MAGNITUDE_BITS} are accepted") from None
                 if _differ(left[r, c], right[r, c]):
                     entry = (r, c) if left.shape != (1, 1) else None
+                    # only the symbols of the differing entry (all of them for a computed callable)
+                    matter = claimed_m[r, c].free_symbols | (computed_m[r, c].free_symbols
+                                                              if computed_m is not None else set(point))
                     return CheckResult(
                         False,
                         ("symbolic: claimed - computed is a nonzero polynomial; " if known_nonzero else "")
                         + f"exact evaluation at a random integer point in [-{radius}, {radius}]: the values differ",
-                        0.0, Counterexample(tuple((s.name, str(v)) for s, v in point.items()), entry,
+                        0.0, Counterexample(tuple((s.name, str(v)) for s, v in point.items() if s in matter), entry,
                                             str(left[r, c]), str(right[r, c])),
                         claimed_text, computed_text, evaluated, degree, size)
 
@@ -839,7 +910,7 @@ _CLAIM = _ClaimPattern(r"^\s*+(?P<name>[A-Za-z][A-Za-z_ \-]*+)(?:\(\s*+(?P<arg>[
 
 
 def _accepted() -> str:
-    return "; ".join(ACCEPTED_CLAIMS)
+    return "; ".join(ACCEPTED_CLAIMS + FORMULA_CLAIMS)
 
 
 def parse_claim(text: str, layers: int | None = None) -> tuple[str, int | None, int]:
@@ -859,7 +930,7 @@ def parse_claim(text: str, layers: int | None = None) -> tuple[str, int | None, 
     >>> parse_claim("order = 3")
     Traceback (most recent call last):
     ...
-    symattn.errors.SymattnError: unknown quantity 'order' in claim 'order = 3'; accepted: contact_order(i) = n; multiplicity(i) = n; identification_order(i) = n; kernel = n; dimension = n; sign_group_order = n
+    symattn.errors.SymattnError: unknown quantity 'order' in claim 'order = 3'; accepted: contact_order(i) = n; multiplicity(i) = n; identification_order(i) = n; kernel = n; dimension = n; sign_group_order = n; leading(i) = <matrix formula>; F_n = <matrix formula> (or F_n = 0)
     """
     if not isinstance(text, str):
         raise SymattnError(f"a claim is a string such as 'contact_order(2) = 5', got {text!r}")
@@ -888,6 +959,213 @@ def parse_claim(text: str, layers: int | None = None) -> tuple[str, int | None, 
     return quantity, layer, int(value_text)
 
 
+
+# -- formula claims: leading(i) = <matrix formula>, F_n = <matrix formula> ---------------------------------------
+_COEFFICIENT_START = re.compile(r"^\s*+F\s*+[_\[]")
+_COEFFICIENT_CLAIM = _ClaimPattern(r"^\s*+F\s*+(?:_\s*+\{\s*+(?P<braced>[^{}=]*+)\}|_\s*+(?P<plain>[^\s=\[\]{}]*+)"
+                                   r"|\[\s*+(?P<bracket>[^\[\]=]*+)\])\s*+={1,2}+\s*+(?P<formula>\S.*+)$")
+
+
+def is_coefficient_claim(text) -> bool:
+    """Whether a claim is about a coefficient of the expansion, ``F_n = <matrix formula>`` (also ``F[n]``, ``F_{n}``).
+
+    Examples
+    --------
+    >>> is_coefficient_claim("F_2 = c_1/t * P*X*H*C_1"), is_coefficient_claim("kernel = 6")
+    (True, False)
+    """
+    return isinstance(text, str) and _COEFFICIENT_START.match(text) is not None
+
+
+def _max_coefficient() -> int:
+    from .expand import MAX_ORDER
+
+    return MAX_ORDER
+
+
+def parse_coefficient_claim(claim: str) -> tuple[int, str]:
+    """``(n, formula text)`` of a claim ``"F_n = <matrix formula>"`` (``F[n]`` and ``F_{n}`` also read).
+
+    Raises
+    ------
+    SymattnError
+        Naming what a coefficient claim reads like.
+
+    Examples
+    --------
+    >>> parse_coefficient_claim("F_0 = P*X*J/t"), parse_coefficient_claim("F[2] == 0")
+    ((0, 'P*X*J/t'), (2, '0'))
+    >>> parse_coefficient_claim("F_x = 0")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: claim 'F_x = 0' names the coefficient F_x; n in F_n must be an integer 0..128 (F_0 is the value at collapse), as in 'F_2 = c_1/t * P*X*H*C_1'
+    """
+    from .parsing import shorten
+
+    maximum = _max_coefficient()
+    match = _COEFFICIENT_CLAIM.match(claim) if isinstance(claim, str) else None
+    if match is None:
+        shown = shorten(claim) if isinstance(claim, str) else repr(claim)
+        raise SymattnError(f"a coefficient claim reads 'F_n = <matrix formula>' (or 'F_n = 0') with an integer "
+                           f"0 <= n <= {maximum}, e.g. 'F_0 = P*X*J/t'; got {shown}; accepted: {_accepted()}")
+    index = next(g for g in (match["braced"], match["plain"], match["bracket"]) if g is not None).strip()
+    if not (index.isascii() and index.isdigit()) or len(index) > 6 or int(index) > maximum:
+        shown = index if len(index) <= 20 else shorten(index, 20)
+        raise SymattnError(f"claim {shorten(claim)} names the coefficient F_{shown}; n in F_n must be an integer "
+                           f"0..{maximum} (F_0 is the value at collapse), as in 'F_2 = c_1/t * P*X*H*C_1'")
+    return int(index), match["formula"].strip()
+
+
+def _formula_names(arch: Architecture, n: int):
+    """A LeadingCoefficient of the last layer whose names cover ``F_n``: every ``C_i``, ``What_i``, and ``c_1..c_{n+1}``.
+
+    The formula language is :func:`symattn.expand.matrix_formula`'s; its
+    ``c_j`` are the normalizer's Taylor coefficients (numbers for a named
+    normalizer, the package's symbols for a generic one), all of them when
+    every layer has the same normalizer (else each layer's leading ``c_k``).
+    """
+    from .expand import leading_coefficient, matrix_symbols
+
+    lc = leading_coefficient(arch, arch.layers)
+    # every named matrix, even those the last layer's own form does not use (J, H, C_i of one layer)
+    named = matrix_symbols(arch)
+    wanted = ["P", "X", "H", "J"] + [f"{kind}_{i}" for i in range(1, arch.layers + 1) for kind in ("C", "What")]
+    lc = replace(lc, definitions=tuple(lc.definitions) + tuple((name, named[name]) for name in wanted
+                                                               if name in named))
+    first = arch.normalizers[0]
+    if all(other == first for other in arch.normalizers) and hasattr(first, "taylor"):
+        try:
+            taylor = first.taylor(n + 1)
+        except SymattnError:  # (no Taylor data: the layer's own c_k only)
+            return lc
+        lc = replace(lc, ks=tuple(range(1, n + 2)), coefficients=tuple(taylor[1:n + 2]))
+    return lc
+
+
+def _read_coefficient_claim(arch: Architecture, claim: str):
+    """``(n, formula, names)``: the claim read by the package's formula parser (nothing executed)."""
+    from .expand import matrix_formula
+
+    n, text = parse_coefficient_claim(claim)
+    names = _formula_names(arch, n)
+    if text == "0":  # the zero matrix: the one scalar the language's matrix claims accept
+        return n, sp.ZeroMatrix(*names.matrix_form.shape), names
+    return n, matrix_formula(text, names), names
+
+
+def _expansion_through(arch: Architecture, n: int, progress: bool = False):
+    """:func:`symattn.expand.expand` keeping ``F_0..F_n`` (at least ``F_1``)."""
+    import inspect
+
+    from .expand import expand
+
+    if "truncation" in inspect.signature(expand).parameters:  # series kept modulo eps^truncation
+        return expand(arch, truncation=max(n, 1) + 1, progress=progress)
+    return expand(arch, order=max(n, 1), progress=progress)
+
+
+def _formula_latex(expr) -> str:
+    from .expand import latex as package_latex
+
+    return package_latex(expr)
+
+
+def _computed_latex(matrix, limit: int = 160) -> str:
+    """The LaTeX of a computed matrix: written out when short enough to fit a line, else described."""
+    text = _formula_latex(matrix) if _terms(matrix) <= 12 else ""
+    if text and len(text) <= limit:
+        return text
+    # (math mode throughout: no $ inside \text, which MathJax would show as a dollar sign)
+    return (rf"\text{{a }}{matrix.rows} \times {matrix.cols}\text{{ matrix with {_terms(matrix)} terms (JSON and "
+            r"text outputs give it)}")
+
+
+def check_coefficient_claim(arch: Architecture, claim: str, *, seed: int = 0, expansion=None) -> ClaimCheck:
+    """Check ``"F_n = <matrix formula>"`` against the coefficient ``F_n`` of :func:`~symattn.expand.expand`.
+
+    The formula is read by :func:`symattn.expand.matrix_formula` (names ``P``,
+    ``X``, ``H``, ``J``, ``C_i``, ``What_i``, ``c_j``, ``alpha_i``, ``t``;
+    ``F_n = 0`` for the zero matrix), written out entry by entry in the
+    symbols of the expansion (``P = Vt_l ... Vt_1``, ``C_i = X^T What_i X``)
+    and compared with ``F_n`` of the expansion along simultaneous query/key
+    collapse by :func:`check_expression`, exactly as
+    ``check_expression(claimed, expand(arch, ...)[n])`` does.
+
+    Parameters
+    ----------
+    arch : Architecture
+        Its normalizers are used (give a ``Normalizer.generic(k)`` for symbolic ``c_j``).
+    claim : str
+    seed : int
+    expansion : Expansion, optional
+        A precomputed expansion of ``arch`` through ``F_n``.
+
+    Returns
+    -------
+    ClaimCheck
+        ``quantity`` ``"coefficient"``, ``layer`` None, ``claimed`` the formula
+        as read, ``computed`` ``F_n`` (described when long), a counterexample
+        for a false claim.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
+    >>> check_coefficient_claim(arch, "F_0 = P*X*J/t").verdict, check_coefficient_claim(arch, "F_1 = 0").verdict
+    (True, True)
+    >>> wrong = check_coefficient_claim(arch, "F_2 = c_1/t * P*X*C_1")
+    >>> wrong.verdict, wrong.counterexample.entry, [name for name, _ in wrong.counterexample.point]
+    (False, (0, 0), ['Kt1_11', 'Qt1_11', 'Vt1_11', 'x_11', 'x_12'])
+    """
+    arch = require_architecture(arch)
+    n, formula, names = _read_coefficient_claim(arch, claim)
+    if expansion is None or len(expansion) <= n:
+        expansion = _expansion_through(arch, n)
+    computed = expansion[n]
+    claimed = sp.zeros(*computed.shape) if isinstance(formula, sp.ZeroMatrix) else \
+        replace(names, matrix_form=formula).evaluate(form="matrix")
+    result = check_expression(claimed, computed, seed=seed)
+    method = (f"the claimed matrix formula written out entry by entry (P = Vt_l ... Vt_1, C_i = X^T What_i X, "
+              f"H = I - J/t) against F_{n} of symattn.expand.expand along {expansion.curve.describe(arch.layers)} "
+              f"(check_expression): "
+              + result.method)
+    computed_text = _short(computed)
+    claim_latex = f"F_{{{n}}} = " + ("0" if isinstance(formula, sp.ZeroMatrix) else _formula_latex(formula))
+    return ClaimCheck(claim, "coefficient", None, "0" if isinstance(formula, sp.ZeroMatrix) else str(formula),
+                      computed_text, result.verdict, method, result.counterexample, claim_latex,
+                      _computed_latex(computed))
+
+
+def _check_leading(arch: Architecture, claim: str, seed: int) -> ClaimCheck:
+    """:func:`symattn.expand.check_formula_claim`, with LaTeX and a counterexample on the symbols that matter."""
+    from .expand import check_formula_claim, parse_formula_claim
+
+    result = check_formula_claim(arch, claim, seed=seed)
+    layer, lc, formula = parse_formula_claim(arch, claim)
+    ce = result.counterexample
+    if ce is not None and ce.entry is not None:
+        try:  # the symbols of the differing entry, on both sides written out (fast: python-flint)
+            r, c = ce.entry
+            claimed = replace(lc, matrix_form=formula).evaluate(form="matrix")[r, c]
+            computed = lc.evaluate(form="matrix")[r, c]
+            matter = {s.name for s in claimed.free_symbols | computed.free_symbols}
+            ce = replace(ce, point=tuple((k, v) for k, v in ce.point if k in matter))
+        except (SymattnError, ValueError, IndexError):  # keep the whole point
+            pass
+    return replace(result, counterexample=ce,
+                   claim_latex=rf"\text{{leading coefficient of layer {layer}}} = " + _formula_latex(formula),
+                   computed_latex=_formula_latex(lc.matrix_form))
+
+
+def _claim_kind(text) -> str:
+    from .expand import is_formula_claim
+
+    if is_formula_claim(text):
+        return "leading"
+    if is_coefficient_claim(text):
+        return "coefficient"
+    return "number"
+
+
 @dataclass(frozen=True)
 class ClaimCheck:
     """One claimed number against the computed one.
@@ -913,11 +1191,14 @@ class ClaimCheck:
     verdict: bool | None
     method: str
     counterexample: Counterexample | None = None
+    #: LaTeX (math mode) of the claim and of the computed value, for formula claims ("" for numbers).
+    claim_latex: str = ""
+    computed_latex: str = ""
 
     def to_json(self) -> dict:
         data = {"claim": self.claim, "verdict": self.verdict, "claimed": self.claimed,
                 "computed": self.computed, "method": self.method}
-        if self.counterexample is not None:  # formula claims (symattn.expand.check_formula_claim)
+        if self.counterexample is not None:  # formula claims (leading(i) = ..., F_n = ...)
             data["counterexample"] = self.counterexample.to_json()
         return data
 
@@ -925,11 +1206,49 @@ class ClaimCheck:
         verdict = {True: "true", False: "false", None: "undecided"}[self.verdict]
         text = f"{self.claim}: {verdict} (computed {self.computed})"
         if self.counterexample is not None:
-            ce = self.counterexample
-            text += ("\n  counterexample: " + ", ".join(f"{k} = {v}" for k, v in ce.point)
-                     + (f", entry {ce.entry}" if ce.entry is not None else "")
-                     + f"\n    claimed  {ce.claimed}\n    computed {ce.computed}")
+            text += "\n  counterexample: " + _counterexample_text(self.counterexample)
         return text
+
+
+def _counterexample_text(ce: Counterexample, code: str = "") -> str:
+    """``entry (r, c) at x_11 = 1, c_1 = 2: claimed 1/3, computed 2/9`` (``code``: Markdown backticks)."""
+    where = f"entry {ce.entry} " if ce.entry is not None else ""
+    point = ", ".join(f"{k} = {v}" for k, v in ce.point) or "any point"
+    return (f"{where}at {point}: claimed value {code}{ce.claimed}{code}, "
+            f"computed value {code}{ce.computed}{code}")
+
+
+def _symbol_latex(name: str) -> str:
+    """A package symbol's LaTeX (``Kt1_11`` as ``\\tilde{K}^{(1)}_{11}``), plain names by sympy."""
+    try:
+        from .expand import latex as package_latex
+
+        return package_latex(sp.Symbol(name))
+    except Exception:  # noqa: BLE001 - the package's names are a nicety; sympy's are correct too
+        return sp.latex(sp.Symbol(name))
+
+
+def _number_latex(text: str) -> str:
+    try:
+        return sp.latex(to_sympy(text, what="counterexample value"))
+    except SymattnError:
+        return r"	ext{" + latex_escape(text) + "}"
+
+
+def _counterexample_latex(ce: Counterexample) -> str:
+    """The counterexample in LaTeX text mode: one ``$name = value$`` per variable, so that lines can break."""
+    where = f"entry $({ce.entry[0]}, {ce.entry[1]})$ " if ce.entry is not None else ""
+    point = ", ".join(f"${_symbol_latex(k)} = {_number_latex(v)}$" for k, v in ce.point) or "any point"
+    return (f"{where}at {point}: claimed value ${_number_latex(ce.claimed)}$, "
+            f"computed value ${_number_latex(ce.computed)}$")
+
+
+_VERDICT_WORDS = {True: "true", False: "false", None: "undecided"}
+
+
+def _markdown_cell(value) -> str:
+    """A Markdown table cell: ``|`` escaped (a method's ``F_2 - F_2|Kt_1=0`` split the row), one line."""
+    return " ".join(str(value).split()).replace("|", "\\|")
 
 
 @dataclass(frozen=True)
@@ -950,36 +1269,68 @@ class ClaimsReport(FormattedResult):
     def __post_init__(self):
         object.__setattr__(self, "all_true", all(c.verdict is True for c in self.checks))
 
+    @property
+    def refuted(self) -> tuple:
+        """The claims found false."""
+        return tuple(c for c in self.checks if c.verdict is False)
+
+    @property
+    def undecided(self) -> tuple:
+        """The claims the engine could not settle."""
+        return tuple(c for c in self.checks if c.verdict is None)
+
     def to_json(self) -> dict:
         return {"architecture": self.architecture, "claims": [c.to_json() for c in self.checks],
                 "all_true": self.all_true}
 
     def _rows(self):
         for c in self.checks:
-            yield c.claim, {True: "true", False: "false", None: "undecided"}[c.verdict], c.computed, c.method
+            computed = "not settled" if c.computed is None else c.computed
+            yield c.claim, _VERDICT_WORDS[c.verdict], computed, c.method
 
     def to_markdown(self) -> str:
         table = markdown_table(("claim", "verdict", "computed", "method"),
-                               [(f"`{a}`", b, c, d) for a, b, c, d in self._rows()])
-        lines = []
-        for c in self.checks:
-            ce = getattr(c, "counterexample", None)
-            if ce is not None:
-                lines += [f"- counterexample to `{c.claim}`: " + ", ".join(f"{k} = {v}" for k, v in ce.point)
-                          + (f", entry {ce.entry}" if ce.entry is not None else ""),
-                          f"  - claimed value: `{ce.claimed}`", f"  - computed value: `{ce.computed}`"]
+                               [(f"`{_markdown_cell(a)}`", b, _markdown_cell(c), _markdown_cell(d))
+                                for a, b, c, d in self._rows()])
+        lines = [f"- counterexample to `{c.claim}`: " + _counterexample_text(c.counterexample, "`")
+                 for c in self.checks if c.counterexample is not None]
         return table + ("\n\n" + "\n".join(lines) if lines else "") + f"\n\nall true: {self.all_true}"
 
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
     def _latex_body(self) -> str:
-        # one method note per claim, numbered as the rows (the methods are sentences, too long for a column)
-        rows = list(enumerate(self._rows(), start=1))
-        table = [(f"({n}) \\texttt{{{latex_escape(a)}}}", b, latex_escape(c)) for n, (a, b, c, _) in rows]
-        notes = "\n".join(latex_method(method, f"Method ({n})") for n, (_, _, _, method) in rows)
-        return latex_tabular(table, "lll", header=("claim", "verdict", "computed")) + "\n" + notes
+        # a list, not a table: claims, formulas and methods are sentences of any length (a tabular ran
+        # past the margin); each item breaks where its words do
+        items = []
+        for n, c in enumerate(self.checks, start=1):
+            claim = f"${c.claim_latex}$" if c.claim_latex else rf"\texttt{{{latex_escape(c.claim)}}}"
+            if c.computed is None:
+                computed = "not settled"
+            elif c.computed_latex:
+                computed = f"${c.computed_latex}$"
+            else:
+                computed = latex_prose(c.computed)
+            lines = [rf"\item {claim}\\", rf"verdict: \textbf{{{_VERDICT_WORDS[c.verdict]}}}; computed: {computed}"]
+            if c.counterexample is not None:
+                lines.append(r"\\counterexample: " + _counterexample_latex(c.counterexample))
+            lines.append(latex_method(c.method, "Method"))
+            items.append("\n".join(lines))
+        verdict = "yes" if self.all_true else "no"
+        return ("{\\raggedright\n\\begin{enumerate}\n" + "\n".join(items) + "\n\\end{enumerate}\n"
+                + f"All claims true: {verdict}.\\par}}")
 
     def _latex_math(self) -> str:
-        rows = r" \\ ".join(rf"\texttt{{{latex_escape(a)}}} & \text{{{b}}} & \text{{{latex_escape(c)}}}"
-                            for a, b, c, _ in self._rows())
+        def claim(c):
+            return c.claim_latex if c.claim_latex else rf"\texttt{{{latex_escape(c.claim)}}}"
+
+        def computed(c):
+            if c.computed is None:
+                return r"\text{not settled}"
+            return c.computed_latex or rf"\text{{{latex_escape(c.computed)}}}"
+
+        rows = r" \\ ".join(rf"{claim(c)} & \text{{{_VERDICT_WORDS[c.verdict]}}} & {computed(c)}"
+                            for c in self.checks)
         return r"\begin{array}{lll} \text{claim} & \text{verdict} & \text{computed} \\ \hline " + rows + r"\end{array}"
 
     def __str__(self) -> str:
@@ -1170,7 +1521,7 @@ def _check_one(engine: _Engine, text: str) -> ClaimCheck:
         if contact is None:
             return ClaimCheck(text, quantity, layer, claimed, None, None, note)
         computed = engine.spectrum.multiplicity(contact)
-        block = sum(histogram.get(str(contact), 0) for name, histogram in engine.spectrum.blocks.items()
+        block = sum(histogram.get(contact, 0) for name, histogram in engine.spectrum.blocks.items()
                     if name == f"scores:{layer}" or name.startswith(f"scores:{layer}:"))  # every head
         method = (f"multiplicity of exponent {contact} (layer {layer}'s contact order) in the whole spectrum; "
                   f"layer {layer}'s own block contributes {block}; " + note)
@@ -1227,10 +1578,30 @@ def check_claims(arch: Architecture, claims, *, seed: int = 0, progress: bool = 
     claims = list(claims)
     if not claims:
         raise SymattnError(f"no claims to check; accepted: {_accepted()}")
+    kinds = []
+    coefficients = []
     for text in claims:  # all parse errors before any computation
-        parse_claim(text, arch.layers)
+        kind = _claim_kind(text)
+        kinds.append(kind)
+        if kind == "number":
+            parse_claim(text, arch.layers)
+        elif kind == "leading":
+            from .expand import parse_formula_claim
+
+            parse_formula_claim(arch, text)
+        else:
+            coefficients.append(_read_coefficient_claim(arch, text)[0])
     engine = _Engine(arch, seed=seed, progress=progress, spectrum=spectrum)
-    return ClaimsReport(arch.to_json(), tuple(_check_one(engine, text) for text in claims))
+    expansion = _expansion_through(arch, max(coefficients), progress=progress) if coefficients else None
+    checks = []
+    for text, kind in zip(claims, kinds):
+        if kind == "leading":
+            checks.append(_check_leading(arch, text, seed))
+        elif kind == "coefficient":
+            checks.append(check_coefficient_claim(arch, text, seed=seed, expansion=expansion))
+        else:
+            checks.append(_check_one(engine, text))
+    return ClaimsReport(arch.to_json(), tuple(checks))
 
 
 def check_claim(arch: Architecture, claim: str, *, seed: int = 0, progress: bool = False,

@@ -105,8 +105,8 @@ def test_a_claimed_leading_coefficient_is_compared_in_flint_without_sympy():
     arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2, normalizer=Normalizer.generic(1))
     lc = leading_coefficient(arch, 2)
     base = curve_symbols(arch)
-    full = expand(arch, order=6)
-    collapsed = expand(arch, order=6, point={s.name: 0 for s in base.K[1]})
+    full = expand(arch, truncation=7)
+    collapsed = expand(arch, truncation=7, point={s.name: 0 for s in base.K[1]})
     computed = full[6] - collapsed[6]
     result = check_expression(lc, computed)
     assert result.proved and "equal polynomials" in result.method
@@ -143,7 +143,7 @@ def test_strings_are_read_with_the_symbols_of_the_computed_side():
 
 def test_a_hand_formula_against_a_computed_expansion_coefficient():
     arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3)
-    F = expand(arch, order=2, normalizer=Normalizer.generic(1))
+    F = expand(arch, truncation=3, normalizer=Normalizer.generic(1))
     base = curve_symbols(arch)
     X, V, Q, K = arch.input_symbols(), base.V[0], base.Q[0], base.K[0]
     c = Normalizer.generic(1).coefficient_symbol(1)
@@ -210,7 +210,7 @@ def test_claims_report_renders():
     assert [c["verdict"] for c in data["claims"]] == [True, False]
     assert data["claims"][1]["computed"] == 5 and data["claims"][1]["method"]
     assert "| `contact_order(2) = 6` | false | 5 |" in report.to_markdown()
-    assert "tabular" in report.to_latex() and report._repr_latex_().startswith("$$")
+    assert r"\begin{enumerate}" in report.to_latex() and report._repr_latex_().startswith("$$")
     assert "all true: False" in str(report)
 
 
@@ -268,13 +268,13 @@ def test_cli_check_user_errors(capsys, tmp_path):
 
 
 def test_cli_expand(capsys):
-    assert main(["expand", "--layers", "1", "--width", "1", "--tokens", "2", "--order", "2", "--generic", "1",
+    assert main(["expand", "--layers", "1", "--width", "1", "--tokens", "2", "--truncation", "3", "--generic", "1",
                  "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [c["order"] for c in data["coefficients"]] == [0, 1, 2]
     assert main(["expand", "--layers", "2", "--leading", "2", "--latex"]) == 0
     assert r"Z_{1} Z_{1}^{\top} C_{2} J" in capsys.readouterr().out
-    assert main(["expand", "--layers", "1", "--order", "0"]) == 2
+    assert main(["expand", "--layers", "1", "--truncation", "1"]) == 2
 
 
 def test_result_type():
@@ -296,8 +296,8 @@ def test_formula_claims_true_and_false_with_a_small_counterexample():
     # the counterexample really separates the claim from the expansion
     point = ce.values()
     base = curve_symbols(arch)
-    full = expand(arch, order=6, point=point)
-    collapsed = expand(arch, order=6, point={**point, **{s.name: 0 for s in base.K[1]}})
+    full = expand(arch, truncation=7, point=point)
+    collapsed = expand(arch, truncation=7, point={**point, **{s.name: 0 for s in base.K[1]}})
     assert (full[6] - collapsed[6])[ce.entry] == sp.Rational(ce.computed)
     assert json.loads(json.dumps(wrong.to_json()))["counterexample"]["entry"] == list(ce.entry)
     assert "counterexample" not in right.to_json()
@@ -342,3 +342,29 @@ def test_the_command_checks_formula_claims_beside_numeric_ones(capsys):
     assert "- counterexample to `leading(2)" in capsys.readouterr().out
     assert main(argv[:-2] + ["--claim", "leading(2) = P*X*Y"]) == 2
     assert "the name 'Y' is not known" in capsys.readouterr().err
+
+
+# -- symbol names: a typo is refused, a plain Symbol of a package name is identified by name ------------------------
+def test_a_misspelled_symbol_is_refused_with_the_closest_name():
+    arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3)
+    F = expand(arch, truncation=3, normalizer=Normalizer.generic(1))
+    base = curve_symbols(arch)
+    X, V, Q, K = arch.input_symbols(), base.V[0], base.Q[0], base.K[0]
+    H = sp.eye(3) - sp.ones(3, 3) / 3
+    right = V * X * H * X.T * K.T * Q * X / 3
+    with pytest.raises(SymattnError, match=r"'c1' \(did you mean c_1\?\).*symattn.symbols"):
+        check_expression(sp.Symbol("c1") * right, F[2])
+    # a plain sympy Symbol named c_1 (not real=True like the package's) is the package's c_1, and the method says so
+    plain = check_expression(sp.Symbol("c_1") * right, F[2])
+    assert plain.proved and "the claim's symbols c_1" in plain.method and "identified by name" in plain.method
+    assert "identified by name" not in check_expression(Normalizer.generic(1).coefficient_symbol(1) * right,
+                                                        F[2]).method
+    # a package name absent from the computed side is a claim, not a typo: refuted with a counterexample
+    assert check_expression(sp.Symbol("c_2") * right, F[2]).verdict is False
+    # a symbol of one's own, named in variables=, is taken as meant; plain sympy comparisons are unchanged
+    y = sp.Symbol("y")
+    entry = F[2][0, 0]
+    with pytest.raises(SymattnError, match="'y'"):
+        check_expression(entry + y, entry)
+    assert check_expression(entry + y, entry, variables=[y, *entry.free_symbols]).verdict is False
+    assert check_expression(sp.sin(x) ** 2 + sp.cos(x) ** 2, sp.Integer(1)).proved
