@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from .errors import SymattnError
+from .errors import SymattnError, TruncationError
 
 GROW_BANK = "grow bank"
 DEEPEN = "deepen"
@@ -306,3 +306,136 @@ def adapt(run: Callable[[Step], Any], start: Step, decide: Callable[[Any, Step, 
             return Adapted(step=step, outcome=outcome, steps=tuple(steps), outcomes=tuple(outcomes),
                            requests=tuple(taken), concluded=not requests)
         previous, step = step, following
+
+
+# -- what a run cannot decide ---------------------------------------------------------------------
+#: Old keyword -> new keyword of the analyses' truncation arguments (``order`` meant the truncation N).
+RENAMED_ARGUMENTS = {"order": "truncation", "max_order": "max_truncation"}
+
+
+def refuse_renamed(function: str, given: dict, renamed: dict | None = None) -> None:
+    """Refuse keyword arguments that were renamed, naming the new spelling; reject unknown ones as Python does.
+
+    ``given`` is the ``**renamed`` catch-all of ``function``'s signature.
+
+    Raises
+    ------
+    TruncationError
+        For a renamed keyword (``order=`` is now ``truncation=``).
+    TypeError
+        For any other unexpected keyword.
+
+    Examples
+    --------
+    >>> refuse_renamed("decay_spectrum", {})
+    >>> refuse_renamed("decay_spectrum", {"order": 12})
+    Traceback (most recent call last):
+    ...
+    symattn.errors.TruncationError: decay_spectrum(order=12): order= was renamed truncation= (the truncation N: series kept mod eps^N, powers eps^0..eps^(N-1)); write truncation=12
+    >>> refuse_renamed("decay_spectrum", {"depth": 3})
+    Traceback (most recent call last):
+    ...
+    TypeError: decay_spectrum() got an unexpected keyword argument 'depth'
+    """
+    renamed = RENAMED_ARGUMENTS if renamed is None else renamed
+    for name, value in given.items():
+        if name in renamed:
+            raise TruncationError(f"{function}({name}={value!r}): {name}= was renamed {renamed[name]}= (the "
+                                  f"truncation N: series kept mod eps^N, powers eps^0..eps^(N-1)); write "
+                                  f"{renamed[name]}={value!r}")
+        raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
+
+
+def degeneracies(arch) -> tuple[str, ...]:
+    """What makes ``arch`` degenerate, and why: one token, score ranks above the widths.
+
+    A comparison whose premises these break is "not applicable", never
+    ``False``.  One token: every ``S(A)`` is the ``1 x 1`` matrix 1, so no
+    score reaches ``F`` (MATH.md section 3: the scores are unobservable) and
+    only the value map is seen; the contact orders ``2k 3^(i-1) - 1`` do not
+    apply.  A score rank ``a_i`` above ``min(d_0, ..., d_{i-1})``: ``What_i``
+    has rank at most that minimum (the rank is capped at the width); above
+    the input width ``d_{i-1}`` of layer ``i`` the gauge group ``GL(a_i)``
+    also fixes a subgroup of dimension ``(a_i - d_{i-1})^2`` of ``(Q_i, K_i)``
+    (the maps ``I + E`` with ``E Q_i = 0`` and ``E^T K_i = 0``), so the gauge
+    orbit is smaller than the group.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> degeneracies(Architecture.uniform(layers=2))
+    ()
+    >>> for reason in degeneracies(Architecture.uniform(layers=1, width=1, rank=2, tokens=1)):
+    ...     print(reason)
+    one token: every S(A) is the 1 x 1 matrix 1, so the scores never reach F (unobservable) and only the value map is seen; the contact orders 2k 3^(i-1) - 1 do not apply
+    score rank a_1 = 2 above the width 1 of layer 1's input: What_1 has rank at most 1 (the rank is capped at the width), and GL(a_1) fixes a subgroup of dimension (2 - 1)^2 = 1 of (Q_1, K_1), so the gauge orbit is smaller than the gauge group
+    """
+    reasons = []
+    if arch.tokens == 1:
+        reasons.append("one token: every S(A) is the 1 x 1 matrix 1, so the scores never reach F (unobservable) "
+                       "and only the value map is seen; the contact orders 2k 3^(i-1) - 1 do not apply")
+    for i, a in enumerate(arch.score_ranks, start=1):
+        bottleneck, width = min(arch.widths[:i]), arch.widths[i - 1]
+        if a <= bottleneck:
+            continue
+        text = (f"score rank a_{i} = {a} above the width {bottleneck} of layer {i}'s input"
+                if bottleneck == width else
+                f"score rank a_{i} = {a} above the narrowest width {bottleneck} among d_0..d_{i - 1}")
+        text += f": What_{i} has rank at most {bottleneck} (the rank is capped at the width)"
+        if a > width:
+            text += (f", and GL(a_{i}) fixes a subgroup of dimension ({a} - {width})^2 = {(a - width) ** 2} "
+                     f"of (Q_{i}, K_{i})" + (" in each head" if arch.heads[i - 1] > 1 else "")
+                     + ", so the gauge orbit is smaller than the gauge group")
+        reasons.append(text)
+    return tuple(reasons)
+
+
+class PhaseBar:
+    """One progress bar through the phases of a computation: it names the phase running and counts its steps.
+
+    ``bar`` is a :func:`symattn.limits.progress_bar` (or None).  :meth:`phase`
+    renames the bar and restarts its count against the phase's total (kept
+    elapsed time); :meth:`tick` counts a step; :meth:`alive` redraws at most
+    twice a second so that the clock moves during a long step (the products
+    of :mod:`symattn.algebra.linalg` call it).
+
+    Examples
+    --------
+    >>> phases = PhaseBar(None)
+    >>> phases.phase("Smith form", total=4); phases.tick(); phases.alive()
+    """
+
+    #: Seconds between two redraws by :meth:`alive`.
+    interval = 0.5
+
+    def __init__(self, bar):
+        self.bar = bar
+        self._last = float("-inf")
+
+    def phase(self, description: str, total: int | None = None, unit: str = "step") -> None:
+        bar = self.bar
+        if bar is None:
+            return
+        # tqdm's set_description appends ": " and the bar adds its own: the plain text once
+        getattr(bar, "set_description_str", bar.set_description)(description, refresh=False)
+        if hasattr(bar, "reset"):  # tqdm: a new count, the same clock
+            start = getattr(bar, "start_t", None)
+            bar.unit, bar.total = unit, total  # before reset, which redraws (and keeps a total for None)
+            bar.reset(total=total)
+            if start is not None:
+                bar.start_t = start
+            bar.refresh()
+
+    def tick(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def alive(self) -> None:
+        import time
+
+        if self.bar is None or not hasattr(self.bar, "refresh"):
+            return
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._last = now
+            self.bar.refresh()

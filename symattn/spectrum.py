@@ -28,8 +28,10 @@ import numpy as np
 
 from ._format import FormattedResult, latex_escape, latex_method, latex_prose, latex_tabular, markdown_method
 from .naming import texttt
-from .adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, grown_bank, schwartz_zippel_bound
-from .algebra.linalg import series_matmul
+from .adaptive import (
+    DEEPEN, GROW_BANK, Growth, PhaseBar, Step, adapt, degeneracies, grown_bank, refuse_renamed, schwartz_zippel_bound,
+)
+from .algebra.linalg import products_reported, series_matmul
 from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
 from .effective import effective_block_dimensions, effective_dimension
@@ -53,6 +55,8 @@ from .jacobian import (  # noqa: F401
     random_point,
     symmetry_orbit_bound,
     transcendental_constants,
+    field_note,
+    field_primes,
     validate_bank,
 )
 from .model import Architecture, require_architecture, require_seed
@@ -98,6 +102,13 @@ def _histogram_difference(larger: dict, smaller: dict) -> dict:
     return out
 
 
+def _blocks_json(blocks):
+    """Block -> {exponent: multiplicity} with the exponents as JSON keys (strings), as ``symattn spectrum --json``."""
+    if blocks is None:
+        return None
+    return {block: {str(e): m for e, m in histogram.items()} for block, histogram in blocks.items()}
+
+
 @dataclass(frozen=True)
 class PredictedSpectrum:
     """The spectrum the theory predicts: exponents per block and the kernel.
@@ -112,8 +123,8 @@ class PredictedSpectrum:
     >>> predicted = predicted_spectrum(Architecture.uniform(layers=2, width=2, tokens=3))
     >>> predicted.exponents, predicted.kernel, predicted.rank
     ({0: 4, 1: 3, 5: 3}, 6, 10)
-    >>> predicted.blocks["scores:2"]
-    {'5': 3}
+    >>> predicted.blocks["scores:2"]      # exponent -> multiplicity, ints as in ``exponents``
+    {5: 3}
     >>> mixed = Architecture.uniform(layers=2, normalizer=["softmax", "cosh"])
     >>> predicted_spectrum(mixed).exponents is None      # k = 1 and k = 2: no formula
     True
@@ -131,7 +142,7 @@ class PredictedSpectrum:
     def to_json(self) -> dict:
         return {
             "spectrum": None if self.exponents is None else {str(e): m for e, m in self.exponents.items()},
-            "blocks": self.blocks,
+            "blocks": _blocks_json(self.blocks),
             "kernel": self.kernel,
             "rank": self.rank,
             "note": self.note,
@@ -159,7 +170,7 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
     rank, _ = native_rank_bound(arch)
     kernel = arch.param_count - rank
     if arch.degenerate and None not in ks:  # one token: S(A) = 1 for every input, the scores never appear
-        return PredictedSpectrum({0: rank}, {"values": {"0": rank}}, kernel, rank,
+        return PredictedSpectrum({0: rank}, {"values": {0: rank}}, kernel, rank,
                                  f"one token: every S(A) is the constant 1, so only the value map is seen "
                                  f"(order 0); kernel = #params - {rank} = {kernel}")
     if None in ks:
@@ -169,11 +180,11 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
         return PredictedSpectrum(None, None, kernel, rank,
                                  "layers have different k: no formula is claimed; the spectrum is computed")
     (k,) = ks
-    blocks = {"values": {"0": dims["values"]}}
+    blocks = {"values": {0: dims["values"]}}
     exponents: dict[int, int] = {0: dims["values"]}
     for i in range(1, arch.layers + 1):
         e = contact_order(i, k)
-        blocks[f"scores:{i}"] = {str(e): dims[f"scores:{i}"]}
+        blocks[f"scores:{i}"] = {e: dims[f"scores:{i}"]}
         exponents[e] = exponents.get(e, 0) + dims[f"scores:{i}"]
     note = (f"contact order 2k 3^(i-1) - 1 with k = {k}; multiplicities are the effective "
             f"block dimensions; kernel = #params - effective dimension = {kernel}")
@@ -201,8 +212,13 @@ class SpectrumRun:
 
 
 def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed: int, truncation: int,
-                progress=None, extra_banks=(), block_table: bool = True) -> SpectrumRun | list[SpectrumRun]:
+                progress=None, extra_banks=(), block_table: bool = True, rank_bound: int | None = None,
+                stage: str = "") -> SpectrumRun | list[SpectrumRun]:
     """The spectrum at one prime, point (from ``seed``) and bank of residues.
+
+    ``progress`` is a :class:`~symattn.adaptive.PhaseBar` (each phase named,
+    prefixed by ``stage``; the Smith form's pivots counted against
+    ``rank_bound``) or a callable called after each pivot.
 
     With ``extra_banks``, the same point is used for every bank, one forward
     pass computes all of them, and a list of runs (``bank`` first) is returned.
@@ -227,14 +243,21 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     >>> whole = spectrum_at(arch, collapse(), random_bank(arch, 3, p, 0), p, seed=0, truncation=3,
     ...                     block_table=False)
     >>> whole.same_result(run), run.blocks, whole.blocks
-    (True, {'scores:1': {'1': 3}, 'values': {'0': 4}}, {})
+    (True, {'scores:1': {1: 3}, 'values': {0: 4}}, {})
     """
+    phases = progress if isinstance(progress, PhaseBar) else PhaseBar(None)
+    tick = phases.tick if isinstance(progress, PhaseBar) else progress
     point, coefficient_values = random_point(arch, p, seed)
     banks = [bank, *extra_banks]
-    J_all = jacobian_series(arch, curve, np.concatenate(banks), point, p, truncation, coefficient_values)
-    rows_per_input = arch.widths[-1] * arch.tokens
-    gauge = gauge_tangent_series(arch, curve, point, p, truncation)
-    gauge_rank = smith_valuations(gauge, p).resolved_rank if len(gauge) else 0
+    inputs_count = sum(len(b) for b in banks)
+    # the forward pass over jets is most of the time and has no steps to count: name it, keep its clock moving
+    phases.phase(f"{stage}forward pass over jets ({inputs_count} inputs, eps^{truncation})", unit="product")
+    with products_reported(phases.tick):  # one step per series product: the count moves, and the clock
+        J_all = jacobian_series(arch, curve, np.concatenate(banks), point, p, truncation, coefficient_values)
+        rows_per_input = arch.widths[-1] * arch.tokens
+        phases.phase(f"{stage}gauge tangents (eps^{truncation})", unit="product")
+        gauge = gauge_tangent_series(arch, curve, point, p, truncation)
+        gauge_rank = smith_valuations(gauge, p).resolved_rank if len(gauge) else 0
     columns = block_columns(arch)
     order = list(columns)  # scores:1 .. scores:l (per head where a layer has several), then values
     runs, start = [], 0
@@ -244,15 +267,23 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
         blocks, previous, chosen = {}, {}, []
         # each prefix of column blocks is a Smith form of its own: only where a block table is wanted
         prefixes = [name for name in order if columns[name]] if block_table and index == 0 else []
-        for name in prefixes[:-1]:
-            chosen = chosen + columns[name]
-            histogram = _histogram(smith_valuations(J[:, chosen, :], p).exponents)
-            blocks[name] = {str(e): m for e, m in _histogram_difference(histogram, previous).items()}
-            previous = histogram
-        full = smith_valuations(J, p, progress=progress)
+        if len(prefixes) > 1:
+            phases.phase(f"{stage}block table (Smith form per block, bank of {len(inputs)})",
+                         total=len(prefixes) - 1, unit="block")
+        with products_reported(phases.alive):
+            for name in prefixes[:-1]:
+                chosen = chosen + columns[name]
+                histogram = _histogram(smith_valuations(J[:, chosen, :], p).exponents)
+                blocks[name] = _histogram_difference(histogram, previous)
+                previous = histogram
+                phases.tick()
+            # the pivots found are a rank, at most the proven rank bound (or the number of columns)
+            phases.phase(f"{stage}Smith form (bank of {len(inputs)}, eps^{truncation})",
+                         total=min(J.shape[1], rank_bound) if rank_bound is not None else J.shape[1], unit="pivot")
+            full = smith_valuations(J, p, progress=tick)
         if prefixes:
             histogram = _histogram(full.exponents)
-            blocks[prefixes[-1]] = {str(e): m for e, m in _histogram_difference(histogram, previous).items()}
+            blocks[prefixes[-1]] = _histogram_difference(histogram, previous)
         # the gauge directions must lie in the kernel of J(eps), exactly mod eps^N
         annihilated = True
         if len(gauge):
@@ -273,7 +304,8 @@ class Spectrum(FormattedResult):
     exponents : dict
         Exponent -> multiplicity, every one exact below the truncation.
     blocks : dict
-        Block name (``scores:i``, ``values``) -> {exponent (str): multiplicity}:
+        Block name (``scores:i``, ``values``) -> {exponent: multiplicity}, with
+        int exponents as in ``exponents`` (strings only in JSON):
         the exponents that appear when that block's columns join those of the
         earlier blocks (order ``scores:1 .. scores:l``, then ``values``).
     rank, kernel : int
@@ -286,6 +318,10 @@ class Spectrum(FormattedResult):
         Why there is no block table (``blocks`` is then empty), or ``""``.
         Blocks are shown only on a bank shown to be separating, and only when
         every count is non-negative and the blocks add up to the spectrum.
+    degenerate : tuple of str
+        What makes the network degenerate, and why (one token, a score rank
+        above the width: :func:`symattn.adaptive.degeneracies`); empty when
+        nothing does.
 
     Examples
     --------
@@ -294,7 +330,7 @@ class Spectrum(FormattedResult):
     >>> s.exponents, s.rank, s.kernel, s.params
     ({0: 4, 1: 3}, 7, 1, 8)
     >>> s.multiplicity(1), s.blocks
-    (3, {'scores:1': {'1': 3}, 'values': {'0': 4}})
+    (3, {'scores:1': {1: 3}, 'values': {0: 4}})
     >>> s.rank_certified, s.separating, s.confirmed, s.matches_prediction
     (True, True, True, True)
     """
@@ -321,6 +357,7 @@ class Spectrum(FormattedResult):
     predicted: PredictedSpectrum
     method: str = field(default="")
     blocks_withheld: str = field(default="")
+    degenerate: tuple = field(default=())
 
     def __post_init__(self):
         # a block table is a claim about the network: never show one that is not
@@ -331,29 +368,67 @@ class Spectrum(FormattedResult):
 
     @property
     def matches_prediction(self) -> bool | None:
-        """Whether the spectrum and kernel are the predicted ones; None when no prediction is claimed,
-        or when they agree below the truncation and the unresolved directions could be the predicted
-        deeper exponents (undetermined at this truncation, not a disagreement)."""
-        if self.predicted.exponents is None or self.predicted.kernel is None:
-            return None
-        if self.unresolved == 0:
-            return self.exponents == self.predicted.exponents and self.kernel == self.predicted.kernel
-        below = {e: m for e, m in self.predicted.exponents.items() if e < self.truncation}
-        deeper = sum(m for e, m in self.predicted.exponents.items() if e >= self.truncation)
-        if self.exponents == below and deeper == self.unresolved:
-            return None
-        return False
+        """Whether the spectrum and kernel are the predicted ones; None when the comparison is not decided.
+
+        None when no prediction is claimed; when the bank is not shown to be
+        separating (the result would describe the bank, not the network: a
+        bank that is too small is never a disagreement); or when the spectrum
+        agrees below the truncation and the unresolved directions could be the
+        predicted deeper exponents.  :attr:`prediction_verdict` says which.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> small = decay_spectrum(Architecture.uniform(layers=2), bank=1, progress=False)
+        >>> small.matches_prediction, small.prediction_verdict.split(" (")[0]
+        (None, 'undecided: the bank of 1 inputs does not separate')
+        """
+        return self._comparison()[0]
+
+    @property
+    def prediction_verdict(self) -> str:
+        """The comparison with the prediction in words: ``True``, ``False``, ``undecided: ...`` or why none.
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> decay_spectrum(Architecture.uniform(layers=1, tokens=2), progress=False).prediction_verdict
+        'True'
+        """
+        return self._comparison()[1]
+
+    def _comparison(self) -> tuple:
+        """``(matches, words)``: never ``False`` when a premise of the comparison fails."""
+        if self.predicted.kernel is None:
+            return None, self.predicted.note.split(";")[0]
+        if self.predicted.exponents is None:
+            return None, "no formula claimed"
+        # a bank that is too small gives too low a rank or spurious high exponents (MATH.md section 5): the
+        # comparison is then about the bank, not the network, and never a disagreement
+        if not self.separating and "too small" in self.separation_note:
+            return None, (f"undecided: the bank of {self.bank} inputs does not separate ({self.separation_note}); "
+                          "raise --bank")
+        if self.unresolved:
+            below = {e: m for e, m in self.predicted.exponents.items() if e < self.truncation}
+            deeper = sum(m for e, m in self.predicted.exponents.items() if e >= self.truncation)
+            if self.exponents == below and deeper == self.unresolved:
+                return None, (f"undecided: {self.unresolved} unresolved at truncation {self.truncation} "
+                              "(raise --truncation)")
+        if self.unresolved:
+            # a larger independent bank gives the same exponents below the truncation, and they differ there
+            return self._decided(False)
+        if not self.separating:  # everything resolved, but the rank stays below the proven bound
+            return None, (f"undecided: the bank of {self.bank} inputs is not shown to separate "
+                          f"({self.separation_note}); raise --bank")
+        return self._decided(self.exponents == self.predicted.exponents and self.kernel == self.predicted.kernel)
+
+    def _decided(self, matches: bool) -> tuple:
+        if self.architecture.get("tokens") == 1:  # the prediction is one token's, not the contact orders
+            return matches, f"{matches} (the one-token prediction: the value map alone, at order 0)"
+        return matches, str(matches)
 
     def _verdict_text(self) -> str:
-        """``True``/``False``, ``no formula claimed``, or with unresolved directions that could be the
-        predicted deeper ones ``undecided: N unresolved at truncation M (raise --order)``."""
-        if self.predicted.kernel is None:
-            return self.predicted.note.split(";")[0]
-        if self.predicted.exponents is None:
-            return "no formula claimed"
-        if self.matches_prediction is None:
-            return f"undecided: {self.unresolved} unresolved at truncation {self.truncation} (raise --order)"
-        return str(self.matches_prediction)
+        return self.prediction_verdict
 
     def _predicted_kernel(self) -> str:
         return "-: no formula claimed" if self.predicted.kernel is None else str(self.predicted.kernel)
@@ -409,7 +484,7 @@ class Spectrum(FormattedResult):
             "rank": self.rank,
             "kernel": self.kernel,
             "spectrum": {str(e): m for e, m in self.exponents.items()},
-            "blocks": None if self.blocks_withheld else self.blocks,
+            "blocks": None if self.blocks_withheld else _blocks_json(self.blocks),
             "blocks_withheld": self.blocks_withheld or None,
             "unresolved": self.unresolved,
             "unresolved_valuation": f">= {self.truncation}" if self.unresolved else None,
@@ -426,6 +501,8 @@ class Spectrum(FormattedResult):
             "predicted": self.predicted.to_json()["spectrum"],
             "predicted_kernel": self.predicted.kernel,
             "matches_prediction": self.matches_prediction,
+            "prediction_verdict": self.prediction_verdict,
+            "degenerate": list(self.degenerate),
             "block_comparison": self._block_json(),
             "method": self.method,
         }
@@ -449,6 +526,8 @@ class Spectrum(FormattedResult):
         lines.append(f"rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel}"
                      f" (predicted {self._predicted_kernel()}), params {self.params}")
         lines.append(f"bank {self.bank} inputs, separating: {self.separating} ({self.separation_note})")
+        lines += [f"degenerate: {reason}" for reason in self.degenerate]
+        lines.append(f"matches the prediction: {self.prediction_verdict}")
         if self.blocks_withheld:
             lines.append(f"no block table: {self.blocks_withheld}")
         lines.append(f"truncation eps^{self.truncation}, primes {list(self.primes)}, confirmed: {self.confirmed}, "
@@ -461,6 +540,7 @@ class Spectrum(FormattedResult):
             f"curve: {self.curve}",
             f"rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel} "
             f"(predicted {self._predicted_kernel()}), {self.params} parameters",
+            *[f"degenerate: {reason}" for reason in self.degenerate],
             f"matches the prediction: {self._verdict_text()}",
             f"bank of {self.bank} inputs, separating: {self.separating} ({self.separation_note})",
             f"truncation eps^{self.truncation}; primes {list(self.primes)}; confirmed: {self.confirmed}; "
@@ -478,9 +558,9 @@ class Spectrum(FormattedResult):
         Examples
         --------
         >>> from symattn.model import Architecture
-        >>> s = decay_spectrum(Architecture.uniform(layers=2), order=3, progress=False)
+        >>> s = decay_spectrum(Architecture.uniform(layers=2), truncation=3, progress=False)
         >>> [line for line in s.to_markdown().splitlines() if "prediction" in line]
-        ['- matches the prediction: undecided: 3 unresolved at truncation 3 (raise --order)']
+        ['- matches the prediction: undecided: 3 unresolved at truncation 3 (raise --truncation)']
         """
         lines = ["| exponent | computed | predicted |", "|---:|---:|---:|"]
         for e, m, q in self._rows():
@@ -581,9 +661,9 @@ def _initial_truncation(arch: Architecture, curve: Curve) -> int:
     return deepest + 2
 
 
-def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", order="auto", seed: int = 0,
+def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", truncation="auto", seed: int = 0,
                    primes=DEFAULT_PRIMES, confirm: bool = True, progress: bool = True,
-                   max_bank: int = 64, max_order: int = 1024, max_memory=None) -> Spectrum:
+                   max_bank: int = 64, max_truncation: int = 1024, max_memory=None, **renamed) -> Spectrum:
     """The exact decay spectrum of the native Jacobian along ``curve`` (default: collapse).
 
     Parameters
@@ -594,17 +674,23 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     bank : "auto", int or list of matrices
         ``"auto"`` grows a random bank until it is certified separating;
         an int is a random bank of that size; a list is used as given.
-    order : "auto" or int
-        Truncation ``N`` (coefficients of ``eps^0 .. eps^(N-1)``); ``"auto"``
-        starts above the predicted deepest exponent and doubles until nothing
-        is unresolved or ``max_order`` is reached.
+    truncation : "auto" or int
+        Truncation ``N``: series kept mod ``eps^N`` (coefficients of
+        ``eps^0 .. eps^(N-1)``); ``"auto"`` starts above the predicted deepest
+        exponent and doubles until nothing is unresolved or ``max_truncation``
+        is reached.  (Earlier versions called it ``order``; ``order=`` and
+        ``max_order=`` are refused with a message naming the new spelling.)
     seed : int
         Seed of the random point and bank.
     primes : sequence of int
         The first computes; the second, at another point and an independent
         bank, confirms (``confirm=True``).
     progress : bool
-        Show a progress bar (on a terminal only).
+        Show a progress bar (on a terminal only): the phase running (forward
+        pass over jets, block table, Smith form) and, in the Smith form, the
+        pivots found against the rank bound.
+    max_bank, max_truncation : int
+        Caps of the automatic growth of the bank and of the truncation.
     max_memory : int or str, optional
         Memory limit (e.g. ``"16G"``; default ``$SYMATTN_MAX_MEMORY`` or half the
         machine).  Each step (first run, larger bank, deeper truncation) is
@@ -627,10 +713,11 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     >>> result = decay_spectrum(arch, progress=False)
     >>> result.exponents, result.predicted.exponents, result.truncation
     ({0: 4, 1: 3}, {0: 4, 1: 3}, 3)
-    >>> short = decay_spectrum(arch, order=1, progress=False)     # too short to resolve eps^1
+    >>> short = decay_spectrum(arch, truncation=1, progress=False)     # too short to resolve eps^1
     >>> short.exponents, short.unresolved, short.rank_certified
     ({0: 4}, 4, False)
     """
+    refuse_renamed("decay_spectrum", renamed)
     arch = require_architecture(arch)
     seed = require_seed(seed)
     curve = collapse() if curve is None else curve
@@ -638,17 +725,19 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     primes = tuple(check_prime(p) for p in primes)
     if not primes:
         raise DomainError("give at least one prime")
-    if order == "auto":
-        truncation, auto_order = _initial_truncation(arch, curve), True
+    primes = field_primes(arch, primes)  # algebraic Taylor coefficients: primes with a root of their field
+    requested = truncation
+    if requested == "auto":
+        truncation, auto_truncation = _initial_truncation(arch, curve), True
     else:
-        if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
-            raise TruncationError(f"order must be a positive integer or 'auto', got {order!r}")
-        truncation, auto_order = int(order), False
-    if truncation > max_order:
-        if auto_order:  # the depth of the network asks for it: say which flag and what fits
-            _require_series_order(arch, curve, max_order)
-        raise TruncationError(f"order {truncation} exceeds max_order {max_order}; give order <= {max_order} "
-                              f"(--order) or raise max_order")
+        if isinstance(requested, bool) or not isinstance(requested, (int, np.integer)) or requested < 1:
+            raise TruncationError(f"truncation must be a positive integer or 'auto', got {requested!r}")
+        truncation, auto_truncation = int(requested), False
+    if truncation > max_truncation:
+        if auto_truncation:  # the depth of the network asks for it: say which flag and what fits
+            _require_series_order(arch, curve, max_truncation)
+        raise TruncationError(f"truncation {truncation} exceeds max_truncation {max_truncation}; give truncation "
+                              f"<= {max_truncation} (--truncation) or raise max_truncation")
 
     d_out, t = arch.widths[-1], arch.tokens
     # the rank a separating bank reaches: a proven upper bound of the rank (the effective dimension, one
@@ -684,13 +773,14 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         return random_bank(arch, size, p, bank_seed)
 
     bar = _progress_bar(progress, arch)
+    phases = PhaseBar(bar)
 
     first_step = Step(bank_size, truncation)
 
     def run(step):
         larger = grown_bank(step.bank)
         main, check = spectrum_at(arch, curve, bank_for(primes[0], step.bank, seed), primes[0], seed,
-                                  step.truncation, progress=(bar.update if bar is not None else None),
+                                  step.truncation, progress=phases, rank_bound=eff,
                                   extra_banks=[bank_for(primes[0], larger, seed + 1_000_003)])
         return main, check, larger
 
@@ -708,9 +798,10 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 
     def before_step(step, _previous):
         _require_step_memory(arch, curve, step.bank, grown_bank(step.bank), step.truncation,
-                             (first_step.bank, first_step.truncation), bank, order, max_memory)
+                             (first_step.bank, first_step.truncation), bank, requested, max_memory)
 
-    growth = Growth(max_bank=max_bank if auto_bank else None, max_truncation=max_order if auto_order else None)
+    growth = Growth(max_bank=max_bank if auto_bank else None,
+                    max_truncation=max_truncation if auto_truncation else None)
     try:
         adapted = adapt(run, first_step, decide, growth, before_step=before_step, progress=bar)
         (main, check, larger_size), bank_size, truncation = adapted.outcome, adapted.step.bank, \
@@ -728,8 +819,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         confirmation = None
         if confirm and len(primes) > 1:
             confirmation = spectrum_at(arch, curve, bank_for(primes[1], bank_size, seed + 2_000_003), primes[1],
-                                       seed + 1, truncation, progress=(bar.update if bar is not None else None),
-                                       block_table=False)
+                                       seed + 1, truncation, progress=phases, rank_bound=eff, block_table=False,
+                                       stage="confirmation at a second prime: ")
     finally:
         if bar is not None:
             bar.close()
@@ -757,6 +848,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
                  else "")
               + ("; confirmed at a second prime and point" if confirmed else "")
               + f"; adaptive steps: {adapted.describe()}")
+    if field_note(arch, primes[: 2 if confirmation is not None else 1]):
+        method += "; " + field_note(arch, primes[: 2 if confirmation is not None else 1])
     return Spectrum(
         architecture=arch.to_json(), curve=curve.describe(arch.layers), params=P,
         exponents=main.exponents, blocks=main.blocks, rank=main.resolved_rank, kernel=kernel,
@@ -766,14 +859,15 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         separating=bool(separating), separation_note=note, confirmed=confirmed,
         rank_certified=rank_certified, gauge_kernel_checked=main.gauge_annihilated,
         error_bound=float(bound), degree_bound=degree, predicted=predicted_spectrum(arch), method=method,
+        degenerate=degeneracies(arch),
     )
 
 
 def _progress_bar(progress: bool, arch: Architecture):
     from .limits import progress_bar
 
-    # no total: the number of pivots is known only as they are found
-    return progress_bar(progress, desc="Smith pivots", unit="pivot")
+    # each phase of a run names itself and sets its own total (PhaseBar): pivots against the rank bound
+    return progress_bar(progress, desc="decay spectrum", unit="step")
 
 
 def _require_series_order(arch: Architecture, curve: Curve, max_order: int) -> None:
@@ -787,7 +881,7 @@ def _require_series_order(arch: Architecture, curve: Curve, max_order: int) -> N
 
 
 def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: int, truncation: int,
-                         first_step: tuple, bank, order, max_memory) -> None:
+                         first_step: tuple, bank, requested, max_memory) -> None:
     """Refuse a step of :func:`decay_spectrum` that would not fit, before it allocates anything."""
     from .limits import MAX_BANK, check_count, check_memory, spectrum_memory
 
@@ -805,7 +899,7 @@ def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: in
             bank = max(1, math.ceil(eff / (resized.widths[-1] * resized.tokens)) + 1, score_dims)
         elif bank is None:
             bank = fixed_bank
-        N = truncation if order != "auto" else _initial_truncation(resized, curve) * growth
+        N = truncation if requested != "auto" else _initial_truncation(resized, curve) * growth
         return spectrum_memory(resized, bank + grown_bank(bank), N)
 
     step = ""

@@ -362,3 +362,130 @@ def test_python_dash_m(tmp_path):
     assert bad.returncode == 2
     assert bad.stdout == ""
     assert len(bad.stderr.splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+# -- help pages and usage errors ----------------------------------------------------------------
+#: Subcommands whose modules belong elsewhere and may not have their examples yet.
+_EXAMPLES_ELSEWHERE = {"check", "expand"}
+
+
+@pytest.mark.parametrize("name", [name for name in cli.SUBCOMMANDS])
+def test_every_help_page_has_examples_that_parse(name, capsys):
+    import shlex
+
+    command = cli.SUBCOMMANDS[name]
+    if name in _EXAMPLES_ELSEWHERE and not command.examples:
+        pytest.skip(f"{name}'s examples are added by its own module")
+    assert command.examples  # one to a few command lines
+    assert main([name, "--help"]) == 0
+    page = capsys.readouterr().out
+    assert "examples:\n" + "\n".join(f"  {line}" for line in command.examples) in page
+    parser = cli.build_parser()
+    for example in command.examples:
+        words = shlex.split(example.split(" > ")[0])
+        assert words[:2] == ["symattn", name]
+        assert parser.parse_args(words[1:]).command == name  # every example is a valid command line
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["spectrum", "--layres", "2"],
+     "symattn: error: unrecognized arguments: --layres 2; did you mean --layers? (see 'symattn spectrum --help')"),
+    (["identify", "--tokes=3"],
+     "symattn: error: unrecognized arguments: --tokes=3; did you mean --tokens? (see 'symattn identify --help')"),
+    (["spectrun"], "did you mean 'spectrum'? (see 'symattn --help')"),
+    (["identify", "--curve", "colapse"], "did you mean 'collapse'? (see 'symattn identify --help')"),
+    (["spectrum", "--order", "6"],
+     "symattn: error: --order was renamed --truncation (the truncation N, powers eps^0..eps^(N-1)): write "
+     "--truncation 6 (see 'symattn spectrum --help')"),
+])
+def test_mistyped_flags_and_commands_suggest_the_closest(argv, message, capsys):
+    status, out, err = run(capsys, *argv)
+    assert_user_error(status, out, err)
+    assert err.strip().endswith(message)
+
+
+def test_an_unknown_flag_with_nothing_close_suggests_nothing(capsys):
+    status, out, err = run(capsys, "spectrum", "--zzzzzz")
+    assert_user_error(status, out, err)
+    assert err.strip() == "symattn: error: unrecognized arguments: --zzzzzz (see 'symattn spectrum --help')"
+
+
+def test_renamed_flags_are_not_suggested():
+    from symattn.cli.arguments import close_options
+
+    assert close_options("--ordr", cli.build_parser().commands["spectrum"]) == []
+
+
+def test_every_flag_is_documented():
+    # docs/cli.md left out --heads, --causal and --residual: every option string of every subcommand is in
+    # docs/cli.md (the common flags) or on the subcommand's own page docs/commands/NAME.md
+    import argparse
+    import re
+
+    cli_page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    parser = cli.build_parser()
+    missing = []
+    for name, subparser in parser.commands.items():
+        page = cli_page + (REPO / "docs" / "commands" / f"{name}.md").read_text(encoding="utf-8")
+        for action in subparser._actions:
+            if action.help == argparse.SUPPRESS:  # renamed flags, refused
+                continue
+            missing += [f"{name} {option}" for option in action.option_strings
+                        if not re.search(re.escape(option) + r"(?![\w-])", page)]
+    common = argparse.ArgumentParser(add_help=True)
+    cli.add_common_arguments(common)
+    for action in common._actions:
+        missing += [f"docs/cli.md {option}" for option in action.option_strings
+                    if not re.search(re.escape(option) + r"(?![\w-])", cli_page)]
+    assert missing == []
+
+
+# -- the sweep's dashboard line -------------------------------------------------------------------
+class _Bar:
+    """A progress bar that records what is written above it."""
+
+    def __init__(self):
+        self.written = []
+
+    def write(self, text, file=None):
+        self.written.append(text)
+
+    def update(self, n=1):
+        pass
+
+    def set_postfix_str(self, text="", refresh=True):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("bokeh", [True, False])
+def test_the_dashboard_link_goes_above_the_bar_and_only_with_bokeh(bokeh, monkeypatch, capsys):
+    # the link was printed into the bar's line, and without bokeh it answered "Dask needs bokeh"
+    import symattn.sweep as sweeping
+
+    bar = _Bar()
+    monkeypatch.setattr(sweeping, "progress_bar", lambda *args, **kwargs: bar)
+    monkeypatch.setattr(sweeping, "_dashboard_available", lambda: bokeh)
+    monkeypatch.setattr(sweeping, "run_tasks", lambda *args: args[-1]("http://127.0.0.1:8787/status"))
+    result = sweeping.sweep({"layers": 1}, "parameters", scheduler="synchronous", progress=True)
+    assert capsys.readouterr().err == ""  # nothing printed into the bar's line
+    if bokeh:
+        assert bar.written == ["symattn: Dask dashboard at http://127.0.0.1:8787/status"]
+        assert result.dashboard == "http://127.0.0.1:8787/status"
+    else:
+        assert bar.written == [] and result.dashboard is None
+
+
+def test_the_dashboard_extra_installs_bokeh():
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(req.startswith("bokeh") for req in project["optional-dependencies"]["dashboard"])

@@ -72,10 +72,10 @@ def test_the_report_skips_what_is_too_deep_and_says_so(capsys):
     assert "--layers <= 6 fits" in out and "--layers <= 5 fits" in out
 
 
-def test_an_order_past_max_order_names_the_argument():
+def test_a_truncation_past_max_truncation_names_the_argument():
     arch = Architecture.uniform(layers=1)
-    with pytest.raises(Exception, match=r"order 2000 exceeds max_order 1024; give order <= 1024"):
-        decay_spectrum(arch, order=2000, progress=False)
+    with pytest.raises(Exception, match=r"truncation 2000 exceeds max_truncation 1024; give truncation <= 1024"):
+        decay_spectrum(arch, truncation=2000, progress=False)
     with pytest.raises(ResourceLimitError, match=r"--layers <= 6 fits"):
         decay_spectrum(Architecture.uniform(layers=8), progress=False)
 

@@ -144,7 +144,7 @@ def test_hmk_figure_3_is_certified_for_every_width():
     assert rows == [(d, d * d + 8 * d - 8, d * d + 8 * d - 8, d * d + 8 * d - 8, True) for d in range(3, 11)]
     assert table.all_certified
     assert [r.to_json() for r in table.rows][0] == {"width": 3, "expected": 25, "lower": 25, "upper": 25,
-                                                     "certified": True, "estimate": None}
+                                                     "certified": True, "estimate": None, "widths": [3, 3, 3]}
 
 
 @pytest.mark.parametrize("width, rank", [(2, 1), (3, 1), (3, 2), (4, 2)])
@@ -330,7 +330,7 @@ def test_dimension_cli_json(capsys):
     out, err = capsys.readouterr()
     assert status == 0, err
     rows = json.loads(out)["rows"]
-    assert [set(r) for r in rows] == [{"width", "expected", "lower", "upper", "certified", "estimate"}] * 3
+    assert [set(r) for r in rows] == [{"width", "widths", "expected", "lower", "upper", "certified", "estimate"}] * 3
     assert [(r["width"], r["expected"], r["lower"], r["upper"], r["certified"], r["estimate"]) for r in rows] == [
         (3, 25, 25, 25, True, 25), (4, 40, 40, 40, True, 40), (5, 57, 57, 57, True, 57)]
     status = main(["dimension", "--layers", "2", "--rank", "2", "--width", "3,6", "--normalizer", "lightning",
@@ -359,7 +359,7 @@ def test_cli_user_errors(capsys):
     assert main(["identify", "--estimate", "sometimes"]) == 2
     assert main(["dimension", "--width", "5..3"]) == 2
     err = capsys.readouterr().err
-    assert "irrational Taylor coefficients" in err and "symattn: error:" in err
+    assert "Taylor coefficients the exact engine cannot map to GF(p)" in err and "symattn: error:" in err
 
 
 def test_bad_input_errors():
@@ -372,7 +372,7 @@ def test_bad_input_errors():
         identification_orders(arch, curve="collapse")
     with pytest.raises(SymattnError, match="Architecture"):
         identify("softmax")
-    with pytest.raises(DomainError, match="irrational"):
+    with pytest.raises(DomainError, match=r"cannot map to GF\(p\)"):
         identify(Architecture.uniform(layers=1, normalizer="exp(x) + exp(1)*pi*x**2 + pi"))
     with pytest.raises(DomainError, match="prime"):
         function_space_dimension(arch, prime=1000)
@@ -446,3 +446,60 @@ def test_one_lightning_layer_fiber_is_resolved_not_cut_off(tokens):
     assert dimension.certified and fiber.native_rank == dimension.lower == 6
     assert (fiber.kernel_dim, fiber.gauge_rank, fiber.scaling_rank) == (2, 1, 1)
     assert fiber.kernel_is_symmetry_orbit
+
+
+# -- degenerate networks say what is degenerate --------------------------------------------------------
+def test_a_score_rank_above_the_width_explains_the_gauge_group_larger_than_its_orbit(capsys):
+    # `identify --width 1 --rank 2` reported a gauge dimension 14 against a tangent rank 11, silently
+    assert main(["identify", "--width", "1", "--rank", "2", "--json", "--quiet"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["gauge_dim"], data["fiber"]["gauge_rank"], data["fiber"]["kernel_dim"]) == (14, 11, 11)
+    assert data["fiber"]["kernel_is_symmetry_orbit"] is True
+    # GL(2) acting on (Q_i, K_i) in R^{2x1}: the stabilizer I + E, E Q = 0, E^T K = 0, has dimension (2 - 1)^2
+    assert data["degenerate"] == [
+        *(f"score rank a_{i} = 2 above the width 1 of layer {i}'s input: What_{i} has rank at most 1 (the rank is "
+          f"capped at the width), and GL(a_{i}) fixes a subgroup of dimension (2 - 1)^2 = 1 of (Q_{i}, K_{i}), so "
+          "the gauge orbit is smaller than the gauge group" for i in (1, 2, 3)),
+        "the gauge group has dimension 14 but its orbit only 11 (the gauge tangent rank): the group does not act "
+        "freely, so its dimension is not the kernel's",
+    ]
+    assert data["fiber"]["degenerate"] == data["degenerate"]
+    assert main(["identify", "--width", "1", "--rank", "2", "--quiet"]) == 0
+    markdown = capsys.readouterr().out.splitlines()
+    assert "- degenerate: " + data["degenerate"][-1] in markdown
+
+
+def test_a_plain_network_is_not_degenerate():
+    report = identify(Architecture.uniform(layers=1, width=2, tokens=2))
+    assert report.fiber.degenerate == () and report.to_json()["degenerate"] == []
+
+
+def test_one_token_is_named_degenerate_in_identify():
+    report = identify(Architecture.uniform(layers=1, width=2, tokens=1))
+    assert report.fiber.degenerate[0].startswith("one token: every S(A) is the 1 x 1 matrix 1")
+
+
+@pytest.mark.parametrize("function, name", [(identification_orders, "identification_orders"),
+                                            (sign_flip_checks, "sign_flip_checks")])
+def test_max_order_is_refused_naming_max_truncation(function, name):
+    with pytest.raises(SymattnError, match=rf"{name}\(max_order=8\): max_order= was renamed max_truncation="):
+        function(Architecture.uniform(layers=1), max_order=8)
+
+
+def test_dimension_summary_describes_the_network_given(capsys):
+    # `dimension --widths 3,2,3 --ranks 2,1` printed "score ranks [1, 2] ... widths [3]": a sorted set of the
+    # ranks and the input width only
+    assert main(["dimension", "--widths", "3,2,3", "--ranks", "2,1", "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "| 3,2,3 | - | 19 | 19 | yes | - |"
+    assert "- 2 layer(s), widths [3, 2, 3], score ranks [2, 1], 3 tokens, normalizer softmax" in lines
+    assert main(["dimension", "--widths", "3,2,3", "--ranks", "2,1", "--json", "--quiet"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["architecture"] == "2 layer(s), widths [3, 2, 3], score ranks [2, 1], 3 tokens, normalizer softmax"
+    assert data["rows"][0]["widths"] == [3, 2, 3] and data["rows"][0]["width"] == 3
+
+
+def test_dimension_summary_of_a_width_sweep_names_each_width():
+    table = dimension_table(layers=1, widths=[1, 2], rank=1, tokens=2)
+    assert table.description == ("1 layer(s), score ranks [1], 2 tokens, normalizer softmax; "
+                                 "widths d_0 = ... = d_l = d for d in [1, 2]")

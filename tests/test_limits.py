@@ -86,13 +86,13 @@ def _within_factor(estimate: int, measured: int):
     assert measured / FACTOR <= estimate <= measured * FACTOR, (estimate, measured, estimate / measured)
 
 
-@pytest.mark.parametrize("layers, width, tokens, bank, order",
+@pytest.mark.parametrize("layers, width, tokens, bank, truncation",
                          [(2, 4, 4, 8, 8), (3, 3, 4, 10, 20)])
-def test_spectrum_estimate_is_close_to_the_measured_peak(layers, width, tokens, bank, order):
+def test_spectrum_estimate_is_close_to_the_measured_peak(layers, width, tokens, bank, truncation):
     arch = _arch(layers=layers, width=width, tokens=tokens)
     # one step runs the bank and a larger check bank (1.5 times) in one forward pass
-    estimate = spectrum_memory(arch, bank + bank + max(1, bank // 2), order).bytes
-    measured = _peak(lambda: decay_spectrum(arch, bank=bank, order=order, progress=False))
+    estimate = spectrum_memory(arch, bank + bank + max(1, bank // 2), truncation).bytes
+    measured = _peak(lambda: decay_spectrum(arch, bank=bank, truncation=truncation, progress=False))
     _within_factor(estimate, measured)
 
 

@@ -179,7 +179,7 @@ def test_mixed_normalizers_claim_no_formula():
     assert s.matches_prediction is None
     assert s.to_json()["predicted"] is None and s.to_json()["matches_prediction"] is None
     assert s.exponents == {0: 4, 1: 3, 7: 3}  # checked against mpmath in the cross-checks
-    assert s.blocks == {"scores:1": {"1": 3}, "scores:2": {"7": 3}, "values": {"0": 4}}
+    assert s.blocks == {"scores:1": {1: 3}, "scores:2": {7: 3}, "values": {0: 4}}
     assert s.kernel == 6 == s.predicted.kernel
 
 
@@ -191,7 +191,10 @@ def test_one_input_is_not_separating_and_auto_recovers():
     assert small.separating is False
     assert "too small" in small.separation_note
     assert small.exponents != SOFTMAX_2
-    assert small.matches_prediction is False
+    # the bank is the problem, not the network: undecided, never False (MATH.md section 5)
+    assert small.matches_prediction is None
+    assert small.prediction_verdict.startswith("undecided: the bank of 1 inputs does not separate (")
+    assert small.prediction_verdict.endswith("; raise --bank")
     assert small.rank < 10  # six output entries cannot see ten directions
     auto = _spectrum(arch, bank="auto")
     assert auto.exponents == SOFTMAX_2 and auto.separating is True and auto.rank == 10
@@ -203,7 +206,8 @@ def test_small_banks_give_spurious_high_exponents_flagged_not_separating(size, s
     arch = _arch(layers=2)
     s = _spectrum(arch, bank=size)
     assert s.exponents == spurious and s.rank == 10
-    assert s.separating is False and s.matches_prediction is False
+    assert s.separating is False and s.matches_prediction is None  # the bank's spectrum, not the network's
+    assert s.prediction_verdict.startswith(f"undecided: the bank of {size} inputs does not separate")
     # it is the true spectrum of that bank's Jacobian: mpmath sees the same slopes on such a bank
     r = sensitivity(arch, spectrum=s, seed=5, bank=size)
     assert [round(x) for x in r.mpmath_slopes[:10]] == _expand(spurious)
@@ -231,9 +235,9 @@ def test_random_bank_shape_range_and_determinism():
 
 
 # -- truncation -----------------------------------------------------------------------------------
-def test_order_3_leaves_the_order_5_directions_unresolved():
+def test_truncation_3_leaves_the_order_5_directions_unresolved():
     arch = _arch(layers=2)
-    s = _spectrum(arch, order=3)
+    s = _spectrum(arch, truncation=3)
     assert s.truncation == 3
     assert s.unresolved == 3
     assert 5 not in s.exponents and s.exponents == {0: 4, 1: 3}
@@ -244,7 +248,7 @@ def test_order_3_leaves_the_order_5_directions_unresolved():
     # not a disagreement, and the table says "?" rather than a computed 0 at exponent 5
     assert s.matches_prediction is None and s.separating is False
     assert "| 5 | ? | 3 |" in s.to_markdown()
-    assert "- matches the prediction: undecided: 3 unresolved at truncation 3 (raise --order)" in s.to_markdown()
+    assert "- matches the prediction: undecided: 3 unresolved at truncation 3 (raise --truncation)" in s.to_markdown()
     data = s.to_json()
     assert data["unresolved"] == 3 and data["unresolved_valuation"] == ">= 3"
     assert data["matches_prediction"] is None
@@ -252,8 +256,8 @@ def test_order_3_leaves_the_order_5_directions_unresolved():
     assert ">= 3" in str(s) and "| >= 3 (unresolved) | 3 |" in s.to_markdown()
 
 
-def test_order_3_cli(capsys):
-    data = _cli_json(capsys, "--layers", "2", "--order", "3")
+def test_truncation_3_cli(capsys):
+    data = _cli_json(capsys, "--layers", "2", "--truncation", "3")
     assert data["unresolved"] == 3
     assert data["unresolved_valuation"] == ">= 3"
     assert "5" not in data["spectrum"] and data["spectrum"] == {"0": 4, "1": 3}
@@ -261,22 +265,24 @@ def test_order_3_cli(capsys):
     assert data["truncation"] == 3
 
 
-def test_explicit_order_large_enough_resolves_everything():
-    s = _spectrum(_arch(layers=2), order=6)
+def test_explicit_truncation_large_enough_resolves_everything():
+    s = _spectrum(_arch(layers=2), truncation=6)
     assert s.truncation == 6 and s.exponents == SOFTMAX_2 and s.unresolved == 0
 
 
 def test_exponent_exactly_at_truncation_is_unresolved():
-    s = _spectrum(_arch(layers=2), order=5)  # eps^5 is not kept
+    s = _spectrum(_arch(layers=2), truncation=5)  # eps^5 is not kept
     assert s.exponents == {0: 4, 1: 3} and s.unresolved == 3 and s.to_json()["unresolved_valuation"] == ">= 5"
 
 
 # -- bad input ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, error, fragment", [
-    (dict(order=-1), TruncationError, "-1"),
-    (dict(order=0), TruncationError, "got 0"),
-    (dict(order="deep"), TruncationError, "'deep'"),
-    (dict(order=2000), TruncationError, "2000"),
+    (dict(truncation=-1), TruncationError, "-1"),
+    (dict(truncation=0), TruncationError, "got 0"),
+    (dict(truncation="deep"), TruncationError, "'deep'"),
+    (dict(truncation=2000), TruncationError, "2000"),
+    (dict(order=6), TruncationError, "order= was renamed truncation= (the truncation N"),
+    (dict(max_order=100), TruncationError, "max_order= was renamed max_truncation="),
     (dict(bank=[[[1, 2, 3]]]), BankError, "(1, 3)"),
     (dict(bank=[[[1, 2], [3, 4], [5, 6]]]), BankError, "(3, 2)"),
     (dict(bank=[]), BankError, "at least one input"),
@@ -313,9 +319,10 @@ def test_bank_with_non_numeric_entry_is_a_symattn_error():
 
 
 @pytest.mark.parametrize("flag, value, fragment", [
-    ("--order", "-1", "-1"),
+    ("--truncation", "-1", "-1"),
     ("--bank", "0", "0"),
-    ("--order", "0", "0"),
+    ("--truncation", "0", "0"),
+    ("--order", "6", "--order was renamed --truncation"),
     ("--tokens", "0", "0"),
 ])
 def test_cli_bad_values_exit_2_with_one_line(flag, value, fragment):
@@ -333,11 +340,11 @@ def test_cli_bad_values_exit_2_with_one_line(flag, value, fragment):
 def test_blocks_attribution_three_layers():
     arch = _arch(layers=3)
     s = _spectrum(arch)
-    assert s.blocks == {"scores:1": {"1": 3}, "scores:2": {"5": 3}, "scores:3": {"17": 3}, "values": {"0": 4}}
+    assert s.blocks == {"scores:1": {1: 3}, "scores:2": {5: 3}, "scores:3": {17: 3}, "values": {0: 4}}
     assert s.blocks == s.predicted.blocks
     dims = effective_block_dimensions(arch)
     for i in (1, 2, 3):
-        assert s.blocks[f"scores:{i}"] == {str(contact_order(i, 1)): dims[f"scores:{i}"]}
+        assert s.blocks[f"scores:{i}"] == {contact_order(i, 1): dims[f"scores:{i}"]}
     # the blocks add up to the spectrum
     total: dict = {}
     for block in s.blocks.values():
@@ -608,7 +615,105 @@ def test_two_independent_transcendental_constants_are_refused():
 
 def test_a_disagreement_below_the_truncation_is_reported_even_with_unresolved_directions():
     # cosh predicts {0: 4, 3: 3, 11: 3}; truncated at eps^2 the computed {0: 4} agrees below eps^2 ...
-    s = _spectrum(_arch(layers=2, normalizer="cosh"), order=2)
+    s = _spectrum(_arch(layers=2, normalizer="cosh"), truncation=2)
     assert s.exponents == {0: 4} and s.unresolved == 6 and s.matches_prediction is None
     # ... while a spectrum whose resolved part differs from the prediction is a disagreement
     assert dataclasses.replace(s, exponents={0: 3}).matches_prediction is False
+
+
+# -- verdicts whose premises fail are never False ------------------------------------------------------
+def test_a_non_separating_bank_makes_the_comparison_undecided_in_every_format(capsys):
+    # `symattn spectrum --bank 8 --layers 4` said "matches the prediction: False" although its own
+    # separation check showed that the bank of 8 inputs is too small
+    s = _spectrum(_arch(layers=4), bank=8)
+    assert s.separating is False and "too small" in s.separation_note
+    assert s.matches_prediction is None
+    verdict = ("undecided: the bank of 8 inputs does not separate (a larger independent bank (12 inputs) gives "
+               "{0: 4, 1: 3, 5: 3, 17: 3, 53: 3}, rank 16: this bank is too small); raise --bank")
+    assert s.prediction_verdict == verdict
+    assert f"- matches the prediction: {verdict}" in s.to_markdown().splitlines()
+    assert f"matches the prediction: {verdict}" in str(s).splitlines()
+    data = s.to_json()
+    assert data["matches_prediction"] is None and data["prediction_verdict"] == verdict
+
+
+def test_one_token_says_what_is_degenerate_and_compares_with_the_one_token_prediction():
+    # one token: S(A) = 1, the scores never reach F; the contact orders do not apply
+    s = _spectrum(_arch(layers=2, tokens=1))
+    assert s.exponents == {0: 4} and s.kernel == 12 and s.predicted.exponents == {0: 4}
+    assert s.degenerate == (
+        "one token: every S(A) is the 1 x 1 matrix 1, so the scores never reach F (unobservable) and only the "
+        "value map is seen; the contact orders 2k 3^(i-1) - 1 do not apply",)
+    assert s.matches_prediction is True
+    assert s.prediction_verdict == "True (the one-token prediction: the value map alone, at order 0)"
+    assert f"- degenerate: {s.degenerate[0]}" in s.to_markdown().splitlines()
+    assert s.to_json()["degenerate"] == list(s.degenerate)
+    assert _spectrum(_arch(layers=2)).degenerate == ()
+
+
+def test_a_score_rank_above_the_width_is_named_degenerate():
+    s = _spectrum(Architecture.uniform(layers=1, width=1, rank=2, tokens=2))
+    assert s.degenerate == (
+        "score rank a_1 = 2 above the width 1 of layer 1's input: What_1 has rank at most 1 (the rank is capped "
+        "at the width), and GL(a_1) fixes a subgroup of dimension (2 - 1)^2 = 1 of (Q_1, K_1), so the gauge orbit "
+        "is smaller than the gauge group",)
+    assert s.matches_prediction is True  # the prediction uses the capped rank: What_1 of rank 1
+
+
+def test_blocks_and_exponents_have_int_keys_json_strings():
+    s = _spectrum(_arch(layers=2))
+    assert s.blocks == {"scores:1": {1: 3}, "scores:2": {5: 3}, "values": {0: 4}}
+    assert s.blocks == s.predicted.blocks
+    assert all(isinstance(e, int) for histogram in s.blocks.values() for e in histogram)
+    assert s.to_json()["blocks"] == {"scores:1": {"1": 3}, "scores:2": {"5": 3}, "values": {"0": 4}}
+    assert s.predicted.to_json()["blocks"] == s.to_json()["blocks"]
+
+
+# -- progress ---------------------------------------------------------------------------------------
+class _RecordingBar:
+    """A tqdm-like bar that records the phases it shows."""
+
+    def __init__(self):
+        self.phases, self.n, self.total, self.refreshes = [], 0, None, 0
+
+    def set_description_str(self, text="", refresh=True):
+        self.phases.append([text, None, 0])
+
+    set_description = set_description_str
+
+    def reset(self, total=None):
+        self.n, self.total = 0, total
+        self.phases[-1][1] = total
+
+    def update(self, n=1):
+        self.n += n
+        self.phases[-1][2] = self.n
+
+    def refresh(self):
+        self.refreshes += 1
+
+    def set_postfix_str(self, text="", refresh=True):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_the_progress_bar_names_each_phase_and_counts_pivots_against_the_rank_bound(monkeypatch):
+    # `spectrum --layers 6` showed "Smith pivots: 0pivot [00:00, ?pivot/s]", frozen and without a total,
+    # through the forward pass that takes most of the time
+    import symattn.spectrum as spectrum_module
+    from symattn.adaptive import PhaseBar
+
+    bar = _RecordingBar()
+    monkeypatch.setattr(spectrum_module, "_progress_bar", lambda progress, arch: bar)
+    monkeypatch.setattr(PhaseBar, "interval", 0.0)  # every heartbeat redraws
+    s = decay_spectrum(_arch(layers=2), truncation=6, bank=6, confirm=False, progress=True)
+    names = [name for name, _, _ in bar.phases]
+    assert names[:4] == ["forward pass over jets (15 inputs, eps^6)", "gauge tangents (eps^6)",
+                         "block table (Smith form per block, bank of 6)", "Smith form (bank of 6, eps^6)"]
+    block_table, smith = bar.phases[2], bar.phases[3]
+    assert block_table[1:] == [2, 2]  # scores:1, scores:2 before the values
+    assert smith[1] == 10 and smith[2] == s.rank == 10  # every pivot counted, against the rank bound
+    assert bar.phases[0][2] >= 5  # the forward pass counts its series products: the bar moves
+    assert bar.refreshes >= 4

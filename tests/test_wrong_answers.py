@@ -103,7 +103,7 @@ def test_one_input_rank_is_bounded_by_its_outputs():
 def test_separating_bank_keeps_a_consistent_block_table():
     s = decay_spectrum(TWO_LAYERS, progress=False)
     assert s.separating and s.blocks_withheld == ""
-    assert s.blocks == {"scores:1": {"1": 3}, "scores:2": {"5": 3}, "values": {"0": 4}}
+    assert s.blocks == {"scores:1": {1: 3}, "scores:2": {5: 3}, "values": {0: 4}}
     totals: dict = {}
     for histogram in s.blocks.values():
         for e, m in histogram.items():

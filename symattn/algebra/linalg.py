@@ -49,6 +49,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
 import math
 import os
@@ -77,6 +78,7 @@ __all__ = [
     "one_blas_thread",
     "pivots",
     "product_engine",
+    "products_reported",
     "rank_mod_p",
     "schoolbook_default",
     "series_matmul",
@@ -275,7 +277,41 @@ def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, p: int, out: np.ndarray, *
     b = np.require(b, dtype=np.int64, requirements=("C", "W"))
     if out.size and not kernel(a, b, *indices, p, out):  # an operand holds more than residues
         kernel(np.ascontiguousarray(a % p), np.ascontiguousarray(b % p), *indices, p, out)
+    _heartbeat()
     return out
+
+
+# -- progress: a heartbeat after each product ---------------------------------------------------
+#: The callbacks of :func:`products_reported` in this thread's context (a Dask worker thread has its own).
+_HEARTBEATS: contextvars.ContextVar = contextvars.ContextVar("symattn_product_heartbeats", default=())
+
+
+def _heartbeat() -> None:
+    for callback in _HEARTBEATS.get():
+        callback()
+
+
+@contextlib.contextmanager
+def products_reported(callback):
+    """Call ``callback()`` after every product of series (BLAS or compiled) while the block runs.
+
+    A progress bar's heartbeat: a forward pass over jets is hundreds of
+    products and no other step to count, so the bar redraws its clock from here
+    (:class:`symattn.adaptive.PhaseBar`).
+
+    Examples
+    --------
+    >>> beats = []
+    >>> with products_reported(lambda: beats.append(1)):
+    ...     _ = series_matmul(np.ones((2, 2, 3), dtype=np.int64), np.ones((2, 2, 3), dtype=np.int64), 101)
+    >>> len(beats) >= 1
+    True
+    """
+    token = _HEARTBEATS.set((*_HEARTBEATS.get(), callback))
+    try:
+        yield
+    finally:
+        _HEARTBEATS.reset(token)
 
 
 def _compiled_product(A: np.ndarray, B: np.ndarray, p: int, N: int) -> np.ndarray:
@@ -436,6 +472,7 @@ def _residue_product(A: np.ndarray, B: np.ndarray, p: int) -> np.ndarray:
         return np.zeros(shape, dtype=np.int64)
     limb_bits, limbs, chunk = _limb_plan(p, inner)
     if limbs == 1:  # every sum of products of residues is exact in float64
+        _heartbeat()
         return np.remainder(np.matmul(A.astype(np.float64), B.astype(np.float64)).astype(np.int64), p)
     chunk = min(chunk, _SCALE_MAX_INNER)
     mask = (1 << limb_bits) - 1
@@ -467,6 +504,7 @@ def _residue_product(A: np.ndarray, B: np.ndarray, p: int) -> np.ndarray:
         else:
             out += part
             out %= p
+    _heartbeat()
     return out
 
 

@@ -98,7 +98,13 @@ def run_dimension(args, arch):
 
 COMMANDS = (
     Subcommand("identify", "dimension of the function space, generic fiber, identification orders and jet ranks",
-               run_identify, configure_identify),
+               run_identify, configure_identify,
+               examples=("symattn identify --layers 2",
+                         "symattn identify --layers 2 --normalizer cosh --estimate float64",
+                         "symattn identify --layers 1 --curve input-scaling --json")),
     Subcommand("dimension", "certified dimension of the function space for one or several widths (HMK Figure 3)",
-               run_dimension, configure_dimension),
+               run_dimension, configure_dimension,
+               examples=("symattn dimension --layers 2 --rank 2 --width 3..10",
+                         "symattn dimension --widths 3,2,3 --ranks 2,1",
+                         "symattn dimension --layers 2 --rank 2 --width 3,5 --estimate mpmath")),
 )

@@ -82,5 +82,8 @@ def _exported(args, paths) -> None:
 
 COMMANDS = (
     Subcommand("observe", "which blocks a collapse hides, by the dependency graph, proved by exact ranks",
-               run_observe, configure_observe),
+               run_observe, configure_observe,
+               examples=("symattn observe --layers 2 --collapse scores:1",
+                         "symattn observe --layers 2 --exceptional",
+                         "symattn observe --layers 2 --collapse values:1 --contact --export graph/")),
 )

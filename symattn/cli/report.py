@@ -27,5 +27,8 @@ COMMANDS = (
     Subcommand("report", "the whole report: architecture, notation, closed form, symmetries, decay spectrum, "
                          "numerical sensitivity, identifiability and observability (--out DIR: Markdown, LaTeX, "
                          "JSON and the figures)",
-               run_report),
+               run_report,
+               examples=("symattn report --layers 2",
+                         "symattn report --layers 2 --normalizer cosh --out results/",
+                         "symattn report --widths 3,2,2 --ranks 2,1 --latex --standalone > report.tex")),
 )

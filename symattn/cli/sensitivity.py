@@ -82,5 +82,7 @@ def plot_files(result, target) -> list[Path]:
 
 COMMANDS = (
     Subcommand("sensitivity", "numerical sensitivity: mpmath and float64 singular values and slopes near collapse",
-               run_sensitivity, configure_sensitivity),
+               run_sensitivity, configure_sensitivity,
+               examples=("symattn sensitivity --layers 2",
+                         "symattn sensitivity --layers 3 --plot sigma.png")),
 )

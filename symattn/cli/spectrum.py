@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from .arguments import auto_or_int
+from .arguments import add_renamed_flag, auto_or_int
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_spectrum", "run_spectrum"]
 
 
 def configure_spectrum(parser) -> None:
-    """``--bank``, ``--order``, ``--seed``.
+    """``--bank``, ``--truncation``, ``--seed`` (``--order``, the old name of ``--truncation``, is refused).
 
     Examples
     --------
     >>> from symattn.cli.arguments import parse_command
     >>> args, _ = parse_command(configure_spectrum, ["--bank", "12", "--seed", "3"])
-    >>> args.bank, args.order, args.seed
+    >>> args.bank, args.truncation, args.seed
     (12, 'auto', 3)
     """
     parser.add_argument("--bank", type=auto_or_int("--bank"), default="auto",
                         help="'auto' (grow until separating) or the number of random inputs")
-    parser.add_argument("--order", type=auto_or_int("--order"), default="auto",
-                        help="'auto' or the truncation N (coefficients of eps^0..eps^(N-1))")
+    parser.add_argument("--truncation", metavar="N", type=auto_or_int("--truncation"), default="auto",
+                        help="'auto' or the truncation N: series kept mod eps^N (coefficients of eps^0..eps^(N-1)); "
+                             "directions of valuation >= N are reported unresolved")
+    add_renamed_flag(parser, "--order", "--truncation", "the truncation N, powers eps^0..eps^(N-1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
 
 
@@ -38,10 +40,14 @@ def run_spectrum(args, arch):
     """
     from ..spectrum import decay_spectrum
 
-    return decay_spectrum(arch, bank=args.bank, order=args.order, seed=args.seed, progress=not args.quiet)
+    return decay_spectrum(arch, bank=args.bank, truncation=args.truncation, seed=args.seed,
+                          progress=not args.quiet)
 
 
 COMMANDS = (
     Subcommand("spectrum", "exact decay spectrum of the native Jacobian near simultaneous query/key collapse",
-               run_spectrum, configure_spectrum),
+               run_spectrum, configure_spectrum,
+               examples=("symattn spectrum --layers 2",
+                         "symattn spectrum --layers 3 --normalizer cosh --json",
+                         "symattn spectrum --layers 4 --bank 20 --truncation 60")),
 )

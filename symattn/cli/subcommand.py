@@ -21,6 +21,7 @@ class Subcommand:
     ``configure(parser)`` adds the subcommand's own arguments.  A flag of its
     own that writes files (``--plot``, ``--export``) appends their paths to
     ``args.written``; the command then says what it wrote, as it does for ``--out``.
+    ``examples`` are command lines ``symattn NAME --help`` shows under its flags.
 
     Examples
     --------
@@ -33,3 +34,4 @@ class Subcommand:
     help: str
     run: Callable[[argparse.Namespace, Architecture], Any]
     configure: Callable[[argparse.ArgumentParser], None] | None = None
+    examples: tuple[str, ...] = ()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..sweep import DEFAULT_TASK_TIMEOUT, read_grid_file, sweep
-from .arguments import auto_or_int
+from .arguments import add_renamed_flag, auto_or_int
 from .check import read_claims_file
 from .subcommand import Subcommand
 
@@ -101,7 +101,9 @@ def configure_sweep(parser) -> None:
                            "(default dimension, or the file's)")
     grid.add_argument("--seed", type=int, default=None, help="seed of the random points and banks (default 0)")
     grid.add_argument("--bank", type=auto_or_int("--bank"), default=None, help="spectrum: 'auto' or a bank size")
-    grid.add_argument("--order", type=auto_or_int("--order"), default=None, help="spectrum: 'auto' or a truncation")
+    grid.add_argument("--truncation", type=auto_or_int("--truncation"), default=None,
+                      help="spectrum: 'auto' or the truncation N (series kept mod eps^N)")
+    add_renamed_flag(grid, "--order", "--truncation", "the truncation N")
     grid.add_argument("--events", metavar="E[,E...]", action="append", default=None,
                       help="observe: one event set, e.g. scores:1 or values:1,bias (repeat for several sets; "
                            "default: no events)")
@@ -125,7 +127,7 @@ def _options(args) -> dict:
     options = {}
     if args.seed is not None:
         options["seed"] = args.seed
-    spectrum = {key: value for key, value in (("bank", args.bank), ("order", args.order)) if value is not None}
+    spectrum = {key: value for key, value in (("bank", args.bank), ("truncation", args.truncation)) if value is not None}
     observe = {}
     if args.events is not None:
         observe["events"] = [[e.strip() for e in group.split(",") if e.strip()] for group in args.events]
@@ -178,5 +180,8 @@ def run_sweep(args, arch):
 
 COMMANDS = (
     Subcommand("sweep", "run analyses over a grid of architectures (ranges and lists of the network flags, or a "
-               "TOML file) on a Dask cluster; results kept and resumed under --out", run_sweep, configure_sweep),
+               "TOML file) on a Dask cluster; results kept and resumed under --out", run_sweep, configure_sweep,
+               examples=("symattn sweep --layers 1..3 --width 2..4 --analysis dimension --out sweep-1",
+                         "symattn sweep --layers 1..4 --normalizer softmax,cosh --analysis spectrum --out sweep-2",
+                         "symattn sweep --grid grid.toml --scheduler tcp://host:8786 --out sweep-3")),
 )

@@ -19,6 +19,8 @@ from ..limits import MAX_BANK
 from ..jacobian import (
     all_directions,
     check_prime,
+    field_note,
+    field_primes,
     gauge_slice,
     random_bank,
     random_point,
@@ -241,6 +243,7 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
 
 
 def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started) -> DimensionResult:
+    prime = field_primes(arch, (prime,))[0]  # algebraic Taylor coefficients: a prime with a root of their field
     upper, upper_reason = _upper_bound(arch)
     polynomial = _is_polynomial_arch(arch)
     if polynomial:
@@ -265,7 +268,7 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         bank = random_bank(arch, step.bank, prime, seed + step.attempt)
         try:
             J = _jacobian(arch, route_curve, bank, point, prime, step.truncation,
-                          None if polynomial else coefficient_values, directions=directions)
+                          coefficient_values, directions=directions)
         except ZeroDivisionError:  # a column of s(A) summed to 0 mod p at this point: draw another
             return None
         result = series_rank(_compress_rows(J, directions[1] + 2, prime, seed + step.attempt), prime)
@@ -307,6 +310,8 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
                   "GF(p) combination: a nonzero minor mod (p, eps^N) is a nonzero analytic minor, so the rank "
                   "of a real Jacobian at points of the curve, a lower bound for the dimension")
     method += f"; adaptive steps: {adapted.describe()}"
+    if field_note(arch, (prime,)):
+        method += "; " + field_note(arch, (prime,))
     if any(n.is_generic for n in arch.normalizers):
         method += ("; the generic Taylor coefficients c_j are specialized at random residues, so the bound "
                    "holds for generic Taylor data")
@@ -333,7 +338,7 @@ class DimensionRow:
     >>> row.width, row.expected, row.lower, row.upper, row.certified
     (2, 8, 8, 8, True)
     >>> row.to_json()
-    {'width': 2, 'expected': 8, 'lower': 8, 'upper': 8, 'certified': True, 'estimate': None}
+    {'width': 2, 'expected': 8, 'lower': 8, 'upper': 8, 'certified': True, 'estimate': None, 'widths': [2, 2]}
     """
 
     width: int
@@ -343,10 +348,21 @@ class DimensionRow:
     certified: bool
     estimate: int | None
     seconds: float
+    widths: tuple = ()  # d_0, ..., d_l of the row's network (``width`` is d_0)
 
     def to_json(self) -> dict:
         return {"width": self.width, "expected": self.expected, "lower": self.lower, "upper": self.upper,
-                "certified": self.certified, "estimate": self.estimate}
+                "certified": self.certified, "estimate": self.estimate, "widths": list(self.widths)}
+
+    def width_text(self) -> str:
+        """``d`` when every width is ``d``, else every width ``d_0,...,d_l``.
+
+        Examples
+        --------
+        >>> DimensionRow(3, None, 19, 19, True, None, 0.0, (3, 2, 3)).width_text()
+        '3,2,3'
+        """
+        return str(self.width) if len(set(self.widths)) <= 1 else ",".join(map(str, self.widths))
 
 
 @dataclass(frozen=True)
@@ -364,7 +380,7 @@ class DimensionTable(FormattedResult):
     >>> table.all_certified, table.results[1].upper
     (True, 8)
     >>> table.description
-    '1 layer(s), score ranks [2], 2 tokens, normalizer softmax; widths [1, 2]'
+    '1 layer(s), score ranks [2], 2 tokens, normalizer softmax; widths d_0 = ... = d_l = d for d in [1, 2]'
     """
 
     rows: tuple
@@ -389,7 +405,7 @@ class DimensionTable(FormattedResult):
         }
 
     def _cells(self, row):
-        return (row.width, "-" if row.expected is None else row.expected, row.lower, row.upper,
+        return (row.width_text(), "-" if row.expected is None else row.expected, row.lower, row.upper,
                 "yes" if row.certified else "no", "-" if row.estimate is None else row.estimate)
 
     _HEADER = ("width d", "formula", "lower (certified)", "upper", "certified", "estimate")
@@ -472,16 +488,40 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
                 result = _replace(result, estimate=value, estimate_method=method, estimate_gap=gap)
             results.append(result)
             rows.append(DimensionRow(arch.widths[0], result.expected, result.lower, result.upper,
-                                     result.certified, result.estimate, result.seconds))
+                                     result.certified, result.estimate, result.seconds, tuple(arch.widths)))
             bar.update()
     finally:
         bar.close()
-    first = architectures[0]
-    description = (f"{first.layers} layer(s), score ranks {sorted(set(first.score_ranks))}, {first.tokens} tokens, "
-                   f"normalizer {', '.join(sorted({n.name for n in first.normalizers}))}; widths "
-                   f"{[a.widths[0] for a in architectures]}")
-    return DimensionTable(tuple(rows), tuple(results), description, time.perf_counter() - started,
-                          exact_seconds)
+    return DimensionTable(tuple(rows), tuple(results), _describe_networks(architectures),
+                          time.perf_counter() - started, exact_seconds)
+
+
+def _describe_networks(architectures) -> str:
+    """The networks of a dimension table in words: every width and score rank per layer, in order.
+
+    One network is described whole; several that differ only in their
+    widths are described once, with the widths of each.
+
+    Examples
+    --------
+    >>> _describe_networks([Architecture([3, 2, 3], [2, 1])])
+    '2 layer(s), widths [3, 2, 3], score ranks [2, 1], 3 tokens, normalizer softmax'
+    >>> _describe_networks([Architecture.uniform(layers=1, width=d, rank=2, tokens=2) for d in (1, 2)])
+    '1 layer(s), score ranks [2], 2 tokens, normalizer softmax; widths d_0 = ... = d_l = d for d in [1, 2]'
+    """
+    architectures = list(architectures)
+    if len(architectures) == 1:
+        return architectures[0].describe()
+
+    def without_widths(arch):
+        return arch.describe().replace(f"widths {list(arch.widths)}, ", "", 1)
+
+    common = without_widths(architectures[0])
+    if any(without_widths(arch) != common for arch in architectures):
+        return "; ".join(arch.describe() for arch in architectures)
+    if all(len(set(arch.widths)) == 1 for arch in architectures):
+        return f"{common}; widths d_0 = ... = d_l = d for d in {[arch.widths[0] for arch in architectures]}"
+    return f"{common}; widths " + ", ".join(str(list(arch.widths)) for arch in architectures)
 
 
 def _replace(result, **changes):

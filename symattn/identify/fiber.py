@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt
+from ..adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, degeneracies, refuse_renamed
 from ..algebra.domains import RationalDomain
 from ..algebra.linalg import series_matmul
 from ..algebra.modseries import ModSeriesDomain
@@ -22,6 +22,8 @@ from ..effective import (
 from ..limits import MAX_BANK
 from ..jacobian import (
     DEFAULT_PRIMES,
+    field_note,
+    field_primes,
     gauge_tangent_series,
     random_bank,
     random_point,
@@ -96,7 +98,7 @@ def _flip_subsets(arch: Architecture) -> list[tuple]:
 
 
 def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int = 0,
-                     p: int = DEFAULT_PRIMES[0], max_order: int = MAX_TRUNCATION) -> tuple:
+                     p: int = DEFAULT_PRIMES[0], max_truncation: int = MAX_TRUNCATION, **renamed) -> tuple:
     """Check every sign flip ``Q_i -> -Q_i`` (every nonempty set of layers, up to 4 layers).
 
     * All flipped layers even, normalizer a polynomial: ``F`` compared exactly
@@ -108,6 +110,9 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
       over GF(p) differ (reported with the first differing order); lightning
       attention is compared over Q at a point.  A difference mod p is a
       difference over Q.
+
+    ``max_truncation`` is the deepest truncation tried for a witness
+    (``max_order=``, its earlier name, is refused naming this one).
 
     Returns
     -------
@@ -121,6 +126,7 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
     >>> [c.preserved for c in sign_flip_checks(Architecture.uniform(layers=2, normalizer="cosh"))]
     [True, True, True]
     """
+    refuse_renamed("sign_flip_checks", renamed)
     arch = _check_arch(arch)
     curve = _check_curve(arch, curve)
     seed = _check_seed(seed)
@@ -129,6 +135,7 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
     needs_series = any(not (n.is_lightning or (n.is_even and n.is_polynomial)) for n in arch.normalizers)
     if needs_series:
         _check_exact_taylor(arch)
+    p = field_primes(arch, (p,))[0]  # algebraic Taylor coefficients: a prime with a root of their field
     _, coefficient_values = random_point(arch, p, seed)
     truncation = _guess_deepest_order(arch, curve) + 1
     cache: dict = {}
@@ -153,7 +160,8 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
         flipped = _flip_point(arch, point, subset)
         flipped_normalizers = [arch.normalizers[arch.units()[u - 1][0] - 1] for u in subset]
         use_rational = all(n.is_lightning or (n.is_even and n.is_polynomial) for n in flipped_normalizers) and \
-            _is_polynomial_arch(arch)
+            _is_polynomial_arch(arch) and all(c.is_Rational for n in arch.normalizers  # sqrt(2): over GF(p)
+                                              for c in n.polynomial_coefficients)
         if use_rational:
             base, other = rational_output(()), rational_output(subset)
             differing = [b for b in range(len(bank)) if not np.array_equal(base[b], other[b])]
@@ -175,7 +183,7 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
             adapted = adapt(compare, Step(len(bank), truncation),
                             lambda outcome, step, history, expected=expected:
                             [] if outcome[2].any() or expected else [DEEPEN],
-                            Growth(max_truncation=max_order))
+                            Growth(max_truncation=max_truncation))
             (base, other, difference), N = adapted.outcome, adapted.step.truncation
             preserved = not difference.any()
             witness = None
@@ -221,6 +229,10 @@ class FiberResult:
     kernel_is_symmetry_orbit : bool
         The kernel is exactly the tangent space of the symmetry orbit:
         ``kernel_dim == gauge_rank + scaling_rank`` and the tangents are annihilated.
+    degenerate : tuple of str
+        What makes the network degenerate and why
+        (:func:`symattn.adaptive.degeneracies`), and, when the gauge orbit is
+        smaller than the gauge group (``gauge_rank < gauge_dim``), that fact.
 
     Examples
     --------
@@ -245,6 +257,7 @@ class FiberResult:
     sign_flips: tuple
     truncation: int
     method: str
+    degenerate: tuple = ()
 
     @property
     def kernel_is_gauge_orbit(self) -> bool:
@@ -257,7 +270,7 @@ class FiberResult:
             "gauge_annihilated": self.gauge_annihilated, "kernel_is_symmetry_orbit": self.kernel_is_symmetry_orbit,
             "sign_group_order": self.sign_group_order, "sign_group_verified": self.sign_group_verified,
             "sign_flips": [c.to_json() for c in self.sign_flips], "truncation": self.truncation,
-            "method": self.method,
+            "method": self.method, "degenerate": list(self.degenerate),
         }
 
 
@@ -358,7 +371,15 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
               + (", and the scalings of lightning layers" if scaling_count else "")
               + "; their product with J(eps) computed exactly; the kernel equals the orbit's tangent space when "
                 "rank J + rank(tangents) = #params")
+    if field_note(arch, (p,)):
+        method += "; " + field_note(arch, (p,))
+    degenerate = degeneracies(arch)
+    if gauge_rank < gauge_dimension(arch):  # the group's dimension is not the orbit's: say so, with the reasons
+        degenerate += (f"the gauge group has dimension {gauge_dimension(arch)} but its orbit only {int(gauge_rank)} "
+                       f"(the gauge tangent rank): the group does not act freely, so its dimension is not the "
+                       f"kernel's",)
     return FiberResult(
+        degenerate=degenerate,
         params=arch.param_count, gauge_dim=gauge_dimension(arch), gauge_rank=int(gauge_rank),
         scaling_rank=int(symmetry_rank - gauge_rank), native_rank=int(native_rank.rank), kernel_dim=int(kernel),
         gauge_annihilated=bool(annihilated), kernel_is_symmetry_orbit=is_orbit,

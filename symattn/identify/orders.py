@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from ..adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, schwartz_zippel_bound
+from ..adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, refuse_renamed, schwartz_zippel_bound
 from ..algebra.exactseries import PolynomialSeriesDomain
 from ..algebra.linalg import EchelonBasis
 from ..curves import Curve
@@ -17,6 +17,8 @@ from ..jacobian import (
     DEFAULT_PRIMES,
     block_columns,
     check_prime,
+    field_note,
+    field_primes,
     degree_bound,
     random_bank,
     random_point,
@@ -156,7 +158,7 @@ def _curve_jacobian(arch, curve, p, seed, truncation, bank_size):
 
 def identification_orders(arch: Architecture, curve: Curve | None = None, seed: int = 0,
                           primes=DEFAULT_PRIMES, exact_check="auto", bank: int | None = None,
-                          max_order: int = MAX_TRUNCATION, max_memory=None) -> OrdersResult:
+                          max_truncation: int = MAX_TRUNCATION, max_memory=None, **renamed) -> OrdersResult:
     """Identification orders of each layer's scores and of the combined value map along ``curve``.
 
     On the collapse curve parameterized by ``(Qt, Kt, Vt)``, the coefficient
@@ -189,9 +191,10 @@ def identification_orders(arch: Architecture, curve: Curve | None = None, seed: 
         fewer, deepest order at most 8).
     bank : int, optional
         Number of random inputs (default: just enough; grown when a rank falls short).
-    max_order : int
+    max_truncation : int
         Deepest truncation tried; a first truncation beyond it is refused
-        (ResourceLimitError) instead of running for hours.
+        (ResourceLimitError) instead of running for hours.  (``max_order=``,
+        its earlier name, is refused with a message naming this one.)
     max_memory : int or str, optional
         Memory limit; see :func:`function_space_dimension`.
 
@@ -207,6 +210,7 @@ def identification_orders(arch: Architecture, curve: Curve | None = None, seed: 
     >>> result.jet_ranks
     (4, 4, 4, 4, 7)
     """
+    refuse_renamed("identification_orders", renamed)
     arch = _check_arch(arch)
     curve = _check_curve(arch, curve)
     seed = _check_seed(seed)
@@ -216,17 +220,18 @@ def identification_orders(arch: Architecture, curve: Curve | None = None, seed: 
     if exact_check not in ("auto", True, False):
         raise SymattnError(f"exact_check must be 'auto', True or False, got {exact_check!r}")
     _check_exact_taylor(arch)
+    primes = field_primes(arch, primes)  # algebraic Taylor coefficients: primes with a root of their field
     if _score_order(curve, arch.layers) == 0:
         raise SymattnError(f"curve {curve.describe(arch.layers)!r} keeps the scores away from 0: the series "
                            "need every score to vanish at eps = 0 (collapse queries and/or keys, or scale the input)")
     from ..limits import memory_limit_set
 
     with memory_limit_set(max_memory):
-        _require_memory(orders_memory, arch, curve, max_order)
-        return _identification_orders(arch, curve, seed, primes, exact_check, bank, max_order)
+        _require_memory(orders_memory, arch, curve, max_truncation)
+        return _identification_orders(arch, curve, seed, primes, exact_check, bank, max_truncation)
 
 
-def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_order) -> OrdersResult:
+def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_truncation) -> OrdersResult:
     p = int(primes[0])
     columns = block_columns(arch)
     dims = _block_dimensions(arch)
@@ -272,7 +277,7 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
         return requests
 
     ranks: dict = {}  # step -> (jet ranks, block ranks), computed once in decide
-    growth = Growth(max_bank=MAX_BANK if bank is None else None, max_truncation=max_order, max_bank_growths=2)
+    growth = Growth(max_bank=MAX_BANK if bank is None else None, max_truncation=max_truncation, max_bank_growths=2)
     adapted = adapt(run, Step(bank_size, truncation), decide, growth)
     J, point, coefficient_values, orders = adapted.outcome
     bank_size, truncation = adapted.step.bank, adapted.step.truncation
@@ -330,6 +335,8 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_ord
               + ("; vanishing below the orders also checked exactly over Q[parameters, X, c_j] with a generic "
                  "normalizer for " + ", ".join(sorted(k for k, v in exact.items() if v is not None))
                  if any(v is not None for v in exact.values()) else ""))
+    if field_note(arch, primes[:2] if confirmed_orders is not None else primes[:1]):
+        method += "; " + field_note(arch, primes[:2] if confirmed_orders is not None else primes[:1])
     return OrdersResult(
         curve=curve.describe(arch.layers), scores=tuple(results[n] for n in names[:-1]), values=results["values"],
         jet_ranks=tuple(int(r) for r in jet_ranks), effective_dim=int(eff), truncation=int(truncation),

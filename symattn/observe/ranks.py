@@ -9,7 +9,7 @@ from typing import Iterable
 import numpy as np
 
 from .. import naming
-from ..adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, doubled, grown_bank
+from ..adaptive import DEEPEN, GROW_BANK, Growth, Step, adapt, doubled, grown_bank, refuse_renamed
 from ..algebra.linalg import matmul_mod
 from ..effective import (
     effective_block_dimensions,
@@ -20,8 +20,9 @@ from ..errors import DomainError, NormalizerError, ShapeError, SymattnError
 from ..curves import input_scaling
 from ..jacobian import (
     DEFAULT_PRIMES,
-    check_prime,
     curve_series,
+    field_note,
+    field_primes,
     generator,
     jacobian_from_series,
     jacobian_series,
@@ -219,7 +220,7 @@ def first_rank_memory(arch: Architecture, bank="auto", truncation="auto", confir
     return rank_check_memory(arch, grown_bank(size) if confirm else size, N)
 
 
-def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, max_order: int | None = None,
+def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, max_truncation: int | None = None,
                          chosen_bank: bool = False):
     """Refuse an exact rank that would not fit in memory, before its forward pass allocates anything."""
     from ..limits import MAX_BANK, check_count, check_memory, rank_check_memory
@@ -227,7 +228,7 @@ def _require_rank_memory(arch: Architecture, bank_size: int, truncation: int, ma
     if chosen_bank:  # an automatic bank too large is the network's size: the memory check names the flag that fits
         check_count(bank_size, MAX_BANK, "bank=")
     check_memory(rank_check_memory(arch, bank_size, truncation), arch=arch,
-                 estimate_for=lambda resized: first_rank_memory(resized), max_series_order=max_order)
+                 estimate_for=lambda resized: first_rank_memory(resized), max_series_order=max_truncation)
 
 
 @dataclass(frozen=True)
@@ -379,8 +380,8 @@ def _generic_ranks(arch, p, seed, bank_size, truncation):
 
 
 def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="auto", truncation="auto",
-               primes=None, confirm: bool = True, max_order: int = 512, max_bank: int = 64,
-               progress: bool = False, max_memory=None) -> RankCheck:
+               primes=None, confirm: bool = True, max_truncation: int = 512, max_bank: int = 64,
+               progress: bool = False, max_memory=None, **renamed) -> RankCheck:
     """Exact ranks of the native Jacobian at a generic point of the collapsed set, block by block.
 
     The parameters are random residues mod ``p`` except the collapsed
@@ -413,7 +414,7 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
         Memory limit (default ``$SYMATTN_MAX_MEMORY`` or half the machine): each
         rank is estimated first (:func:`symattn.limits.rank_check_memory`) and
         refused with a ResourceLimitError when over it, as is a truncation
-        beyond ``max_order``.
+        beyond ``max_truncation``.
 
     Returns
     -------
@@ -429,6 +430,7 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     >>> check.normal, check.fiber_dim_jump
     ({'scores:1': 2}, 4)
     """
+    refuse_renamed("rank_check", renamed)
     arch = require_architecture(arch)
     seed = require_seed(seed)
     events = _events(arch, events)
@@ -438,15 +440,15 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     if any(n.is_lightning for n in arch.normalizers):
         raise NormalizerError("lightning attention is a comparison case: rank_check classifies "
                               "normalized attention only")
-    primes = tuple(check_prime(p) for p in (primes or DEFAULT_PRIMES))
+    primes = field_primes(arch, primes or DEFAULT_PRIMES)  # algebraic Taylor coefficients: primes with a root
     eff = _effective_dimension(arch)
     N, auto_order, size, auto_bank = _first_sizes(arch, bank, truncation)
     from ..limits import memory_limit_set, progress_bar
 
     with memory_limit_set(max_memory), progress_bar(progress, total=3 if confirm else 2, desc="exact ranks",
                                                     unit="rank") as bar:
-        require_rank_fits(arch, bank, truncation, confirm, max_order)
-        return _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order,
+        require_rank_fits(arch, bank, truncation, confirm, max_truncation)
+        return _rank_check(arch, events, seed, primes, confirm, max_truncation, max_bank, eff, N, auto_order,
                            size, auto_bank, bar)
 
 
@@ -468,7 +470,7 @@ def _first_sizes(arch: Architecture, bank, truncation) -> tuple:
 
 
 def require_rank_fits(arch: Architecture, bank="auto", truncation="auto", confirm: bool = True,
-                      max_order: int = 512) -> None:
+                      max_truncation: int = 512) -> None:
     """Refuse the first exact ranks of :func:`rank_check` when they would not fit, before any work.
 
     The series they need (deeper with every layer) and their memory under
@@ -487,11 +489,11 @@ def require_rank_fits(arch: Architecture, bank="auto", truncation="auto", confir
     symattn.errors.ResourceLimitError: --layers 9 --width 2 --rank 1 --tokens 3 needs series to eps^... for the exact ranks of observe, beyond the deepest truncation eps^512 it computes (each layer triples the order); --layers <= 5 fits
     """
     N, auto_order, size, auto_bank = _first_sizes(arch, bank, truncation)
-    _require_rank_memory(arch, grown_bank(size) if confirm else size, N, max_order if auto_order else None,
+    _require_rank_memory(arch, grown_bank(size) if confirm else size, N, max_truncation if auto_order else None,
                          chosen_bank=not auto_bank)
 
 
-def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N, auto_order, size, auto_bank,
+def _rank_check(arch, events, seed, primes, confirm, max_truncation, max_bank, eff, N, auto_order, size, auto_bank,
                 bar) -> RankCheck:
     p = primes[0]
     try:
@@ -516,7 +518,7 @@ def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N
 
     adapted = adapt(lambda step: _generic_ranks(arch, p, seed, step.bank, step.truncation), Step(size, N),
                     decide,
-                    Growth(max_bank=max_bank if auto_bank else None, max_truncation=max_order if auto_order else None,
+                    Growth(max_bank=max_bank if auto_bank else None, max_truncation=max_truncation if auto_order else None,
                            grow_bank=doubled),
                     before_step=before_step)
     generic, size, N = adapted.outcome, adapted.step.bank, adapted.step.truncation
@@ -550,6 +552,8 @@ def _rank_check(arch, events, seed, primes, confirm, max_order, max_bank, eff, N
               f"resolves by eps^{resolved_at}; bank {size}"
               + (f"; confirmed at GF({primes[1]}), another point and a larger bank" if confirmed else "")
               + f"; generic rank, adaptive steps: {adapted.describe()}")
+    if field_note(arch, primes[:2] if confirm and len(primes) > 1 else primes[:1]):
+        method += "; " + field_note(arch, primes[:2] if confirm and len(primes) > 1 else primes[:1])
     return RankCheck(
         architecture=arch.to_json(), events=events, generic=reference, on_set=dict(main["blocks"]),
         normal=dict(main["normal"]), generic_total=generic["total"], set_total=main["total"],
@@ -637,7 +641,7 @@ def _near_set_exponents(arch, event, m, p, seed, size, N):
 
 
 def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes=None, m_start: int = 2,
-                   max_order: int = 2048) -> ContactOrders:
+                   max_truncation: int = 2048) -> ContactOrders:
     """Exact contact orders of every block near the set of a parameter event.
 
     Parameters
@@ -666,7 +670,7 @@ def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes
     if not event.on_parameters:
         raise SymattnError(f"{event.name} is a class of inputs: contact orders are computed for "
                            "parameter events (scores:I, values:I, value-rank:I:R)")
-    p = check_prime((primes or DEFAULT_PRIMES)[0])
+    p = field_primes(arch, (primes or DEFAULT_PRIMES)[:1])[0]
     size = _default_bank(arch) if bank == "auto" else int(bank)
     generic = rank_check(arch, (), seed=seed, bank=size, confirm=False).generic
     m0 = int(m_start)
@@ -680,7 +684,7 @@ def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes
     adapted = adapt(lambda step: [_near_set_exponents(arch, event, m, p, seed, step.bank, step.truncation)
                                   for m in (m0, m0 + 1, m0 + 2)],
                     Step(size, N), lambda runs, step, history: [] if every_direction_found(runs) else [DEEPEN],
-                    Growth(max_truncation=max_order))
+                    Growth(max_truncation=max_truncation))
     runs, N = adapted.outcome, adapted.step.truncation
     complete = adapted.concluded
     orders, stable = {}, complete

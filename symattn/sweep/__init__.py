@@ -66,7 +66,7 @@ def __getattr__(name):
 
 
 def _split_options(analyses: list[str], options: Mapping | None) -> dict[str, dict]:
-    """Options per analysis from ``{"seed": 1, "spectrum": {"order": 12}}`` (plain keys apply to every analysis)."""
+    """Options per analysis from ``{"seed": 1, "spectrum": {"truncation": 12}}`` (plain keys apply to every analysis)."""
     from .analyses import ANALYSES, analysis_options
 
     options = dict(options or {})
@@ -118,6 +118,13 @@ def _cost(arch) -> int:
     return arch.param_count * scores * 2 ** arch.layers
 
 
+def _dashboard_available() -> bool:
+    """Whether Dask's dashboard can show anything: it needs bokeh (``pip install 'symattn[dashboard]'``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("bokeh") is not None
+
+
 def _jsonable(point: dict) -> dict:
     return {field: list(value) if isinstance(value, tuple) else value for field, value in point.items()}
 
@@ -138,7 +145,7 @@ def sweep(grid, analyses=None, *, options: Mapping | None = None, out=None, sche
         Names from :data:`ANALYSES` (default ``["dimension"]``).
     options : mapping, optional
         Options of the analyses: plain keys for every analysis that takes them
-        (``seed``), a table per analysis (``{"spectrum": {"order": 12},
+        (``seed``), a table per analysis (``{"spectrum": {"truncation": 12},
         "observe": {"events": [["scores:1"], ["values:1", "bias"]]}, "check":
         {"claims": ["contact_order(2) = 5"]}}``).
     out : path, optional
@@ -239,13 +246,20 @@ def sweep(grid, analyses=None, *, options: Mapping | None = None, out=None, sche
         computed = []
         dashboard = []
 
+        bar = progress_bar(progress, total=len(pending), desc="sweep", unit="task")
+
         def on_start(link):
+            # without bokeh Dask's dashboard answers "Dask needs bokeh": a link only where it shows something
+            link = link if link and _dashboard_available() else None
             if link:
                 dashboard.append(link)
             if progress and link:
-                print(f"symattn: Dask dashboard at {link}", file=sys.stderr, flush=True)
+                say = getattr(bar, "write", None)  # tqdm: above the bar, not into it
+                if say is not None:
+                    say(f"symattn: Dask dashboard at {link}", file=sys.stderr)
+                else:
+                    print(f"symattn: Dask dashboard at {link}", file=sys.stderr, flush=True)
 
-        bar = progress_bar(progress, total=len(pending), desc="sweep", unit="task")
         failures = [0]
 
         def on_outcome(task, outcome):

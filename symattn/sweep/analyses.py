@@ -47,7 +47,7 @@ class Analysis:
     Examples
     --------
     >>> ANALYSES["spectrum"].defaults
-    {'seed': 0, 'bank': 'auto', 'order': 'auto'}
+    {'seed': 0, 'bank': 'auto', 'truncation': 'auto'}
     """
 
     name: str
@@ -76,7 +76,7 @@ def _dimension_sureness(json: dict) -> tuple[str, str]:
 
 # -- spectrum ------------------------------------------------------------------------------
 def _spectrum(arch: Architecture, options: dict) -> dict:
-    json = decay_spectrum(arch, bank=options["bank"], order=options["order"], seed=options["seed"],
+    json = decay_spectrum(arch, bank=options["bank"], truncation=options["truncation"], seed=options["seed"],
                           progress=False).to_json()
     json.pop("architecture", None)
     return json
@@ -174,7 +174,7 @@ ANALYSES = {a.name: a for a in (
     Analysis("dimension", "certified dimension of the function space (lower and upper bound)",
              {"seed": 0}, _dimension, _dimension_sureness),
     Analysis("spectrum", "exact decay spectrum near simultaneous query/key collapse",
-             {"seed": 0, "bank": "auto", "order": "auto"}, _spectrum, _spectrum_sureness),
+             {"seed": 0, "bank": "auto", "truncation": "auto"}, _spectrum, _spectrum_sureness),
     Analysis("orders", "identification orders of each block along the collapse curve, with sharpness",
              {"seed": 0}, _orders, _orders_sureness),
     Analysis("observe", "what each event set hides (dependency graph, proved by exact ranks)",
@@ -219,8 +219,8 @@ def analysis_options(name: str, given: dict | None) -> dict:
 
     Examples
     --------
-    >>> analysis_options("spectrum", {"order": 12})
-    {'seed': 0, 'bank': 'auto', 'order': 12}
+    >>> analysis_options("spectrum", {"truncation": 12})
+    {'seed': 0, 'bank': 'auto', 'truncation': 12}
     >>> analysis_options("observe", {"events": "scores:1"})
     {'seed': 0, 'events': [['scores:1']], 'contact': False}
     >>> analysis_options("dimension", {"bank": 3})
@@ -230,12 +230,15 @@ def analysis_options(name: str, given: dict | None) -> dict:
     """
     options = dict(ANALYSES[name].defaults)
     for key, value in (given or {}).items():
+        if key == "order" and "truncation" in options:
+            raise GridError(f"{name}: the option 'order' was renamed 'truncation' (series kept mod eps^N); "
+                            f"write truncation: {value!r}")
         if key not in options:
             raise GridError(f"{name} has no option {key!r}; its options: {', '.join(options) or 'none'}")
         options[key] = value
     if "seed" in options and (isinstance(options["seed"], bool) or not isinstance(options["seed"], int)):
         raise GridError(f"{name}: seed must be an integer, got {options['seed']!r}")
-    for key in ("bank", "order"):
+    for key in ("bank", "truncation"):
         if key in options and options[key] != "auto" and (isinstance(options[key], bool) or
                                                           not isinstance(options[key], int)):
             raise GridError(f"{name}: {key} must be 'auto' or an integer, got {options[key]!r}")

@@ -31,7 +31,7 @@ CONFIGURATIONS = (
     + [
         ("spectrum-softmax-l4", ["spectrum", "--layers", "4"]),
         ("spectrum-cosh-l3", ["spectrum", "--layers", "3", "--normalizer", "cosh"]),
-        ("spectrum-bank3-order4", ["spectrum", "--layers", "2", "--bank", "3", "--order", "4"]),
+        ("spectrum-bank3-truncation4", ["spectrum", "--layers", "2", "--bank", "3", "--truncation", "4"]),
     ]
     + [(f"identify-{name}", ["identify", "--estimate", "none", *argv]) for name, argv in NETWORKS
        if name not in ("softmax-l3",)]
@@ -54,7 +54,7 @@ CONFIGURATIONS = (
         ("observe-identical-tokens-l2", ["observe", "--layers", "2", "--identical-tokens"]),
         ("observe-exceptional-l2", ["observe", "--layers", "2", "--exceptional", "--max-events", "1"]),
         ("observe-contact-l2", ["observe", "--layers", "2", "--collapse", "scores:1", "--contact"]),
-        ("expand-l1-order2", ["expand", "--layers", "1", "--order", "2"]),
+        ("expand-l1-truncation3", ["expand", "--layers", "1", "--truncation", "3"]),
         ("expand-l1-generic1", ["expand", "--layers", "1", "--order", "2", "--generic", "1"]),
         ("expand-leading-l2", ["expand", "--layers", "2", "--leading", "2"]),
         ("check-l3", ["check", "--layers", "3", "--claim", "contact_order(3) = 17", "--claim", "kernel = 6",
