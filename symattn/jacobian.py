@@ -43,7 +43,7 @@ import numpy as np
 import sympy as sp
 
 from .algebra.degrees import NONE, DegreeBoundDomain
-from .algebra.domains import PrimeFieldDomain, is_prime
+from .algebra.domains import ConstantField, PrimeFieldDomain, is_prime
 from .algebra.linalg import compress_rows as _compress_rows
 from .algebra.linalg import one_blas_thread
 from .algebra.modseries import MAX_PRIME, ModSeriesDomain
@@ -68,6 +68,9 @@ __all__ = [
     "validate_bank",
     "bank_residues",
     "transcendental_constants",
+    "constant_field",
+    "field_primes",
+    "field_note",
     "parameter_columns",
     "block_columns",
     "score_block_name",
@@ -149,9 +152,12 @@ def random_point(arch: Architecture, p: int, seed: int):
     """A random point of parameter space mod ``p``: ``({(name, layer): residues}, coefficient values)``.
 
     The coefficient values are random residues for the transcendental
-    constants of the normalizers (:func:`transcendental_constants`) and for
-    the Taylor coefficients ``c_m`` of generic normalizers, so that series
-    over GF(p) can evaluate them.
+    constant of the normalizers (:func:`transcendental_constants`) and for
+    the Taylor coefficients ``c_m`` of generic normalizers, and, for
+    algebraic Taylor coefficients, the root mod ``p`` of the minimal
+    polynomial of their primitive element (:func:`constant_field`; a
+    DomainError when ``p`` has none: :func:`field_primes` chooses primes),
+    so that series over GF(p) can evaluate them.
 
     Examples
     --------
@@ -169,6 +175,8 @@ def random_point(arch: Architecture, p: int, seed: int):
     coefficient_values = {}
     for constant in transcendental_constants(arch):
         coefficient_values[constant] = int(rng.integers(1, p))
+    # an algebraic primitive element: a root of its minimal polynomial mod p (no draw, the streams stay)
+    coefficient_values.update(constant_field(arch).residues(p))
     for n in arch.normalizers:
         if n.is_generic:
             # generic Taylor coefficients are specialized at random residues
@@ -379,36 +387,97 @@ def bank_residues(arch: Architecture, bank, p: int) -> np.ndarray:
     return out
 
 
-def _is_transcendental(constant) -> bool:
-    if constant in (sp.pi, sp.E):
-        return True
-    if isinstance(constant, sp.log):  # log q, q rational, q != 1 (Lindemann)
-        return constant.args[0].is_Rational and constant.args[0].is_positive and constant.args[0] != 1
-    if isinstance(constant, sp.exp):  # e^q, q rational, q != 0
-        return constant.args[0].is_Rational and constant.args[0] != 0
-    return False
+def constant_field(arch: Architecture) -> ConstantField:
+    """The field ``Q(theta)(g)`` of the normalizers' Taylor coefficients (:class:`~symattn.algebra.domains.ConstantField`).
+
+    From the coefficients of degree up to 8 of every normalizer (and the
+    coefficients of a polynomial one); a coefficient of higher degree
+    outside this field is refused when it is met.
+
+    Raises
+    ------
+    DomainError
+        For constants the exact engine cannot map to GF(p) (two
+        transcendental constants such as pi and e, ``sin(1)``).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> field = constant_field(Architecture.uniform(layers=1, normalizer="exp(x/sqrt(2))"))
+    >>> field.theta, field.minimal_polynomial, field.transcendental
+    (sqrt(2), y**2 - 2, None)
+    """
+    normalizers = tuple(n for n in arch.normalizers if not (n.is_generic or n.is_lightning))
+    try:
+        return _constant_field(normalizers)
+    except DomainError as err:
+        names = ", ".join(dict.fromkeys(n.name for n in normalizers))
+        raise DomainError(
+            f"normalizer {names} has Taylor coefficients the exact engine cannot map to GF(p): {err}; use "
+            "`symattn sensitivity` for numerics (the docs page 'Accepted input and limits' says what is exact)") \
+            from None
+
+
+@functools.lru_cache(maxsize=32)
+def _constant_field(normalizers: tuple) -> ConstantField:
+    values = []
+    for n in normalizers:
+        values += n.taylor(8)
+        if n.is_polynomial:
+            values += n.polynomial_coefficients
+    return ConstantField(values)
 
 
 def transcendental_constants(arch: Architecture) -> list:
-    """The transcendental constants in the normalizers' Taylor coefficients (``log(2)`` for softplus).
+    """The transcendental constant of the normalizers' Taylor coefficients (``log(2)`` for softplus), if any.
 
-    Taylor coefficients that are rational functions of one such constant are
-    handled exactly over GF(p) by giving the constant a random residue.
+    Taylor coefficients in ``Q(theta)(g)``, ``g`` this constant, are handled
+    exactly over GF(p) by giving ``g`` a random residue; ``exp(q)`` for
+    rational ``q`` are powers of one constant ``exp(1/L)``.
 
     Examples
     --------
     >>> from symattn.model import Architecture
     >>> transcendental_constants(Architecture.uniform(layers=1, normalizer="softplus"))
     [log(2)]
+    >>> transcendental_constants(Architecture.uniform(layers=1, normalizer="exp(E*x)"))   # E, exp(2), ...
+    [E]
     """
-    constants = set()
-    for n in arch.normalizers:
-        if n.is_generic or n.is_lightning:
-            continue
-        for c in n.taylor(8):
-            if not c.is_Rational:
-                constants |= {a for a in c.atoms(sp.log, sp.exp, sp.NumberSymbol) if _is_transcendental(a)}
-    return sorted(constants, key=str)
+    g = constant_field(arch).transcendental
+    return [] if g is None else [g]
+
+
+def field_primes(arch: Architecture, primes) -> tuple:
+    """The primes an exact computation on ``arch`` uses: each given prime, or the largest usable one below it.
+
+    With algebraic Taylor coefficients a prime must receive their field: the
+    minimal polynomial of the primitive element needs a root mod ``p``
+    (:meth:`~symattn.algebra.domains.ConstantField.primes`); otherwise the
+    primes are returned as given.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> field_primes(Architecture.uniform(layers=1), DEFAULT_PRIMES) == DEFAULT_PRIMES
+    True
+    >>> field_primes(Architecture.uniform(layers=1, normalizer="x**2 - sqrt(3)*x + 1"), DEFAULT_PRIMES)
+    (268435367, 268435331)
+    """
+    return constant_field(arch).primes(tuple(check_prime(p) for p in primes))
+
+
+def field_note(arch: Architecture, primes) -> str:
+    """The sentence of a method text saying how irrational Taylor coefficients reach GF(p) ('' if rational).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> field_note(Architecture.uniform(layers=1), DEFAULT_PRIMES)
+    ''
+    >>> print(field_note(Architecture.uniform(layers=1, normalizer="exp(x/sqrt(2))"), [268435399]))
+    sqrt(2) mapped to a root of its minimal polynomial y**2 - 2 (49121951 mod 268435399; the primes are chosen where y**2 - 2 has a root): a ring homomorphism from Z[sqrt(2)] localized at a degree-1 prime above p onto GF(p), so a nonzero minor mod p is nonzero in Q(sqrt(2)), and so at the real sqrt(2)
+    """
+    return constant_field(arch).describe(primes)
 
 
 # -- the native parameters as columns --------------------------------------------------------------
@@ -944,6 +1013,7 @@ def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: i
     from .algebra.valuations import smith_valuations
     from .effective import effective_dimension
 
+    p = field_primes(arch, (p,))[0]  # random_point needs a root of the normalizers' field (sqrt(3))
     point, _ = random_point(arch, p, seed)
     still = Curve("a random point (no curve)")
     tangents = [t for t in (gauge_tangent_series(arch, still, point, p, 1),

@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from functools import cached_property
 
@@ -37,6 +38,7 @@ from .algebra.powerseries import (
     series_pow,
 )
 from .errors import NormalizerError
+from .languages import PRESET_SUMMARY
 from .parsing import NORMALIZER_LIMITS, measure_expression, parse_expression
 from .positivity import CONSTANT_MAGNITUDE_BITS, ConstantTooLarge, approximate_constant, decide_positivity
 
@@ -45,7 +47,8 @@ __all__ = ["Normalizer", "PRESETS", "as_normalizer", "normalizers_per_layer", "x
 #: The variable in which normalizers are written.
 x = sp.Symbol("x", real=True)
 
-#: Preset names and their expressions.
+#: The presets that are expressions, by name (``lightning`` and ``generic(k)`` are the other names of
+#: :data:`symattn.languages.NORMALIZER_PRESETS`).
 PRESETS = {
     "softmax": sp.exp(x),
     "exp": sp.exp(x),
@@ -154,6 +157,15 @@ class _NotExact(Exception):
 
 #: Digits of the approximations that tell a nonzero Taylor coefficient from one that may be 0.
 _DIGITS = 60
+#: Terms of a numerator or denominator beyond which a Taylor coefficient is left uncancelled (still exact):
+#: cancelling atan(tanh(cos(2*x + 1)))'s coefficients of degree 8 ran for minutes.
+_MAX_TERMS = 400
+#: Terms of a Taylor coefficient, as a polynomial in the constants, beyond which a normalizer is refused.
+_MAX_CONSTANT_TERMS = 2000
+
+
+class _TooComplex(Exception):
+    """A Taylor coefficient with more than ``_MAX_CONSTANT_TERMS`` terms in the constants."""
 
 
 #: Stands for a constant whose approximation is known, in :func:`approximate_constant`.
@@ -232,6 +244,8 @@ class _Constant:
                     terms[monomial] = total
                 else:
                     terms.pop(monomial)
+        if len(terms) > _MAX_CONSTANT_TERMS:
+            raise _TooComplex(len(terms))
         return _Constant(terms)
 
     __rmul__ = __mul__
@@ -503,10 +517,14 @@ def _exact_taylor(expr: sp.Expr, n: int) -> list:
                 if k < 0:
                     a_top, a_bottom, k = a_bottom, a_top, -k
                 top, bottom = top * a_top ** k, bottom * a_bottom ** k
+                if len(top) + len(bottom) > _MAX_TERMS:
+                    raise _NotExact("too many terms to cancel")
             groups[bottom] = groups.get(bottom, polynomials.zero) + top
         numerator, denominator = polynomials.zero, polynomials.one
         for bottom, top in groups.items():
             numerator, denominator = numerator * bottom + top * denominator, denominator * bottom
+            if len(numerator) + len(denominator) > _MAX_TERMS:
+                raise _NotExact("too many terms to cancel")
         return numerator.cancel(denominator)
 
     def inverse_fraction(b: int):
@@ -521,7 +539,10 @@ def _exact_taylor(expr: sp.Expr, n: int) -> list:
         top, bottom = fraction(c)
         return (top.as_expr() / bottom.as_expr()).xreplace(replacement)
 
-    return [sp.Integer(1)] + [_simplified(exact(c), zero) for c, zero in zip(coefficients, maybe_zero)]
+    try:
+        return [sp.Integer(1)] + [_simplified(exact(c), zero) for c, zero in zip(coefficients, maybe_zero)]
+    except _NotExact:  # fractions of powers of fractions (atan(tanh(cos(x)))): exact, not cancelled
+        return [sp.Integer(1)] + [_simplified(value_of(c), zero) for c, zero in zip(coefficients, maybe_zero)]
 
 
 def _simplified(value: sp.Expr, maybe_zero: bool = True) -> sp.Expr:
@@ -552,17 +573,25 @@ def _parse(expression) -> sp.Expr:
     if isinstance(expression, str):
         if expression.strip().lower() in PRESETS:
             return PRESETS[expression.strip().lower()]
+        if expression.strip().lower().startswith("generic"):
+            if _generic_name(expression.strip().lower()) is not None:
+                raise NormalizerError(
+                    f"{expression.strip()!r} is generic Taylor data, not an expression: use "
+                    f"as_normalizer({expression.strip()!r}) or Normalizer.generic(k, even)")
+            raise NormalizerError(
+                f"cannot read the generic normalizer {expression.strip()!r:.80}: write generic, generic(k), "
+                "generic(k=2), generic(2, even) or generic(k=2, even=True), with k a positive integer")
         if expression.strip().isidentifier() and expression.strip() != "x":
             raise NormalizerError(
-                f"unknown normalizer {expression.strip()!r}: presets are {', '.join(sorted(PRESETS))}, "
-                "and lightning; or give an expression in x such as 'exp(x)' or '1 + x**2'")
+                f"unknown normalizer {expression.strip()!r:.80}: presets are {PRESET_SUMMARY}; "
+                "or give an expression in x such as 'exp(x)' or '1 + x**2'")
         expr = parse_expression(expression, {}, what="normalizer", limits=NORMALIZER_LIMITS,
                                 error=NormalizerError, variable=x)
     elif isinstance(expression, sp.Basic):
         expr = expression
     else:
         raise NormalizerError(
-            f"a normalizer is a preset name ({', '.join(sorted(PRESETS))}), an expression in x such as "
+            f"a normalizer is a preset name ({PRESET_SUMMARY}), an expression in x such as "
             f"'1 + x**2', or a sympy expression; got {type(expression).__name__} {expression!r:.60}")
     if not isinstance(expr, sp.Expr):
         raise NormalizerError(f"normalizer {expression!r} is not an expression in x")
@@ -572,11 +601,11 @@ def _parse(expression) -> sp.Expr:
     if undefined:
         raise NormalizerError(
             f"normalizer {expression!r} uses unknown function(s) {', '.join(undefined)}; "
-            "use functions such as exp, cosh, log, sin, or a preset: " + ", ".join(sorted(PRESETS))
+            "use functions such as exp, cosh, log, sin, or a preset: " + PRESET_SUMMARY
         )
     if isinstance(expr, sp.Symbol) and expr != x:
         raise NormalizerError(
-            f"unknown normalizer {expression!r}: presets are {', '.join(sorted(PRESETS))}; "
+            f"unknown normalizer {expression!r}: presets are {PRESET_SUMMARY}; "
             "or give an expression in x such as 'exp(x)'"
         )
     free = expr.free_symbols
@@ -651,19 +680,26 @@ class Normalizer:
     # -- construction -------------------------------------------------------------
     @classmethod
     def preset(cls, name: str) -> "Normalizer":
-        """A named normalizer: softmax (= exp), cosh, quadratic, gauss, softplus, sigmoid.
+        """A named normalizer of :data:`symattn.languages.NORMALIZER_PRESETS`.
+
+        softmax (= exp), cosh, quadratic, gauss, softplus, sigmoid, lightning
+        (:meth:`lightning`) and generic(k[, even]) (:meth:`generic`).
 
         Examples
         --------
         >>> Normalizer.preset("gauss").expr
         exp(x**2)
+        >>> Normalizer.preset("lightning").is_lightning, Normalizer.preset("generic(2, even)").name
+        (True, 'generic(k=2, even)')
         """
         key = name.strip().lower() if isinstance(name, str) else None
+        if key == "lightning":
+            return Lightning()
+        generic = _generic_name(key) if key is not None else None
+        if generic is not None:
+            return cls.generic(*generic)
         if key not in PRESETS:
-            raise NormalizerError(
-                f"unknown normalizer preset {name!r}; presets are "
-                + ", ".join(sorted(PRESETS))
-            )
+            raise NormalizerError(f"unknown normalizer preset {name!r:.80}; presets are {PRESET_SUMMARY}")
         norm = cls.__new__(cls)
         norm.expr = PRESETS[key]
         norm.name = key
@@ -809,6 +845,11 @@ class Normalizer:
                 f"2**{CONSTANT_MAGNITUDE_BITS}, which cannot be evaluated (sympy evaluates such constants even "
                 f"to print them); arguments of exp, sin, cos, tan, sinh, cosh, tanh up to "
                 f"2**{CONSTANT_MAGNITUDE_BITS} are accepted") from None
+        except _TooComplex:
+            raise NormalizerError(
+                f"normalizer {self.name}: its Taylor coefficients at 0 (degree {n - 1}) are too large to compute "
+                f"exactly: polynomials of more than {_MAX_CONSTANT_TERMS} terms in its constants; use a normalizer "
+                "with simpler constants, or Normalizer.generic(k)") from None
         except _NotExact:
             # a function without a series rule (from a sympy expression): sympy's series, on an
             # expression the size limits keep small (at most 3 nested functions)
@@ -1024,11 +1065,33 @@ def as_normalizer(value, assume_positive: bool = False) -> Normalizer:
     """
     if isinstance(value, Normalizer):
         return value
-    if isinstance(value, str) and value.strip().lower() == "lightning":
-        return Lightning()
-    if isinstance(value, str) and value.strip().lower() in PRESETS:
-        return Normalizer.preset(value)
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key == "lightning" or key in PRESETS or _generic_name(key) is not None:
+            return Normalizer.preset(key)
     return Normalizer(value, assume_positive=assume_positive)
+
+
+#: ``generic``, ``generic(2)``, ``generic(k=2)``, ``generic(2, even)``, ``generic(k=2, even=True)``: read by
+#: this pattern only (user text is data, never code).
+_GENERIC = re.compile(r"generic(?:\(\s*(?:k\s*=\s*)?(\d{1,4})\s*(?:,\s*(even)(?:\s*=\s*(true|false))?\s*)?\))?")
+
+
+def _generic_name(key: str):
+    """``(k, even)`` of a generic normalizer's name (lower case), None for another name.
+
+    Examples
+    --------
+    >>> _generic_name("generic"), _generic_name("generic(k=2, even)"), _generic_name("generic(2, even=false)")
+    ((1, False), (2, True), (2, False))
+    >>> _generic_name("generic(x)") is None
+    True
+    """
+    match = _GENERIC.fullmatch(key)
+    if match is None:
+        return None
+    k, even, flag = match.groups()
+    return (int(k) if k else 1), (even is not None and flag != "false")
 
 
 def normalizers_per_layer(value, layers: int) -> list[Normalizer]:

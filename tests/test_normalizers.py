@@ -395,3 +395,73 @@ def test_generic_normalizers_of_one_k_and_parity_are_one_normalizer():
     arch = Architecture.uniform(layers=2, normalizer=first)
     assert pickle.loads(pickle.dumps(arch)) == arch == Architecture.uniform(layers=2, normalizer=second)
     assert len({arch, Architecture.uniform(layers=2, normalizer=Normalizer.generic(k=2, even=True))}) == 1
+
+
+# -- one list of presets: languages.NORMALIZER_PRESETS ---------------------------------------------------
+def _preset_names():
+    from symattn.languages import NORMALIZER_PRESETS
+
+    return [name for name, _ in NORMALIZER_PRESETS]
+
+
+def test_the_preset_list_is_one_list():
+    # README listed 6 names, --help added lightning, the error added exp: one source now
+    from symattn.languages import PRESET_SUMMARY
+
+    assert set(_preset_names()) == set(PRESETS) | {"lightning", "generic(k)"}
+    for name in _preset_names():
+        assert name.split("(")[0] in PRESET_SUMMARY
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/cli.md", "docs/input.md"])
+def test_readme_and_docs_list_every_preset(document):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / document).read_text()
+    missing = [name for name in _preset_names() if f"`{name}`" not in text]
+    assert not missing, (document, missing)
+
+
+def test_help_and_errors_list_every_preset():
+    import argparse
+
+    from symattn.cli.arguments import add_common_arguments
+
+    parser = argparse.ArgumentParser()
+    add_common_arguments(parser)
+    (action,) = [a for a in parser._actions if "--normalizer" in a.option_strings]
+    with pytest.raises(NormalizerError) as info:
+        as_normalizer("relu")
+    with pytest.raises(NormalizerError) as preset_info:
+        Normalizer.preset("relu")
+    for text in (action.help, str(info.value), str(preset_info.value)):
+        for name in _preset_names():
+            assert name.split("(")[0] in text, (name, text)
+
+
+def test_every_listed_name_is_accepted_by_preset_and_as_normalizer():
+    from symattn.model import Architecture
+
+    for name in _preset_names():
+        name = name.replace("(k)", "(2)")
+        assert Normalizer.preset(name) == as_normalizer(name)
+        Architecture.uniform(layers=1, normalizer=name)
+    # Normalizer.preset("lightning") raised while Architecture(normalizer="lightning") worked
+    assert Normalizer.preset("lightning").is_lightning
+    assert Normalizer.preset("exp") == Normalizer.preset("softmax") == as_normalizer("exp")
+
+
+@pytest.mark.parametrize("text, k, even", [("generic", 1, False), ("generic(3)", 3, False), ("generic(k=2)", 2, False),
+                                           ("generic(2, even)", 2, True), ("Generic(k=4, even=True)", 4, True),
+                                           ("generic(k=2, even=false)", 2, False), ("generic(k=2, even)", 2, True)])
+def test_generic_names_are_read_by_a_strict_pattern(text, k, even):
+    norm = as_normalizer(text)
+    assert norm == Normalizer.generic(k, even) and norm.is_generic
+    assert as_normalizer(norm.name) == norm  # the name a generic normalizer prints reads back
+
+
+@pytest.mark.parametrize("text", ["generic(x)", "generic(2, odd)", "generic(__import__('os'))", "generic(2",
+                                  "generic(99999)"])
+def test_malformed_generic_names_are_refused(text):
+    with pytest.raises(NormalizerError, match="generic"):
+        as_normalizer(text)

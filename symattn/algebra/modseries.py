@@ -31,7 +31,7 @@ import numpy as np
 import sympy as sp
 
 from ..errors import DomainError, TruncationError
-from .domains import Domain, is_prime
+from .domains import Domain, constant_residue, is_prime
 from .linalg import (MAX_PRIME, coefficient_support, jet_matmul, matmul_mod, modular_inverse, product_engine,
                      schoolbook_default, series_matmul, series_mul_mod, series_multiply, series_scale)
 
@@ -108,48 +108,24 @@ class ModSeriesDomain(Domain):
         return 1 + self.directions
 
     def residue(self, value) -> int:
-        """The residue of a rational number (or a generic coefficient symbol)."""
+        """The residue of a rational number, a generic coefficient symbol, or a constant of ``Q(theta)(g)``.
+
+        Irrational constants go through :func:`~symattn.algebra.domains.constant_residue`: ``theta``
+        (an algebraic primitive element) and one transcendental ``g`` have residues among the
+        coefficient values (:func:`symattn.jacobian.random_point`), and the ring operations map
+        the rest.
+        """
         value = sp.sympify(value, strict=True)
         if value in self.coefficient_values:
             return int(self.coefficient_values[value]) % self.p
         if not value.is_Rational:
-            return self._transcendental_residue(value)
+            if not hasattr(self, "_constant_cache"):
+                self._constant_cache = {}
+            return constant_residue(value, self.p, self.coefficient_values, cache=self._constant_cache)
         q = int(value.q)
         if q % self.p == 0:
             raise DomainError(f"{value} has a denominator divisible by {self.p}")
         return int(value.p) * pow(q, -1, self.p) % self.p
-
-    def _transcendental_residue(self, value) -> int:
-        # A rational function of one transcendental constant g (log 2, pi, e, ...): g was given a
-        # random residue.  No nonzero polynomial over Q vanishes at g, so a generic result at a
-        # random residue is the result at g, with the same Schwartz-Zippel bound.
-        constants = [c for c in self.coefficient_values if not isinstance(c, sp.Symbol) and value.has(c)]
-        if len(constants) != 1:
-            raise DomainError(
-                f"{value} is not rational, so it has no image in GF({self.p}); the exact engine "
-                "takes rational Taylor coefficients or rational functions of one transcendental "
-                "constant such as log(2); use mpmath (symattn.numeric) otherwise"
-            )
-        (constant,) = constants
-        g = sp.Dummy("g")
-        numerator, denominator = sp.fraction(sp.together(value.xreplace({constant: g})))
-        at = int(self.coefficient_values[constant])
-        try:
-            top = sp.Poly(numerator, g, domain=sp.QQ)
-            bottom = sp.Poly(denominator, g, domain=sp.QQ)
-        except (sp.PolynomialError, sp.CoercionFailed):
-            raise DomainError(f"{value} is not a rational function of {constant}") from None
-
-        def evaluate(poly):
-            out = 0
-            for c in poly.all_coeffs():
-                out = (out * at + self.residue(c)) % self.p
-            return out
-
-        denominator_residue = evaluate(bottom)
-        if denominator_residue == 0:
-            raise DomainError(f"{value} has a pole at the random residue of {constant}: choose another seed")
-        return evaluate(top) * pow(denominator_residue, -1, self.p) % self.p
 
     def convert(self, value):
         out = self._zeros((self.width, self.truncation))

@@ -10,7 +10,8 @@ Exit status: 0 on success; 2 for a user error (any
 that cannot be read or written, or a computation that runs out of memory),
 reported as one line ``symattn: error: <message>`` on standard error; 130
 after Ctrl-C; 1 for an internal failure (set ``SYMATTN_DEBUG=1`` to see the
-traceback).
+traceback).  ``symattn check --strict`` exits 3 when a claim is refuted and 4
+when none is refuted but one is undecided (a command sets ``args.exit_status``).
 
 Each subcommand lives in its own module of this package (``cli/spectrum.py``,
 ``cli/identify.py``, ...): a ``configure_NAME(parser)`` that adds its own flags,
@@ -21,11 +22,12 @@ describe are in :mod:`symattn.cli.arguments`.  A subcommand from outside the
 package is one call to :func:`add_subcommand`::
 
     def run_spectrum(args, arch):
-        return decay_spectrum(arch, order=args.order)   # a result value
+        return decay_spectrum(arch, truncation=args.truncation)   # a result value
 
     add_subcommand(
         "spectrum", "decay spectrum near collapse", run_spectrum,
-        configure=lambda parser: parser.add_argument("--order", type=int, default=6),
+        configure=lambda parser: parser.add_argument("--truncation", type=int, default=6),
+        examples=["symattn spectrum --layers 2 --truncation 8"],
     )
 
 Examples
@@ -46,6 +48,7 @@ import argparse
 import inspect
 import json
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -57,7 +60,7 @@ from .._format import latex_document
 from ..errors import SymattnError
 from ..limits import memory_limit_set
 from . import check, expand, identify, observe, report, sensitivity, spectrum, sweep
-from .arguments import add_common_arguments, architecture_from_args, width_values
+from .arguments import add_common_arguments, architecture_from_args, close_options, examples_epilog, width_values
 from .subcommand import Subcommand
 
 __all__ = [
@@ -72,7 +75,7 @@ PROG = "symattn"
 SUBCOMMANDS: dict[str, Subcommand] = {}
 
 
-def add_subcommand(name: str, help: str, run, configure=None) -> Subcommand:
+def add_subcommand(name: str, help: str, run, configure=None, examples=()) -> Subcommand:
     """Register the subcommand ``symattn NAME``.
 
     Parameters
@@ -90,6 +93,8 @@ def add_subcommand(name: str, help: str, run, configure=None) -> Subcommand:
         :class:`~symattn.errors.SymattnError` for a user's mistake.
     configure : callable, optional
         ``configure(parser)`` adds the subcommand's own arguments.
+    examples : sequence of str, optional
+        Command lines shown under the flags of ``symattn NAME --help``.
 
     Returns
     -------
@@ -112,15 +117,61 @@ def add_subcommand(name: str, help: str, run, configure=None) -> Subcommand:
     """
     if name in SUBCOMMANDS:
         raise ValueError(f"subcommand {name!r} is already registered")
-    command = Subcommand(name, help, run, configure)
+    command = Subcommand(name, help, run, configure, tuple(examples))
     SUBCOMMANDS[name] = command
     return command
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser that reports a usage error on one line and exits with status 2."""
+    """An ArgumentParser that reports a usage error on one line and exits with status 2.
+
+    A mistyped flag or subcommand gets a suggestion (``did you mean
+    --layers?``): Python 3.11's argparse has none.  An unknown flag is
+    reported by the subcommand's own parser, so the error points to
+    ``symattn NAME --help``.
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err):
+    ...     main(["spectrum", "--layres", "2"])
+    2
+    >>> print(err.getvalue().strip())
+    symattn: error: unrecognized arguments: --layres 2; did you mean --layers? (see 'symattn spectrum --help')
+    """
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        commands = getattr(self, "commands", None)
+        command = getattr(namespace, "command", None)
+        if extras and commands and command in commands:
+            # the subcommand's parser knows its flags: it reports them (and is the --help to read)
+            commands[command].error(self._unrecognized(extras, commands[command]))
+        return namespace, extras
+
+    @staticmethod
+    def _unrecognized(extras, parser) -> str:
+        message = "unrecognized arguments: " + " ".join(extras)
+        suggestions = [(word, close) for word in extras if word.startswith("--")
+                       for close in close_options(word, parser)]
+        if suggestions:
+            message += "; " + "; ".join(f"did you mean {close}?" if len(suggestions) == 1 else
+                                       f"{word.split('=', 1)[0]}: did you mean {close}?"
+                                       for word, close in suggestions)
+        return message
 
     def error(self, message):
+        if "unrecognized arguments:" in message and "did you mean" not in message:
+            message = self._unrecognized(message.split("unrecognized arguments:", 1)[1].split(), self)
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:  # a mistyped subcommand or word (--curve): the closest accepted one
+            import difflib
+
+            accepted = re.findall(r"'([^']*)'", choice.group(2))
+            close = difflib.get_close_matches(choice.group(1), accepted, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean '{close[0]}'?"
         print(f"{PROG}: error: {_one_line(message)} (see '{self.prog} --help')", file=sys.stderr)
         raise SystemExit(2)
 
@@ -143,11 +194,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.commands = {}
     for command in SUBCOMMANDS.values():
-        subparser = sub.add_parser(command.name, help=command.help, description=command.help)
+        subparser = sub.add_parser(command.name, help=command.help, description=command.help,
+                                   epilog=examples_epilog(command.examples),
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         add_common_arguments(subparser)
         if command.configure is not None:
             command.configure(subparser)
+        parser.commands[command.name] = subparser
     return parser
 
 
@@ -250,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        0 on success, 2 for a user error, 1 for an internal failure.
+        0 on success, 2 for a user error, 1 for an internal failure (3 or 4: ``check --strict``).
 
     Examples
     --------
@@ -280,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             written += _write_files(command.name, result, args.out)
         _say_written(written, args)
         print(text)
-        return 0
+        return int(getattr(args, "exit_status", 0))  # a command's verdict status (check --strict: 3, 4)
     except SymattnError as err:
         if _debug():
             traceback.print_exc()
@@ -301,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except MemoryError:
         print(f"{PROG}: error: the computation ran out of memory; choose smaller sizes (fewer layers, "
-              "tokens or a smaller width) or a smaller --bank / --order", file=sys.stderr)
+              "tokens or a smaller width) or a smaller --bank / --truncation", file=sys.stderr)
         return 2
     except Exception as err:
         if _debug():
@@ -315,5 +370,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 # -- the built-in subcommands, in the order ``symattn --help`` lists them -----------------------
 for _module in (report, spectrum, sensitivity, identify, observe, expand, check, sweep):
     for _command in _module.COMMANDS:
-        add_subcommand(_command.name, _command.help, _command.run, _command.configure)
+        add_subcommand(_command.name, _command.help, _command.run, _command.configure, _command.examples)
 del _module, _command

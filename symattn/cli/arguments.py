@@ -15,6 +15,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..errors import ResourceLimitError, ShapeError
+from ..languages import PRESET_SUMMARY
 from ..limits import MAX_LAYERS, MEMORY_ENVIRONMENT_VARIABLE, parse_size
 
 if TYPE_CHECKING:  # the model loads sympy: imported where an Architecture is built
@@ -24,7 +25,7 @@ __all__ = [
     "DEFAULT_LAYERS", "DEFAULT_WIDTH", "DEFAULT_RANK", "DEFAULT_TOKENS", "DEFAULT_NORMALIZER",
     "add_common_arguments", "architecture_from_args", "width_values", "width_spec", "heads_spec", "auto_or_int",
     "one_of",
-    "memory_size", "parse_command",
+    "memory_size", "parse_command", "examples_epilog", "close_options", "add_renamed_flag",
 ]
 
 DEFAULT_LAYERS = 3
@@ -154,6 +155,69 @@ def memory_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+# -- help and usage errors ------------------------------------------------------------------
+def examples_epilog(examples) -> str | None:
+    """The ``--help`` epilog of a subcommand: its example command lines, one a line.
+
+    Give the subparser ``formatter_class=argparse.RawDescriptionHelpFormatter``
+    so that the lines are kept as written (:func:`symattn.cli.build_parser` does).
+
+    Examples
+    --------
+    >>> print(examples_epilog(["symattn spectrum --layers 2", "symattn spectrum --layers 4 --truncation 60"]))
+    examples:
+      symattn spectrum --layers 2
+      symattn spectrum --layers 4 --truncation 60
+    >>> examples_epilog([]) is None
+    True
+    """
+    examples = list(examples)
+    if not examples:
+        return None
+    return "examples:\n" + "\n".join(f"  {line}" for line in examples)
+
+
+def close_options(word: str, parser: argparse.ArgumentParser) -> list[str]:
+    """The visible option strings of ``parser`` closest to a mistyped ``word`` (``--layres`` -> ``--layers``).
+
+    Python 3.11's argparse suggests nothing for an unknown flag; this is the
+    suggestion :func:`symattn.cli.main` adds to the usage error.  Hidden
+    options (renamed flags) are never suggested.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_common_arguments(parser)
+    >>> close_options("--layres", parser), close_options("--tokes=3", parser), close_options("--zzz", parser)
+    (['--layers'], ['--tokens'], [])
+    """
+    import difflib
+
+    name = word.split("=", 1)[0]
+    options = [option for action in parser._actions if action.help != argparse.SUPPRESS
+               for option in action.option_strings if option.startswith("--")]
+    return difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+
+
+def add_renamed_flag(parser: argparse.ArgumentParser, old: str, new: str, meaning: str = "") -> None:
+    """A hidden flag ``old`` that refuses itself with a usage error (exit 2) naming its new spelling ``new``.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser(prog="symattn spectrum", exit_on_error=False)
+    >>> add_renamed_flag(parser, "--order", "--truncation", "the truncation N")
+    >>> parser.error = lambda message: print(message)
+    >>> _ = parser.parse_args(["--order", "12"])
+    --order was renamed --truncation (the truncation N): write --truncation 12
+    """
+    class Renamed(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            value = f" {values}" if values is not None else " N"
+            parser.error(f"{old} was renamed {new}" + (f" ({meaning})" if meaning else "") + f": write {new}{value}")
+
+    parser.add_argument(old, action=Renamed, nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
 # -- common flags -------------------------------------------------------------------------
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the flags every subcommand accepts: the network, the output format and the memory limit.
@@ -191,7 +255,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     net.add_argument("--tokens", metavar="T", type=int, default=DEFAULT_TOKENS,
                      help=f"number of tokens (default {DEFAULT_TOKENS})")
     net.add_argument("--normalizer", metavar="NAME|EXPR", default=DEFAULT_NORMALIZER,
-                     help="a preset (softmax, cosh, quadratic, gauss, softplus, sigmoid, lightning) or an "
+                     help=f"a preset ({PRESET_SUMMARY}) or an "
                           f"expression in x such as '1 + x**2' (default {DEFAULT_NORMALIZER}); "
                           "see the docs page 'Accepted input and limits'")
     net.add_argument("--heads", metavar="H|h1,...,hl", type=heads_spec, default=1,

@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
 from ..algebra.valuations import smith_valuations
 from ..curves import Curve, collapse
@@ -19,7 +18,7 @@ from ..effective import (
     hidden_gauge_layers,
     rank_matrix_dimension,
 )
-from ..errors import DomainError, SymattnError
+from ..errors import SymattnError
 from ..jacobian import (
     all_directions,
     compress_rows,
@@ -29,7 +28,7 @@ from ..jacobian import (
     effective_dimension_of,
     native_rank_bound,
     symmetry_orbit_bound,
-    transcendental_constants,
+    constant_field,
 )
 from ..model import Architecture, require_architecture, require_seed
 
@@ -224,20 +223,12 @@ def _is_polynomial_arch(arch: Architecture) -> bool:
 
 
 def _check_exact_taylor(arch: Architecture) -> None:
-    """Series over GF(p) need rational Taylor coefficients (or generic symbols, or one transcendental constant)."""
-    constants = transcendental_constants(arch)
-    for n in arch.normalizers:
-        if n.is_lightning or n.is_generic:
-            continue
-        coefficients = n.taylor(8)
-        bad = [c for c in coefficients
-               if not c.is_Rational and not (len(constants) == 1 and c.has(constants[0])
-                                             and not (c.free_symbols or c.atoms(sp.NumberSymbol) - set(constants)))]
-        if bad:
-            raise DomainError(
-                f"normalizer {n.name} has irrational Taylor coefficients ({bad[0]}), so nothing about it "
-                "can be computed exactly over GF(p) or Q; use `symattn sensitivity` for numerics, or a "
-                "normalizer with rational Taylor data such as exp(x), cosh(x), 1 + x**2")
+    """Series over GF(p) need Taylor coefficients in ``Q(theta)(g)``: rational, algebraic, one transcendental.
+
+    (Or generic symbols.)  :func:`symattn.jacobian.constant_field` decides; what it refuses
+    (``pi`` with ``e``, ``sin(1)``) is refused here, before any work.
+    """
+    constant_field(arch)
 
 
 def _uniform(arch: Architecture):
