@@ -1283,6 +1283,13 @@ class ClaimsReport(FormattedResult):
         return {"architecture": self.architecture, "claims": [c.to_json() for c in self.checks],
                 "all_true": self.all_true}
 
+    def _summary(self) -> str:
+        """One line: every claim true, or how many were refuted and left undecided."""
+        if self.all_true:
+            return f"all {len(self.checks)} claim(s) true"
+        return (f"not all true: {len(self.refuted)} refuted, {len(self.undecided)} undecided "
+                f"of {len(self.checks)} claim(s)")
+
     def _rows(self):
         for c in self.checks:
             computed = "not settled" if c.computed is None else c.computed
@@ -1294,7 +1301,7 @@ class ClaimsReport(FormattedResult):
                                 for a, b, c, d in self._rows()])
         lines = [f"- counterexample to `{c.claim}`: " + _counterexample_text(c.counterexample, "`")
                  for c in self.checks if c.counterexample is not None]
-        return table + ("\n\n" + "\n".join(lines) if lines else "") + f"\n\nall true: {self.all_true}"
+        return table + ("\n\n" + "\n".join(lines) if lines else "") + f"\n\n{self._summary()}"
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
@@ -1334,7 +1341,7 @@ class ClaimsReport(FormattedResult):
         return r"\begin{array}{lll} \text{claim} & \text{verdict} & \text{computed} \\ \hline " + rows + r"\end{array}"
 
     def __str__(self) -> str:
-        return "\n".join(str(c) for c in self.checks) + f"\nall true: {self.all_true}"
+        return "\n".join(str(c) for c in self.checks) + f"\n{self._summary()}"
 
 
 class _Engine:
@@ -1569,7 +1576,7 @@ def check_claims(arch: Architecture, claims, *, seed: int = 0, progress: bool = 
     kernel = 1: true (computed 1)
     dimension = 2: true (computed 2)
     sign_group_order = 2: false (computed 1)
-    all true: False
+    not all true: 1 refuted, 0 undecided of 3 claim(s)
     """
     arch = require_architecture(arch)
     seed = require_seed(seed)

@@ -211,7 +211,7 @@ def test_claims_report_renders():
     assert data["claims"][1]["computed"] == 5 and data["claims"][1]["method"]
     assert "| `contact_order(2) = 6` | false | 5 |" in report.to_markdown()
     assert r"\begin{enumerate}" in report.to_latex() and report._repr_latex_().startswith("$$")
-    assert "all true: False" in str(report)
+    assert "not all true: 1 refuted" in str(report)
 
 
 @pytest.mark.parametrize("claim, message", [

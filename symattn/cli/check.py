@@ -104,21 +104,6 @@ def configure_check(parser) -> None:
                              f"false but one is undecided (default: 0 whenever the claims were checked; 2 is a usage "
                              f"error)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
-    # '--normalizer generic': the common flag's value is read by the Architecture, which knows no word
-    # 'generic' (generic data has no values to evaluate); check reads it as --generic 1
-    action = parser._option_string_actions.get("--normalizer")
-    if action is not None:
-        action.type = _normalizer_or_generic
-        action.help = (action.help or "") + "; for check also 'generic' (= --generic 1)"
-
-
-def _normalizer_or_generic(text: str):
-    """``--normalizer`` of ``check``: ``generic`` (any case) is generic Taylor data with ``k = 1``."""
-    if isinstance(text, str) and text.strip().lower() == "generic":
-        from ..normalizers import Normalizer
-
-        return Normalizer.generic(1)
-    return text
 
 
 def _with_generic(args, arch):
