@@ -36,12 +36,18 @@ from .errors import ShapeError, SymattnError
 from .languages import ACCEPTED_CLAIMS, FORMULA_CLAIMS
 from .model import Architecture, require_architecture, require_seed
 from .parsing import parse_expression, to_sympy, to_sympy_matrix
+from .verdicts import (
+    VERDICT_WORDS,
+    CheckResult,
+    ClaimCheck,
+    Counterexample,
+    counterexample_latex,
+    counterexample_text,
+    markdown_cell,
+)
 
 __all__ = [
-    "CheckResult",
-    "Counterexample",
     "check_expression",
-    "ClaimCheck",
     "ClaimsReport",
     "check_claim",
     "check_claims",
@@ -53,141 +59,6 @@ __all__ = [
     "ACCEPTED_CLAIMS",
     "FORMULA_CLAIMS",
 ]
-
-
-# -- results ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Counterexample:
-    """A point where a claim fails: the values of the variables and of both sides.
-
-    Attributes
-    ----------
-    point : tuple
-        ``((name, value), ...)``, values as exact strings.
-    entry : tuple or None
-        ``(row, col)`` of the first differing entry of a matrix.
-    claimed, computed : str
-        The two values there, exactly.
-
-    Examples
-    --------
-    >>> x = sp.Symbol("x")
-    >>> ce = check_expression(sp.Matrix([[x, x**2]]), sp.Matrix([[x, 2*x]])).counterexample
-    >>> ce.entry, ce.claimed, ce.computed
-    ((0, 1), '1', '-2')
-    >>> ce.values()
-    {'x': -1}
-    """
-
-    point: tuple
-    entry: tuple | None
-    claimed: str
-    computed: str
-
-    def to_json(self) -> dict:
-        return {"point": dict(self.point), "entry": None if self.entry is None else list(self.entry),
-                "claimed": self.claimed, "computed": self.computed}
-
-    def values(self) -> dict:
-        """The point as ``{name: sympy number}``."""
-        return {name: to_sympy(value, what="counterexample value") for name, value in self.point}
-
-
-@dataclass(frozen=True)
-class CheckResult(FormattedResult):
-    """The verdict on a claimed expression.
-
-    Attributes
-    ----------
-    verdict : bool or None
-        True (proved, or true with probability at least ``1 - bound``), False
-        (a counterexample is given), None (undecided: no proof and no bound).
-    method : str
-        How the verdict was reached.
-    bound : float or None
-        For True: 0.0 for a symbolic proof, else the Schwartz-Zippel bound on
-        the probability that a false claim passed (``(degree / sample_size)^points``).
-        For False: 0.0 (a counterexample is certain).
-    counterexample : Counterexample or None
-    claimed, computed : str
-        The two sides (abbreviated when long).
-    points : int
-        Random points evaluated.
-    degree : int or None
-        Degree bound used for Schwartz-Zippel.
-    sample_size : int or None
-        Size of the set each coordinate was drawn from.
-
-    Examples
-    --------
-    >>> x = sp.Symbol("x")
-    >>> print(check_expression(x**2 - 1, (x - 1)*(x + 1)).to_markdown().splitlines()[0])
-    **verdict: true** (proved)
-    """
-
-    verdict: bool | None
-    method: str
-    bound: float | None
-    counterexample: Counterexample | None
-    claimed: str
-    computed: str
-    points: int = 0
-    degree: int | None = None
-    sample_size: int | None = None
-
-    def __bool__(self) -> bool:
-        return bool(self.verdict)
-
-    @property
-    def proved(self) -> bool:
-        return self.verdict is True and self.bound == 0.0
-
-    def _verdict_text(self) -> str:
-        if self.verdict is None:
-            return "undecided"
-        if self.verdict is False:
-            return "false"
-        return "true (proved)" if self.proved else f"true (error probability <= {self.bound:.1e})"
-
-    def to_json(self) -> dict:
-        return {
-            "verdict": self.verdict,
-            "method": self.method,
-            "bound": self.bound,
-            "counterexample": None if self.counterexample is None else self.counterexample.to_json(),
-            "claimed": self.claimed,
-            "computed": self.computed,
-            "points": self.points,
-            "degree": self.degree,
-            "sample_size": self.sample_size,
-        }
-
-    def to_markdown(self) -> str:
-        text = self._verdict_text()
-        head, _, rest = text.partition(" ")
-        lines = [f"**verdict: {head}**" + (f" {rest}" if rest else ""), "", f"- method: {self.method}"]
-        if self.counterexample is not None:
-            lines.append("- counterexample: " + _counterexample_text(self.counterexample, "`"))
-        return "\n".join(lines)
-
-    def _latex_body(self) -> str:
-        lines = [rf"\textbf{{verdict: {latex_escape(self._verdict_text())}}}\\",
-                 rf"method: {latex_prose(self.method)}\\"]
-        if self.counterexample is not None:
-            lines.append(r"counterexample: " + _counterexample_latex(self.counterexample) + r"\\")
-        return "\n".join(lines)
-
-    def _latex_math(self) -> str:
-        return rf"\text{{verdict: {latex_escape(self._verdict_text())}}}"
-
-    def __str__(self) -> str:
-        lines = [f"verdict: {self._verdict_text()}", f"method: {self.method}"]
-        if self.counterexample is not None:
-            lines.append("counterexample: " + _counterexample_text(self.counterexample))
-        return "\n".join(lines)
-
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
 
 
 # -- expressions -------------------------------------------------------------------------------
@@ -1055,13 +926,9 @@ def _read_coefficient_claim(arch: Architecture, claim: str):
 
 def _expansion_through(arch: Architecture, n: int, progress: bool = False):
     """:func:`symattn.expand.expand` keeping ``F_0..F_n`` (at least ``F_1``)."""
-    import inspect
-
     from .expand import expand
 
-    if "truncation" in inspect.signature(expand).parameters:  # series kept modulo eps^truncation
-        return expand(arch, truncation=max(n, 1) + 1, progress=progress)
-    return expand(arch, order=max(n, 1), progress=progress)
+    return expand(arch, truncation=max(n, 1) + 1, progress=progress)
 
 
 def _formula_latex(expr) -> str:
@@ -1167,91 +1034,6 @@ def _claim_kind(text) -> str:
 
 
 @dataclass(frozen=True)
-class ClaimCheck:
-    """One claimed number against the computed one.
-
-    ``verdict`` is None when the engine could not settle the computed value
-    (an unresolved direction, a bank not certified separating): then
-    ``computed`` is what was found and ``method`` says what is missing.
-
-    Examples
-    --------
-    >>> check = check_claim(Architecture.uniform(layers=1, width=1, tokens=2), "kernel = 1")
-    >>> check.quantity, check.claimed, check.computed, check.verdict
-    ('kernel', 1, 1, True)
-    >>> print(check)
-    kernel = 1: true (computed 1)
-    """
-
-    claim: str
-    quantity: str
-    layer: int | None
-    claimed: object
-    computed: object
-    verdict: bool | None
-    method: str
-    counterexample: Counterexample | None = None
-    #: LaTeX (math mode) of the claim and of the computed value, for formula claims ("" for numbers).
-    claim_latex: str = ""
-    computed_latex: str = ""
-
-    def to_json(self) -> dict:
-        data = {"claim": self.claim, "verdict": self.verdict, "claimed": self.claimed,
-                "computed": self.computed, "method": self.method}
-        if self.counterexample is not None:  # formula claims (leading(i) = ..., F_n = ...)
-            data["counterexample"] = self.counterexample.to_json()
-        return data
-
-    def __str__(self) -> str:
-        verdict = {True: "true", False: "false", None: "undecided"}[self.verdict]
-        text = f"{self.claim}: {verdict} (computed {self.computed})"
-        if self.counterexample is not None:
-            text += "\n  counterexample: " + _counterexample_text(self.counterexample)
-        return text
-
-
-def _counterexample_text(ce: Counterexample, code: str = "") -> str:
-    """``entry (r, c) at x_11 = 1, c_1 = 2: claimed 1/3, computed 2/9`` (``code``: Markdown backticks)."""
-    where = f"entry {ce.entry} " if ce.entry is not None else ""
-    point = ", ".join(f"{k} = {v}" for k, v in ce.point) or "any point"
-    return (f"{where}at {point}: claimed value {code}{ce.claimed}{code}, "
-            f"computed value {code}{ce.computed}{code}")
-
-
-def _symbol_latex(name: str) -> str:
-    """A package symbol's LaTeX (``Kt1_11`` as ``\\tilde{K}^{(1)}_{11}``), plain names by sympy."""
-    try:
-        from .expand import latex as package_latex
-
-        return package_latex(sp.Symbol(name))
-    except Exception:  # noqa: BLE001 - the package's names are a nicety; sympy's are correct too
-        return sp.latex(sp.Symbol(name))
-
-
-def _number_latex(text: str) -> str:
-    try:
-        return sp.latex(to_sympy(text, what="counterexample value"))
-    except SymattnError:
-        return r"	ext{" + latex_escape(text) + "}"
-
-
-def _counterexample_latex(ce: Counterexample) -> str:
-    """The counterexample in LaTeX text mode: one ``$name = value$`` per variable, so that lines can break."""
-    where = f"entry $({ce.entry[0]}, {ce.entry[1]})$ " if ce.entry is not None else ""
-    point = ", ".join(f"${_symbol_latex(k)} = {_number_latex(v)}$" for k, v in ce.point) or "any point"
-    return (f"{where}at {point}: claimed value ${_number_latex(ce.claimed)}$, "
-            f"computed value ${_number_latex(ce.computed)}$")
-
-
-_VERDICT_WORDS = {True: "true", False: "false", None: "undecided"}
-
-
-def _markdown_cell(value) -> str:
-    """A Markdown table cell: ``|`` escaped (a method's ``F_2 - F_2|Kt_1=0`` split the row), one line."""
-    return " ".join(str(value).split()).replace("|", "\\|")
-
-
-@dataclass(frozen=True)
 class ClaimsReport(FormattedResult):
     """Several claims checked against one architecture.
 
@@ -1293,13 +1075,13 @@ class ClaimsReport(FormattedResult):
     def _rows(self):
         for c in self.checks:
             computed = "not settled" if c.computed is None else c.computed
-            yield c.claim, _VERDICT_WORDS[c.verdict], computed, c.method
+            yield c.claim, VERDICT_WORDS[c.verdict], computed, c.method
 
     def to_markdown(self) -> str:
         table = markdown_table(("claim", "verdict", "computed", "method"),
-                               [(f"`{_markdown_cell(a)}`", b, _markdown_cell(c), _markdown_cell(d))
+                               [(f"`{markdown_cell(a)}`", b, markdown_cell(c), markdown_cell(d))
                                 for a, b, c, d in self._rows()])
-        lines = [f"- counterexample to `{c.claim}`: " + _counterexample_text(c.counterexample, "`")
+        lines = [f"- counterexample to `{c.claim}`: " + counterexample_text(c.counterexample, "`")
                  for c in self.checks if c.counterexample is not None]
         return table + ("\n\n" + "\n".join(lines) if lines else "") + f"\n\n{self._summary()}"
 
@@ -1318,9 +1100,9 @@ class ClaimsReport(FormattedResult):
                 computed = f"${c.computed_latex}$"
             else:
                 computed = latex_prose(c.computed)
-            lines = [rf"\item {claim}\\", rf"verdict: \textbf{{{_VERDICT_WORDS[c.verdict]}}}; computed: {computed}"]
+            lines = [rf"\item {claim}\\", rf"verdict: \textbf{{{VERDICT_WORDS[c.verdict]}}}; computed: {computed}"]
             if c.counterexample is not None:
-                lines.append(r"\\counterexample: " + _counterexample_latex(c.counterexample))
+                lines.append(r"\\counterexample: " + counterexample_latex(c.counterexample))
             lines.append(latex_method(c.method, "Method"))
             items.append("\n".join(lines))
         verdict = "yes" if self.all_true else "no"
@@ -1336,7 +1118,7 @@ class ClaimsReport(FormattedResult):
                 return r"\text{not settled}"
             return c.computed_latex or rf"\text{{{latex_escape(c.computed)}}}"
 
-        rows = r" \\ ".join(rf"{claim(c)} & \text{{{_VERDICT_WORDS[c.verdict]}}} & {computed(c)}"
+        rows = r" \\ ".join(rf"{claim(c)} & \text{{{VERDICT_WORDS[c.verdict]}}} & {computed(c)}"
                             for c in self.checks)
         return r"\begin{array}{lll} \text{claim} & \text{verdict} & \text{computed} \\ \hline " + rows + r"\end{array}"
 

@@ -22,7 +22,7 @@ FLOORS = {
     "symattn.algebra": 2, "symattn.parsing": 2,
     "symattn.normalizers": 3, "symattn.curves": 3, "symattn.limits": 3,
     "symattn.model": 4,
-    "symattn.effective": 5,
+    "symattn.effective": 5, "symattn.verdicts": 5,
     "symattn.jacobian": 6, "symattn.adaptive": 6,
     "symattn.spectrum": 7, "symattn.observe": 7, "symattn.identify": 7, "symattn.numeric": 7,
     "symattn.expand": 7, "symattn.check": 7, "symattn.sweep": 7,
