@@ -16,7 +16,7 @@ Examples
 16
 >>> from symattn import Architecture, Normalizer, expand, symbols
 >>> arch = Architecture.uniform(layers=1, width=1, tokens=2)
->>> F = expand(arch, order=2, normalizer=Normalizer.generic(1))
+>>> F = expand(arch, truncation=3, normalizer=Normalizer.generic(1))
 >>> F.subs(symbols("c_1", arch, normalizer=Normalizer.generic(1)), 0)[2]
 Matrix([[0, 0]])
 """

@@ -3,7 +3,7 @@
 ``from symattn import expand`` gives the module ``symattn.expand``, because
 the package's submodule and the function share the name (and Python binds a
 submodule to its parent's attribute of that name on first import).  Calling
-that module calls its function, so ``expand(arch, order=2)`` works whichever
+that module calls its function, so ``expand(arch, truncation=3)`` works whichever
 of the two a user has, and ``symattn.expand.expand`` and
 ``import symattn.expand`` keep working as before.
 
@@ -11,8 +11,8 @@ Examples
 --------
 >>> import symattn
 >>> from symattn import expand, Architecture
->>> expand(Architecture.uniform(layers=1, width=1, tokens=2), order=1).order
-1
+>>> expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=2).truncation
+2
 >>> callable(symattn.identify), symattn.identify.identify.__name__
 (True, 'identify')
 """

@@ -39,19 +39,11 @@ def _api_verdict(claim_kind, n, hand, normalizer):
     """check_expression(claimed, computed) against the package's expansion, as in docs/check.md."""
     arch = ARCH if normalizer is None else ARCH.replace(normalizer=normalizer)
     if claim_kind == "F":
-        return check_expression(hand, expand(arch, truncation=max(n, 1) + 1)[n] if _truncation() else
-                                expand(arch, order=max(n, 1))[n]).verdict
+        return check_expression(hand, expand(arch, truncation=max(n, 1) + 1)[n]).verdict
     # leading(2): F_6 - F_6 with Kt_2 = 0
     zero = {s.name: 0 for s in curve_symbols(arch).K[1]}
-    kwargs = {"truncation": 7} if _truncation() else {"order": 6}
-    full, collapsed = expand(arch, **kwargs), expand(arch, point=zero, **kwargs)
+    full, collapsed = expand(arch, truncation=7), expand(arch, point=zero, truncation=7)
     return check_expression(hand, full[6] - collapsed[6]).verdict
-
-
-def _truncation():
-    import inspect
-
-    return "truncation" in inspect.signature(expand).parameters
 
 
 def _cases():
@@ -119,7 +111,7 @@ def test_a_refuted_claim_shows_entry_values_and_only_the_symbols_that_matter(cap
     check = report.checks[0]
     ce = check.counterexample
     assert check.verdict is False and ce.entry is not None
-    F = expand(arch, truncation=5) if _truncation() else expand(arch, order=4)
+    F = expand(arch, truncation=5)
     entry = F[4][ce.entry]
     names = {name for name, _ in ce.point}
     assert names == {s.name for s in entry.free_symbols}  # c_3, c_4, c_5 do not occur: not shown

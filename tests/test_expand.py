@@ -16,6 +16,8 @@ from symattn.expand import (
     expand,
     leading_coefficient,
     leading_orders,
+    package_symbols,
+    symbols,
     verify_leading_coefficient,
 )
 from symattn.model import Architecture, closed_form
@@ -37,7 +39,7 @@ def _centering(t):
 def test_one_layer_expansion_matches_the_closed_formulas(width, tokens, k):
     arch = Architecture.uniform(layers=1, width=width, rank=1, tokens=tokens)
     generic = Normalizer.generic(k)
-    F = expand(arch, order=2 * k + 1, normalizer=generic)
+    F = expand(arch, truncation=3 * k + 1, normalizer=generic)
     (Q,), (K,), (V,), X = _matrices(arch)
     t, J, H = tokens, sp.ones(tokens, tokens), _centering(tokens)
     assert F[0] == (V * X * J / t).applyfunc(sp.expand)
@@ -57,8 +59,8 @@ def test_softmax_is_the_generic_expansion_with_c_m_equal_to_one_over_m_factorial
     arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=2)
     generic = Normalizer.generic(1)
     order = 6
-    F_generic = expand(arch, order=order, normalizer=generic)
-    F_softmax = expand(arch, order=order, normalizer="softmax")
+    F_generic = expand(arch, truncation=order + 1, normalizer=generic)
+    F_softmax = expand(arch, truncation=order + 1, normalizer="softmax")
     values = {generic.coefficient_symbol(m): sp.Rational(1, math.factorial(m)) for m in range(1, order + 2)}
     for n in range(order + 1):
         assert F_softmax[n] == F_generic[n].xreplace(values).applyfunc(sp.expand)
@@ -68,8 +70,8 @@ def test_softmax_is_the_generic_expansion_with_c_m_equal_to_one_over_m_factorial
 def test_cosh_is_the_even_generic_expansion_with_c_2m_equal_to_one_over_2m_factorial():
     arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2)
     generic = Normalizer.generic(2, even=True)
-    F_generic = expand(arch, order=8, normalizer=generic)
-    F_cosh = expand(arch, order=8, normalizer="cosh")
+    F_generic = expand(arch, truncation=9, normalizer=generic)
+    F_cosh = expand(arch, truncation=9, normalizer="cosh")
     values = {generic.coefficient_symbol(m): sp.Rational(1, math.factorial(m)) for m in range(2, 10, 2)}
     for n in range(9):
         assert F_cosh[n] == F_generic[n].xreplace(values).applyfunc(sp.expand)
@@ -82,7 +84,7 @@ def test_expansion_agrees_with_sympy_series_of_the_closed_form():
     params, base = arch.symbols(), curve_symbols(arch)
     along = {params.Q[0][0]: EPS * base.Q[0][0], params.K[0][0]: EPS * base.K[0][0],
              params.V[0][0]: base.V[0][0]}
-    F = expand(arch, order=4)
+    F = expand(arch, truncation=5)
     for col in range(2):
         series = sp.series(closed[0, col].xreplace(along), EPS, 0, 5).removeO()
         for n in range(5):
@@ -91,10 +93,10 @@ def test_expansion_agrees_with_sympy_series_of_the_closed_form():
 
 def test_rational_point_and_symbolic_expansion_agree():
     arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2, normalizer="quadratic")
-    symbolic = expand(arch, order=12)
+    symbolic = expand(arch, truncation=13)
     point = {s.name: sp.Rational(v, 3) for s, v in zip(sorted(symbolic.free_symbols, key=lambda s: s.name),
                                                        [2, -1, 5, 7, -4, 1, 3, -2])}
-    numeric = expand(arch, order=12, point=point)
+    numeric = expand(arch, truncation=13, point=point)
     assert "fmpq)" in numeric.domain and "mpoly" in symbolic.domain
     at = {s: point[s.name] for s in symbolic.free_symbols}
     for n in range(13):
@@ -104,7 +106,7 @@ def test_rational_point_and_symbolic_expansion_agree():
 
 def test_irrational_taylor_coefficients_fall_back_to_sympy_coefficients():
     arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2, normalizer="exp(sqrt(2)*x)")
-    F = expand(arch, order=2)
+    F = expand(arch, truncation=3)
     (Q,), (K,), (V,), X = _matrices(arch)
     H = _centering(2)
     assert "fmpq_mpoly" not in F.domain
@@ -115,7 +117,7 @@ def test_irrational_taylor_coefficients_fall_back_to_sympy_coefficients():
 def test_query_collapse_sees_layer_one_at_order_k():
     arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3, normalizer="softmax")
     F = expand(arch, curve=collapse_queries())
-    assert F.order == 1
+    assert (F.truncation, F.order) == (2, 1)
     (Q,), (K,), (V,), X = _matrices(arch)
     claimed = V * X * _centering(3) * X.T * K.T * Q * X / 3
     assert check_expression(claimed, F[1]).proved
@@ -124,7 +126,7 @@ def test_query_collapse_sees_layer_one_at_order_k():
 def test_input_scaling_multiplies_the_collapse_expansion_by_one_more_eps():
     arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2, normalizer=Normalizer.generic(1))
     F = expand(arch, curve=input_scaling())
-    assert F.order == 3
+    assert (F.truncation, F.order) == (4, 3)
     (Q,), (K,), (V,), X = _matrices(arch)
     # the base point of input scaling is the generic point itself
     plain = {s: sp.Symbol(s.name.replace("t1", "1"), real=True) for s in F.free_symbols if "t1" in s.name}
@@ -138,7 +140,7 @@ def test_input_scaling_multiplies_the_collapse_expansion_by_one_more_eps():
 def test_polynomial_curve_replaces_a_block():
     arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=2, normalizer="softmax")
     curve = polynomial_curve({"Q1": sp.Matrix([[EPS, 2 * EPS]])})
-    F = expand(arch, curve=curve, order=1)
+    F = expand(arch, curve=curve, truncation=2)
     (Q,), (K,), (V,), X = _matrices(arch)
     claimed = V * X * _centering(2) * X.T * K.T * sp.Matrix([[1, 2]]) * X / 2
     assert check_expression(claimed, F[1]).proved
@@ -147,7 +149,7 @@ def test_polynomial_curve_replaces_a_block():
 def test_a_curve_with_scores_that_do_not_vanish_is_refused():
     arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2)
     with pytest.raises(DomainError, match="cannot expand along"):
-        expand(arch, curve=collapse([2]), order=2)
+        expand(arch, curve=collapse([2]), truncation=3)
 
 
 # -- the leading coefficients of layers 2 and 3 -------------------------------------------------------
@@ -216,8 +218,8 @@ def test_a_wrong_formula_is_caught_with_a_counterexample_that_really_differs():
     value = lambda m: m.xreplace({s: point[s.name] for s in m.free_symbols})  # noqa: E731
     params = type(base)(*(tuple(value(m) for m in blocks) for blocks in (base.Q, base.K, base.V)))
     claimed = wrong.evaluate(params, value(arch.input_symbols()), {"c_1": point["c_1"]})
-    full = expand(arch, order=6, point=point)
-    collapsed = expand(arch, order=6, point={**point, **{s.name: 0 for s in base.K[1]}})
+    full = expand(arch, truncation=7, point=point)
+    collapsed = expand(arch, truncation=7, point={**point, **{s.name: 0 for s in base.K[1]}})
     computed = full[6] - collapsed[6]
     assert claimed[ce.entry] == sp.Rational(ce.claimed)
     assert computed[ce.entry] == sp.Rational(ce.computed)
@@ -228,7 +230,7 @@ def test_a_wrong_formula_is_caught_with_a_counterexample_that_really_differs():
 
 def test_layers_before_the_leading_order_do_not_see_the_scores():
     arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2, normalizer=Normalizer.generic(1))
-    F = expand(arch, order=6)
+    F = expand(arch, truncation=7)
     K2 = curve_symbols(arch).K[1][0, 0]
     assert all(not F[n].has(K2) for n in range(6))
     assert F[6].has(K2)
@@ -257,41 +259,72 @@ def test_leading_coefficient_forms_and_rendering():
 # -- the Expansion value and the size guards ------------------------------------------------------------
 def test_expansion_renders_in_every_format():
     arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2)
-    F = expand(arch, order=2, normalizer=Normalizer.generic(1))
+    F = expand(arch, truncation=3, normalizer=Normalizer.generic(1))
     assert isinstance(F, Expansion) and len(F) == 3 and F.leading_order() == 2
     data = json.loads(json.dumps(F.to_json()))
     assert [c["order"] for c in data["coefficients"]] == [0, 1, 2]
     assert data["coefficients"][1]["entries"] == [["0", "0"]]
-    # F_0 and F_1 fit a line as matrices; F_2 (two entries of 3 terms of five factors) is written entry by entry
-    assert F.to_latex().count("\\begin{equation*}") == 2 and "(F_{2})_{12} &=" in F.to_latex()
-    assert r"\tilde{V}^{(1)}_{11}" in F.to_latex()
+    # F_0 = P X J / t, F_1 = 0 and F_2 = (c_1 / t) P X H C_1 in matrix form (checked entry by entry)
+    assert F.to_latex().count("\\begin{equation*}") == 3 and "(F_{2})_{12} &=" not in F.to_latex()
+    assert r"F_{2} = \frac{c_{1}}{2}\, P X H C_{1}" in F.to_latex()
+    # past the matrix forms, entries are factored: F_4 of width 1, three tokens
+    G = expand(Architecture.uniform(layers=1, width=1, tokens=3), truncation=5)
+    assert (r"(F_{4})_{11} &= \tfrac{1}{54} (\tilde{K}_{1})_{11}^{2} (\tilde{Q}_{1})_{11}^{2} (\tilde{V}_{1})_{11} "
+            r"x_{11}^{2} \left(x_{11} - 2 x_{12} + x_{13}\right)") in G.to_latex()
     assert F.to_latex(standalone=True).startswith("\\documentclass")
     assert F._repr_latex_().startswith("$$\\begin{aligned}")
     assert "$$F_{2} =" in F.to_markdown()
     assert str(F).splitlines()[1].startswith("F_0 = ")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        F.order = 3
-    with pytest.raises(TruncationError, match="beyond the order 2"):
+        F.truncation = 4
+    with pytest.raises(TruncationError, match=r"not in this expansion modulo eps\^3 \(F_0..F_2\); expand with "
+                                              r"truncation=4 or more"):
         F.coefficient(3)
 
 
-@pytest.mark.parametrize("order", [0, -1, 2.5, True, "2"])
-def test_bad_orders_are_refused(order):
-    with pytest.raises(TruncationError, match="positive integer"):
-        expand(Architecture.uniform(layers=1, width=1, tokens=2), order=order)
+@pytest.mark.parametrize("truncation", [1, 0, -1, 2.5, True, "2"])
+def test_bad_truncations_are_refused(truncation):
+    with pytest.raises(TruncationError, match=r"truncation must be an integer >= 2"):
+        expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=truncation)
+
+
+@pytest.mark.parametrize("call", [
+    lambda arch: expand(arch, order=2),
+    lambda arch: expand(arch, truncation=3, max_order=2),
+    lambda arch: package_symbols(arch, order=2),
+    lambda arch: symbols("c_1", arch, order=2),
+])
+def test_the_old_order_keyword_is_refused_naming_the_truncation(call):
+    # order=n meant the highest power kept; truncation=N is the series modulo eps^N (N = n + 1), as the spectrum's
+    with pytest.raises(TruncationError, match=r"truncation=N \(the series modulo eps\^N: F_0..F_\(N-1\)\), not "
+                                              r"(max_)?order=.*write (max_)?truncation=3 for (max_)?order=2"):
+        call(Architecture.uniform(layers=1, width=1, tokens=2))
+    with pytest.raises(TypeError):  # the third positional argument is not a truncation in disguise
+        expand(Architecture.uniform(layers=1, width=1, tokens=2), None, 2)
+
+
+def test_truncation_keeps_the_series_modulo_eps_to_the_n():
+    arch = Architecture.uniform(layers=1, width=1, tokens=2)
+    F = expand(arch, truncation=3)
+    assert (F.truncation, F.order, len(F)) == (3, 2, 3)
+    assert F.to_json()["truncation"] == 3 and "order" not in F.to_json()
+    assert expand(arch).truncation == 3  # default: just past n_1 = 2 (layer 1's scores first appear)
+    assert sorted(package_symbols(arch, 3, Normalizer.generic(1))) == [
+        "Kt1_11", "Qt1_11", "Vt1_11", "c_1", "c_2", "c_3", "x_11", "x_12"]
+    assert "truncation: modulo eps^3, F_0 .. F_2" in F.summary()
 
 
 def test_size_guards():
     with pytest.raises(ShapeError, match="45 parameters is too large"):
-        expand(Architecture.uniform(layers=3, width=3, rank=1, tokens=2), order=2)
+        expand(Architecture.uniform(layers=3, width=3, rank=1, tokens=2), truncation=3)
     with pytest.raises(TruncationError, match="too high"):
-        expand(Architecture.uniform(layers=1, width=1, tokens=2), order=500)
+        expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=501)
     with pytest.raises(TruncationError, match="grows beyond 20 terms"):
-        expand(Architecture.uniform(layers=2, width=2, tokens=3), order=6, max_terms=20)
+        expand(Architecture.uniform(layers=2, width=2, tokens=3), truncation=7, max_terms=20)
     with pytest.raises(TruncationError, match="grows beyond 1 terms"):  # the sympy fallback
         expand(Architecture.uniform(layers=1, width=2, tokens=3, normalizer="exp(sqrt(2)*x)"), max_terms=20)
     with pytest.raises(SymattnError, match="unknown symbols"):
-        expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, point={"Q1_11": 1})
+        expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3, point={"Q1_11": 1})
 
 
 def test_the_spelled_out_formulas_of_the_docs():
@@ -323,12 +356,12 @@ def test_the_spelled_out_formulas_of_the_docs():
 
 
 def test_an_expansion_iterates_indexes_from_the_end_and_prints_like_sympy():
-    F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+    F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
     assert list(F) == list(F.coefficients) and len(list(F)) == 3  # stopped at F_2, not TruncationError
     assert F[-1] == F[2] and F[-3] == F[0]
     with pytest.raises(TruncationError, match="from -3 to 2, got -4"):
         F[-4]
-    with pytest.raises(TruncationError, match="beyond the order 2"):
+    with pytest.raises(TruncationError, match="not in this expansion modulo eps"):
         F[3]
     assert sp.latex(F).startswith(r"\begin{aligned}F_{0} &=") and r"F_{2} &=" in sp.latex(F)
-    assert repr(F).startswith("Expansion(F_0..F_2 of 1 layer(s)") and "\n" not in repr(F)
+    assert repr(F).startswith("Expansion(F_0..F_2 (modulo eps^3) of 1 layer(s)") and "\n" not in repr(F)

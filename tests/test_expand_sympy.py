@@ -1,6 +1,9 @@
 """Expansions behave like sympy objects: slices, subs by name, xreplace, evalf, simplify, printing hooks."""
 
 import random
+import re
+import shutil
+import subprocess
 
 import pytest
 import sympy as sp
@@ -23,7 +26,7 @@ from symattn.normalizers import Normalizer
 
 @pytest.fixture(scope="module")
 def F():
-    return expand(Architecture.uniform(layers=1, width=1, rank=1, tokens=2), order=4,
+    return expand(Architecture.uniform(layers=1, width=1, rank=1, tokens=2), truncation=5,
                   normalizer=Normalizer.generic(1))
 
 
@@ -51,7 +54,7 @@ def test_the_writer_builds_exactly_the_expression_sympy_builds():
 
 def test_two_layer_expansion_is_unchanged_by_the_fast_conversion():
     arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2)
-    F = expand(arch, order=6, normalizer=Normalizer.generic(1))
+    F = expand(arch, truncation=7, normalizer=Normalizer.generic(1))
     for n in (2, 6):
         for entry in F[n]:
             assert sp.srepr(entry) == sp.srepr(sp.Poly(entry, *sorted(entry.free_symbols, key=str)).as_expr())
@@ -76,7 +79,7 @@ def test_subs_matches_the_package_symbols_by_name(F):
     assert by_name.point == (("c_1", 0),) and F.point == ()
     # the same rule as expand(..., point=...)
     arch = F.architecture
-    at_point = expand(arch, order=4, point={"c_1": 1, "c_2": 0})
+    at_point = expand(arch, truncation=5, point={"c_1": 1, "c_2": 0})
     assert at_point[4] == F.subs({"c_1": 1, "c_2": 0})[4]
 
 
@@ -121,7 +124,7 @@ def test_xreplace_evalf_applyfunc_simplify(F):
 
 def test_package_symbols_lists_every_name():
     arch = Architecture.uniform(layers=2, width=1, tokens=2)
-    names = package_symbols(arch, 2, Normalizer.generic(2))
+    names = package_symbols(arch, 3, Normalizer.generic(2))
     assert {"Qt2_11", "Vt1_11", "x_12", "c_2", "c_3"} <= set(names)
     assert names["x_12"] == arch.input_symbols()[0, 1]
     assert names["Qt2_11"] == curve_symbols(arch).Q[1][0, 0]
@@ -130,21 +133,21 @@ def test_package_symbols_lists_every_name():
 # -- printing ---------------------------------------------------------------------------------------------
 def test_latex_of_a_coefficient_uses_the_package_names(F):
     text = sp.latex(F[2])
-    assert r"\tilde{K}^{(1)}_{11}" in text and "Kt_{1 11}" not in text and "x_{11}" in text
-    # the same names as the export, which writes this long coefficient entry by entry
+    assert r"(\tilde{K}_{1})_{11}" in text and "Kt_{1 11}" not in text and "x_{11}" in text
+    # the same names as the export, which writes F_2 as its matrix form and F_4 entry by entry, factored
     exported = F.to_latex()
-    assert all(latex(-term if term.could_extract_minus_sign() else term) in exported
-               for e in F[2] for term in sp.Add.make_args(e))
-    assert all(r"\tilde{K}^{(1)}_{11}" in line for line in F.to_latex().splitlines() if "(F_{2})_{11} &=" in line)
-    assert r"\tilde{K}^{(1)}_{11}" in sp.latex(F[2].subs(F.symbol("c_1"), 2))  # kept by sympy operations
-    assert latex(F[2][0, 0]).count(r"\tilde{Q}^{(1)}_{11}") >= 1
+    assert r"F_{2} = \frac{c_{1}}{2}\, P X H C_{1}" in exported
+    assert all(r"(\tilde{K}_{1})_{11}" in line for line in exported.splitlines() if "(F_{4})_{11} &=" in line)
+    assert "Kt_{" not in exported and "Kt1" not in exported and "_{1 11}" not in exported
+    assert r"(\tilde{K}_{1})_{11}" in sp.latex(F[2].subs(F.symbol("c_1"), 2))  # kept by sympy operations
+    assert latex(F[2][0, 0]).count(r"(\tilde{Q}_{1})_{11}") >= 1
     assert latex(F[2][0, 0], symbol_names={F.symbol("c_1"): "c"}).count("c ") >= 1
-    assert F[2]._repr_latex_().count(r"\tilde{V}^{(1)}_{11}") >= 1
+    assert F[2]._repr_latex_().count(r"(\tilde{V}_{1})_{11}") >= 1
 
 
 def test_pretty_and_sstr_hooks(F):
     pretty = sp.pretty(F, use_unicode=False, wrap_line=False)
-    assert pretty.splitlines()[0].rstrip() == "expansion up to eps^4" and "F_1 = [0  0]" in pretty
+    assert pretty.splitlines()[0].rstrip() == "expansion modulo eps^5" and "F_1 = [0  0]" in pretty
     text = sp.sstr(F)
     assert text.splitlines()[2] == "F_1 = Matrix([[0, 0]])"
     assert "F_4 = " in str(F) and "\n" not in repr(F)
@@ -153,7 +156,7 @@ def test_pretty_and_sstr_hooks(F):
 def test_explicit_leading_coefficient_is_a_coefficient_matrix():
     lc = leading_coefficient(Architecture.uniform(layers=1, width=1, tokens=2), 1)
     assert isinstance(lc.explicit(), CoefficientMatrix)
-    assert r"\tilde{Q}^{(1)}_{11}" in sp.latex(lc.explicit())
+    assert r"(\tilde{Q}_{1})_{11}" in sp.latex(lc.explicit())
 
 
 # -- matrix forms of the network at hand --------------------------------------------------------------------
@@ -182,7 +185,9 @@ def test_the_matrix_form_names_H_J_and_C_and_reduces_the_powers_of_H():
     assert dict(k2.definitions)["alpha_2"] == sp.Trace(sp.OneMatrix(3, 1).T * k2.symbol("C_2")
                                                        * sp.OneMatrix(3, 1)) / 9
     names = [name for name, _ in lc.definitions]
-    assert names == ["H", "J", "P", "What1", "C_1", "What2", "C_2"]
+    assert names == ["H", "J", "P", "What_1", "C_1", "What_2", "C_2"]  # one name per object: What_i, as printed
+    assert lc.symbol("What_1").name == "What_1" and lc.symbol("What1") is lc.symbol("What_1")  # alias on input
+    assert "What1" not in lc.symbol_names() and "What1" not in str(lc) and "What1" not in lc.to_json()["formula"]
     for e in (lc.matrix_form, generic.matrix_form):
         assert not e.atoms(sp.MatPow) and "I -" not in str(e)
 
@@ -242,11 +247,14 @@ def test_verification_checks_the_matrix_form_and_catches_a_wrong_one():
 def test_the_latex_shows_this_network_then_the_general_formula():
     lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
     first = lc.matrix_latex().splitlines()[0]
-    assert first == (r"&F_{6} - F_{6}\big|_{\hat W_{2} = 0} = \frac{1}{81}\, P X H C_{1} H C_{1}^{T} H C_{2} J"
+    assert first == (r"&F_{6} - F_{6}\big|_{\widehat W_{2} = 0} = \frac{1}{81}\, P X H C_{1} H C_{1}^{\top} H C_{2} J"
                      r" \\")
     latex_text = lc.to_latex()
     assert latex_text.index(first) < latex_text.index(lc.latex.splitlines()[0])
-    assert r"H = I_{3} - \tfrac{1}{3} J" in latex_text and r"C_{2} = X^{T} \hat{W}_{2} X" in latex_text
+    assert r"H = I_{3} - \tfrac{1}{3} J" in latex_text and r"C_{2} = X^{\top} \widehat{W}_{2} X" in latex_text
+    assert "^{T}" not in latex_text and r"\hat" not in latex_text  # one transpose sign, one hat, as symattn.naming
+    # the definitions take one line each (What_i beside C_i), not one line past the page
+    assert max(len(line) for line in lc.matrix_latex().splitlines()) < 150
     assert lc._repr_latex_().count(r"\frac{1}{81}") == 1
     markdown = lc.to_markdown()
     assert "For this network:" in markdown and "For every width and token count:" in markdown
@@ -265,7 +273,7 @@ def test_leading_coefficient_subs_and_explicit_at_given_matrices():
     assert lc.xreplace({"c_1": 1}).effective_formula == one.effective_formula
     with pytest.raises(SymattnError, match="unknown symbol name 'c_9'"):
         lc.subs("c_9", 1)  # c_1 .. c_7 are the normalizer's (to order 6 + 1)
-    with pytest.raises(SymattnError, match="What1 is a matrix"):
+    with pytest.raises(SymattnError, match="What_1 is a matrix"):  # (the alias What1 names the same matrix)
         lc.subs({"What1": 1})
     rng = random.Random(4)
     params, X = _random_point(arch, rng)
@@ -288,7 +296,7 @@ def test_the_command_prints_a_summary_unless_entries_are_asked(capsys, tmp_path)
 
     from symattn.cli import main
 
-    argv = ["expand", "--layers", "1", "--order", "2", "--generic", "1", "--quiet"]
+    argv = ["expand", "--layers", "1", "--truncation", "3", "--generic", "1", "--quiet"]
     assert main(argv) == 0
     summary = capsys.readouterr().out
     assert len(summary) < 2000  # not the 38 KB of LaTeX
@@ -301,38 +309,41 @@ def test_the_command_prints_a_summary_unless_entries_are_asked(capsys, tmp_path)
     data = json.loads(capsys.readouterr().out)
     assert [c["order"] for c in data["coefficients"]] == [0, 1, 2] and data["coefficients"][2]["latex"]
     assert main(argv + ["--latex"]) == 0
-    # entries wider than a line are written one by one over broken lines (F_1 = 0 is one matrix)
+    # a header, the matrix forms, then F_0 = P X J / t, F_1 = 0, F_2 = (c_1 / t) P X H C_1, checked entry by entry
     out = capsys.readouterr().out
-    assert out.count("\\begin{equation*}") == 1 and out.count("\\begin{align*}") == 2 and "(F_{2})_{23} &=" in out
+    assert r"\item truncation: the series modulo $\varepsilon^{3}$" in out
+    assert out.count("\\begin{equation*}") == 3 and "(F_{2})_{23} &=" not in out
+    assert r"F_{2} = \frac{c_{1}}{3}\, P X H C_{1}" in out
     assert main(argv + ["--out", str(tmp_path)]) == 0
     assert "$$F_{2} =" not in (tmp_path / "expand.md").read_text()
-    assert (tmp_path / "expand.tex").read_text().count("\\begin{align*}") == 2
+    assert (tmp_path / "expand.tex").read_text().count("\\begin{equation*}") == 3
 
 
 def test_the_summary_lists_the_matrix_forms_of_the_layers_up_to_the_order():
-    F = expand(Architecture.uniform(layers=2, width=1, tokens=2), order=6)
+    F = expand(Architecture.uniform(layers=2, width=1, tokens=2), truncation=7)
     assert [lc.layer for lc in F.matrix_forms()] == [1, 2]
-    assert [lc.layer for lc in expand(Architecture.uniform(layers=2, width=1, tokens=2), order=4).matrix_forms()] \
+    assert [lc.layer for lc in expand(Architecture.uniform(layers=2, width=1, tokens=2), truncation=5).matrix_forms()] \
         == [1]
     summary = F.summary()
     assert "layer 2, F_6 - F_6|What_2=0 = (1/16)*P*X*H*C_1*H*C_1.T*H*C_2*J" in summary
     from symattn.curves import collapse_queries
     assert expand(Architecture.uniform(layers=1, width=1, tokens=2), curve=collapse_queries()).matrix_forms() == ()
     assert expand(Architecture.uniform(layers=1, width=1, tokens=2, normalizer="lightning"),
-                  order=2).matrix_forms() == ()
+                  truncation=3).matrix_forms() == ()
 
 
-def test_the_examples_of_docs_expansions_md_run():
+@pytest.mark.parametrize("page, examples", [("expansions.md", 25), ("expand.md", 8)])
+def test_the_examples_of_the_docs_run(page, examples):
     import doctest
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "expansions.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parent.parent / "docs" / page).read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, "expansions.md", "docs/expansions.md", 0)
+    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, page, f"docs/{page}", 0)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     runner.run(test)
-    assert runner.summarize(verbose=False).failed == 0 and len(test.examples) > 25
+    assert runner.summarize(verbose=False).failed == 0 and len(test.examples) > examples
 
 
 def test_leading_coefficient_applyfunc_simplify_and_printing_hooks():
@@ -358,7 +369,7 @@ def test_numeric_substitution_goes_through_flint_and_agrees_with_sympy():
     import pickle
 
     arch = Architecture.uniform(layers=2, width=1, rank=1, tokens=2)
-    F = expand(arch, order=6, normalizer=Normalizer.generic(1))
+    F = expand(arch, truncation=7, normalizer=Normalizer.generic(1))
     c1, x11 = F.symbol("c_1"), F.symbol("x_11")
     for G, rule in ((F.subs("c_1", 3), {c1: 3}), (F.xreplace({"c_1": -2, "x_11": sp.Rational(1, 2)}),
                                                  {c1: -2, x11: sp.Rational(1, 2)}),
@@ -371,19 +382,151 @@ def test_numeric_substitution_goes_through_flint_and_agrees_with_sympy():
     # symbolic values and expressions as keys take sympy's route, with the same result
     assert F.subs("c_1", "c_2 + 1")[6] == F[6].subs(c1, F.symbol("c_2") + 1)
     assert pickle.loads(pickle.dumps(F))[6] == F[6]  # the flint polynomials are not pickled
-    at_point = expand(arch, order=6, normalizer=Normalizer.generic(1), point={"c_1": 1})
+    at_point = expand(arch, truncation=7, normalizer=Normalizer.generic(1), point={"c_1": 1})
     assert F.subs("c_1", 1)[6] == at_point[6]
 
 
 def test_the_command_guards_against_writing_out_huge_expansions(capsys, tmp_path):
     from symattn.cli import main
 
-    argv = ["expand", "--layers", "1", "--order", "2", "--generic", "1", "--quiet"]
-    for extra in (["--json"], ["--latex"], ["--entries"], ["--out", str(tmp_path / "out")]):
+    argv = ["expand", "--layers", "1", "--truncation", "3", "--generic", "1", "--quiet"]
+    for extra in (["--json"], ["--entries"], ["--out", str(tmp_path / "out")]):
         assert main(argv + extra + ["--max-output-terms", "100"]) == 2
         err = capsys.readouterr().err
         assert "have 396 terms" in err and "--max-output-terms 396 writes them anyway" in err
     assert not (tmp_path / "out").exists()
+    assert main(argv + ["--latex", "--max-output-terms", "100"]) == 0  # the LaTeX writes a bounded number of terms
+    assert "P X H C_{1}" in capsys.readouterr().out
     assert main(argv + ["--max-output-terms", "100"]) == 0  # the summary is always printed
     assert "| 2 | 6 of 6 | 360 |" in capsys.readouterr().out
     assert main(argv + ["--json", "--max-output-terms", "396"]) == 0
+
+
+# -- the LaTeX documents compile and read as mathematics ----------------------------------------------------
+@pytest.mark.slow  # pdflatex twice per document
+@pytest.mark.skipif(any(shutil.which(tool) is None for tool in ("pdflatex", "pdftotext")),
+                    reason="pdflatex or pdftotext is not installed")
+@pytest.mark.parametrize("argv", [
+    ["--layers", "1"], ["--layers", "1", "--generic", "1"], ["--layers", "1", "--generic", "1", "--truncation", "5"],
+    ["--leading", "2"], ["--leading", "2", "--generic", "1"], ["--layers", "3", "--leading", "3"],
+], ids=lambda argv: " ".join(argv))
+def test_the_latex_documents_compile_within_the_page_with_one_name_per_object(argv, tmp_path, capsys):
+    # expand --leading 2 overflowed the page by 89pt (its definitions on one line) and mixed ^T with ^\top;
+    # expand --latex was 9 pages of unfactored terms with no header, entries named Kt_{1 11} by sympy
+    from symattn.cli import main
+
+    assert main(["expand", *argv, "--latex", "--standalone", "--quiet"]) == 0
+    source = capsys.readouterr().out
+    (tmp_path / "expand.tex").write_text(source, encoding="utf-8")
+    for _ in range(2):
+        run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "expand.tex"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stdout[-2000:]
+    log = (tmp_path / "expand.log").read_text(encoding="utf-8", errors="replace")
+    widths = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
+    assert all(w <= 1.0 for w in widths), f"overfull boxes {widths} in {argv}"
+    text = subprocess.run(["pdftotext", "expand.pdf", "-"], cwd=tmp_path, capture_output=True, text=True,
+                          check=True).stdout
+    assert not re.search(r"\b(True|False|None)\b|\*\*", text)
+    # one name per object: What_i is \widehat W_i, transposes ^\top, entries (\tilde K_1)_{11}, never the
+    # package's plain-text names nor sympy's reading of them
+    assert not re.search(r"What|\b[QKV]t\d|x_\d|Kt_\{", text + source)
+    assert "^{T}" not in source and "^T" not in source and r"\hat{" not in source and r"\hat " not in source
+    assert r"\widehat" in source and "^{\\top}" in source
+    if "--leading" not in argv:
+        assert r"\item truncation: the series modulo $\varepsilon^{" in source and "normalizer" in text
+        assert "Kt" not in text and r"\tilde{K}^{(" not in source
+
+
+# -- sympy's own printers use the package's names ----------------------------------------------------------
+def test_sympy_printers_of_a_leading_coefficient_are_the_packages():
+    # sympy.latex(lc) printed a \mathtt{\text{...}} dump of str(lc)
+    lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
+    assert sp.latex(lc) == lc._latex_math() and r"\mathtt" not in sp.latex(lc)
+    assert sp.latex(lc).startswith(r"\begin{aligned}&F_{6} - F_{6}\big|_{\widehat W_{2} = 0} = \frac{1}{81}\, P X H")
+    assert sp.sstr(lc) == "F_6 - F_6|What_2=0 = (1/81)*P*X*H*C_1*H*C_1.T*H*C_2*J"
+    assert sp.pretty(lc, use_unicode=False).splitlines()[-1].startswith("F_6 - F_6|What_2=0 = 1/81*P*X*H*C_1*H*C_1")
+    F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
+    assert r"\mathtt" not in sp.latex(F) and sp.sstr(F).startswith("expansion along")
+
+
+def test_entries_print_as_the_package_names_them_in_sympys_printers(F):
+    # sp.latex(F[2][0, 0]) printed Kt_{1 11} and sp.pretty(F) Vt₁ ₁₁: the names were lost outside the helpers
+    entry = F[2][0, 0]
+    assert sp.latex(entry) == (r"\frac{(\tilde{K}_{1})_{11} (\tilde{Q}_{1})_{11} (\tilde{V}_{1})_{11} c_{1} x_{11}^{3}}"
+                               r"{4} - \frac{(\tilde{K}_{1})_{11} (\tilde{Q}_{1})_{11} (\tilde{V}_{1})_{11} c_{1} "
+                               r"x_{11}^{2} x_{12}}{2} + \frac{(\tilde{K}_{1})_{11} (\tilde{Q}_{1})_{11} "
+                               r"(\tilde{V}_{1})_{11} c_{1} x_{11} x_{12}^{2}}{4}")
+    assert latex(entry) == sp.latex(entry) and latex(sp.Matrix(F[2])) == sp.latex(sp.Matrix(F[2]))
+    pretty = sp.pretty(F, use_unicode=True, wrap_line=False)
+    tilde_k, tilde_v = "(K\u0303\u2081)\u2081\u2081", "(V\u0303\u2081)\u2081\u2081"  # (K̃₁)₁₁, (Ṽ₁)₁₁
+    assert tilde_k in pretty and tilde_v + "\u22c5x\u2081\u2081" in pretty and "Vt\u2081 \u2081\u2081" not in pretty
+    assert str(entry).startswith("Kt1_11*Qt1_11*Vt1_11*c_1*x_11**3/4")  # names (str, JSON, fixtures) unchanged
+    arch = Architecture.uniform(layers=2, width=1, tokens=2, heads=[1, 2])
+    native = arch.symbols()
+    assert sp.latex(native.Q[0][0, 0] * native.K[2][0, 0]) == "(K_{2,2})_{11} (Q_{1})_{11}"
+    assert sp.pretty(native.Q[2][0, 0]) == "(Q\u2082,\u2082)\u2081\u2081" and native.Q[2][0, 0].name == "Q2h2_11"
+    assert sp.latex(arch.input_symbols()) == r"\left[\begin{matrix}x_{11} & x_{12}\end{matrix}\right]"
+    assert sp.latex(entry, symbol_names={F.symbol("x_11"): "y"}).count("y^{") == 2  # sympy's own option wins
+
+
+def test_the_printed_symbols_are_the_plain_symbols_for_sympy():
+    import pickle
+
+    arch = Architecture.uniform(layers=1, width=1, tokens=2)
+    F = expand(arch, truncation=3)
+    k, x = F.symbol("Kt1_11"), F.symbol("x_11")
+    plain_k, plain_x = sp.Symbol("Kt1_11", real=True), sp.Symbol("x_11", real=True)
+    assert k == plain_k and plain_k == k and not (k != plain_k) and hash(k) == hash(plain_k)
+    assert plain_k in F[2].free_symbols and {plain_k: 1}[k] == 1
+    # substitution with a plain Symbol reaches every occurrence (sympy's subs compares types)
+    assert F[2].subs({plain_k: 2}) == F[2].xreplace({k: 2}) == F[2].subs(k, 2)
+    assert sp.expand(F[2][0, 0] - F[2][0, 0].xreplace({k: plain_k, x: plain_x})) == 0
+    # sympy's canonical order and srepr as for plain symbols: printed terms keep their order
+    assert sorted([x, k], key=sp.default_sort_key) == sorted([plain_x, plain_k], key=sp.default_sort_key)
+    assert sp.srepr(k) == "Symbol('Kt1_11', real=True)" and str(F[0][0, 0]) == "Vt1_11*x_11/2 + Vt1_11*x_12/2"
+    again = pickle.loads(pickle.dumps(F))  # dask sweeps pickle results
+    assert again[2] == F[2] and sp.latex(again[2]) == sp.latex(F[2])
+    assert type(pickle.loads(pickle.dumps(k))) is type(k) and pickle.loads(pickle.dumps(k)) == k
+    # sympy's cache may hand back an equal expression built from plain Symbols of the same names: the package's
+    # substitution still reaches every atom (sympy's subs compares types, so both keys are given)
+    mixed = F._map(lambda c: c.xreplace({k: plain_k, x: plain_x}))
+    assert mixed.subs({"Kt1_11": 2, "x_11": 3})[2] == F.subs({"Kt1_11": 2, "x_11": 3})[2]
+    assert mixed.subs("Kt1_11", sp.Symbol("y"))[2] == F[2].xreplace({k: sp.Symbol("y")})
+
+
+def test_what_i_has_one_name_and_what1_is_an_input_alias():
+    # symbols("What_1", arch) was a MatrixSymbol named What1, and the definitions mixed What1 with C_1
+    arch = Architecture.uniform(layers=2, width=2, tokens=3)
+    from symattn.expand import matrix_symbols, symbols
+
+    what = symbols("What_1", arch)
+    assert what.name == "What_1" and symbols("What1", arch) == what
+    assert sorted(name for name in matrix_symbols(arch) if "What" in name) == ["What_1", "What_2"]
+    lc = leading_coefficient(arch, 2)
+    assert str(dict(lc.definitions)["C_1"]) == "X.T*What_1*X" and str(lc.effective_formula).count("What_") >= 1
+    assert "What1" not in str(lc) and "What1" not in lc.to_markdown()
+    assert "What_1 = Kt1.T*Qt1, C_1 = X.T*What_1*X" in expand(arch, truncation=3).summary()
+    from symattn.errors import ParseError
+    from symattn.expand import matrix_formula
+    first = leading_coefficient(arch, 1)
+    assert matrix_formula("P*X*H*X.T*What1*X*J/9", first) == matrix_formula("P*X*H*X.T*What_1*X*J/9", first)
+    with pytest.raises(ParseError) as refused:  # the accepted names list What_1 once, not its alias
+        matrix_formula("P*Y", first)
+    assert "What_1" in str(refused.value) and "What1" not in str(refused.value)
+
+
+def test_the_command_refuses_the_old_order_flag_naming_the_truncation(capsys):
+    # --order N meant the highest power kept; --truncation N keeps the series modulo eps^N (as the spectrum's)
+    from symattn.cli import main
+
+    assert main(["expand", "--layers", "1", "--order", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--order is no longer accepted" in err and "give --truncation 3 instead" in err
+    assert main(["expand", "--layers", "1", "--order", "x"]) == 2 and "--truncation N+1" in capsys.readouterr().err
+    assert main(["expand", "--help"]) == 0
+    help_text = capsys.readouterr().out
+    assert "--truncation N" in help_text and "--order" not in help_text
+    assert main(["expand", "--layers", "1", "--width", "1", "--tokens", "2", "--truncation", "3", "--json",
+                 "--quiet"]) == 0
+    assert '"truncation": 3' in capsys.readouterr().out

@@ -160,7 +160,7 @@ def test_power_tower_in_an_expression_is_refused_by_total_degree():
 @pytest.fixture(scope="module")
 def second_order():
     arch = Architecture.uniform(layers=1, width=1, tokens=2)
-    F = expand(arch, order=2)
+    F = expand(arch, truncation=3)
     return F[2], sorted(F[2].free_symbols, key=lambda s: s.name)
 
 
@@ -261,7 +261,7 @@ def test_constant_names_are_not_read_as_the_variable(text, name):
 def test_non_finite_point_values_are_refused(value):
     arch = Architecture.uniform(layers=1, width=1, tokens=2)
     with quickly(), pytest.raises(SymattnError, match="is not a finite number"):
-        expand(arch, order=1, normalizer=Normalizer.generic(1), point={"c_1": value})
+        expand(arch, truncation=2, normalizer=Normalizer.generic(1), point={"c_1": value})
 
 
 # -- what stays accepted ----------------------------------------------------------------------------------

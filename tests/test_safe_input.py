@@ -150,7 +150,7 @@ def test_payloads_through_expand_points(marker):
     arch = Architecture.uniform(layers=1, width=1, tokens=2)
     for payload in _payloads(marker)[:12]:
         with pytest.raises(SymattnError):
-            expand(arch, order=1, normalizer=Normalizer.generic(1), point={"c_1": payload})
+            expand(arch, truncation=2, normalizer=Normalizer.generic(1), point={"c_1": payload})
 
 
 # -- what the parser accepts, exactly -----------------------------------------------------------

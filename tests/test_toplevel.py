@@ -37,9 +37,9 @@ def test_top_level_names_are_the_analyses():
 
 def test_calling_the_modules_gives_the_functions_results():
     arch = Architecture.uniform(layers=1, width=1, tokens=2)
-    F = symattn.expand(arch, order=2, normalizer=Normalizer.generic(1))
-    G = symattn.expand.expand(arch, order=2, normalizer=Normalizer.generic(1))
-    assert F[2] == G[2] and F.order == 2
+    F = symattn.expand(arch, truncation=3, normalizer=Normalizer.generic(1))
+    G = symattn.expand.expand(arch, truncation=3, normalizer=Normalizer.generic(1))
+    assert F[2] == G[2] and F.truncation == 3
     report = symattn.identify(arch, estimate=None)
     assert (report.dimension.lower, report.dimension.upper) == (2, 2)
     assert symattn.observe(Architecture.uniform(layers=2, width=2, tokens=3)).to_json() == \
@@ -58,7 +58,7 @@ def test_symbols_are_the_ones_the_results_use():
     c1, x11, qt = symattn.symbols("c_1, x_11 Qt1_11", arch, normalizer=generic)
     assert (c1.name, x11.name, qt.name) == ("c_1", "x_11", "Qt1_11")
     assert c1 != sp.Symbol("c_1") and c1.is_real and c1.is_nonzero
-    F = symattn.expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, normalizer=generic)
+    F = symattn.expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3, normalizer=generic)
     assert symattn.symbols("c_1", Architecture.uniform(layers=1, width=1, tokens=2), normalizer=generic) \
         in F[2].free_symbols
     # the native parameters are the ones of Architecture.symbols()

@@ -678,7 +678,7 @@ def test_every_command_runs_on_the_variant(capsys, flags):
     assert all(o["predicted"] is None for o in identify_data["orders"])
     observe_data = run_json(capsys, "observe", *network, "--collapse", "scores:1")
     assert observe_data["agrees_with_rank"] is True
-    expand_data = run_json(capsys, "expand", *network, "--order", "2")
+    expand_data = run_json(capsys, "expand", *network, "--truncation", "3")
     assert expand_data["architecture"]["heads"] == ([2, 2] if flags[:2] == ["--heads", "2"] else
                                                     [1, 2] if "1,2" in flags else [1, 1])
     check_data = run_json(capsys, "check", *network, "--claim", "kernel = 6")

@@ -111,7 +111,7 @@ def _guard_growth(domain, out, largest: int):
     if domain.max_bytes is not None and resident_bytes() > domain.max_bytes:
         raise ResourceLimitError(
             f"the symbolic expansion {domain.description}holds {resident_bytes() / 2**20:.0f} MiB, over the "
-            f"limit of {domain.max_bytes / 2**20:.0f} MiB; lower the order (--order), give numbers for some "
+            f"limit of {domain.max_bytes / 2**20:.0f} MiB; lower the truncation (--truncation), give numbers for some "
             f"symbols with point=..., or raise the limit with --max-memory SIZE (or max_memory=, "
             f"SYMATTN_MAX_MEMORY)")
     return out

@@ -1,14 +1,19 @@
 """``symattn expand``: the exact expansion along query/key collapse, or a layer's leading coefficient.
 
 By default the terminal gets a summary (the size of each ``F_n`` and the
-matrix form of every layer's leading coefficient up to the order): the
+matrix form of every layer's leading coefficient below the truncation): the
 entries of a symbolic expansion run to tens of kilobytes of LaTeX.
-``--entries`` prints every entry as Markdown; ``--latex``, ``--json`` and
-``--out DIR`` give every entry in those formats.
+``--truncation N`` keeps the series modulo ``eps^N`` (``F_0 .. F_{N-1}``, as
+the spectrum's ``--truncation``); the old ``--order`` is refused, naming
+``--truncation N+1``.  ``--entries`` prints every entry as Markdown;
+``--json`` and ``--out DIR`` give every entry; ``--latex`` gives a document
+with a header, the matrix forms, and each ``F_n`` in matrix form or factored
+entry by entry (up to :data:`~symattn.expand.LATEX_MAX_TERMS` terms).
 """
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -18,7 +23,7 @@ from .subcommand import Subcommand
 if TYPE_CHECKING:  # sympy: not at start-up
     from ..expand import Expansion
 
-__all__ = ["COMMANDS", "configure_expand", "run_expand", "ExpansionOutput", "MAX_OUTPUT_TERMS"]
+__all__ = ["COMMANDS", "configure_expand", "run_expand", "ExpansionOutput", "MAX_OUTPUT_TERMS", "RefusedOrder"]
 
 #: Default of ``--max-output-terms``: the entries of F_0..F_n are written out (Markdown, LaTeX, JSON)
 #: only up to this many terms in all; sympy prints about 5 000 terms a second, several times over for
@@ -26,35 +31,61 @@ __all__ = ["COMMANDS", "configure_expand", "run_expand", "ExpansionOutput", "MAX
 MAX_OUTPUT_TERMS = 50_000
 
 
+class RefusedOrder(argparse.Action):
+    """The old ``--order N`` (highest power kept): a usage error naming ``--truncation N+1`` (exit status 2).
+
+    Hidden from ``--help``; ``--truncation N`` keeps the series modulo ``eps^N``.
+
+    Examples
+    --------
+    >>> from symattn.cli import main
+    >>> main(["expand", "--layers", "1", "--order", "2"])
+    2
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        text = str(values).strip()
+        new = f"--truncation {int(text) + 1}" if text.isascii() and text.isdigit() and len(text) < 6 \
+            else "--truncation N+1"
+        parser.error(f"--order is no longer accepted (it meant the highest power of eps kept): give {new} "
+                     f"instead (--truncation N keeps the series modulo eps^N, F_0..F_(N-1), as in symattn spectrum)")
+
+
 def configure_expand(parser) -> None:
-    """``--order``, ``--generic K``, ``--leading LAYER``, ``--entries``, ``--max-output-terms N``.
+    """``--truncation N``, ``--generic K``, ``--leading LAYER``, ``--entries``, ``--max-output-terms N``.
 
     Examples
     --------
     >>> from symattn.cli.arguments import parse_command
-    >>> args, _ = parse_command(configure_expand, ["--order", "4", "--generic", "2"])
-    >>> args.order, args.generic, args.leading, args.entries, args.max_output_terms
-    (4, 2, None, False, 50000)
+    >>> args, _ = parse_command(configure_expand, ["--truncation", "5", "--generic", "2"])
+    >>> args.truncation, args.generic, args.leading, args.entries, args.max_output_terms
+    (5, 2, None, False, 50000)
     """
-    parser.add_argument("--order", type=int, default=None,
-                        help="highest power of eps kept (default: where layer 1's scores first appear)")
+    parser.add_argument("--truncation", metavar="N", type=int, default=None,
+                        help="keep the series modulo eps^N: F_0..F_(N-1) (default: just past where layer 1's "
+                             "scores first appear)")
+    parser.add_argument("--order", action=RefusedOrder, help=argparse.SUPPRESS)
     parser.add_argument("--generic", metavar="K", type=int, default=None,
                         help="replace the normalizers by generic Taylor data 1 + c_K x^K + ... (symbols)")
     parser.add_argument("--leading", metavar="LAYER", type=int, default=None,
                         help="print the matrix formula of LAYER's leading coefficient instead")
     parser.add_argument("--entries", action="store_true",
                         help="print every entry of F_0..F_n as Markdown (default: a summary with the matrix "
-                             "forms; --latex, --json and --out DIR always give every entry)")
+                             "forms; --json and --out DIR always give every entry, --latex a document with the "
+                             "matrix forms and the factored entries)")
     parser.add_argument("--max-output-terms", metavar="N", type=int, default=MAX_OUTPUT_TERMS,
-                        help=f"largest number of terms written out entry by entry (--entries, --latex, --json, "
-                             f"--out; default {MAX_OUTPUT_TERMS}: sympy prints about 5 000 terms a second)")
+                        help=f"largest number of terms written out entry by entry (--entries, --json, --out; "
+                             f"default {MAX_OUTPUT_TERMS}: sympy prints about 5 000 terms a second)")
 
 
 @dataclass(frozen=True)
 class ExpansionOutput:
     """What ``symattn expand`` prints: a summary in Markdown unless ``--entries``; every entry in the files.
 
-    ``to_json`` and ``to_latex`` are the expansion's own (every entry);
+    ``to_json`` is the expansion's own (every entry), refused past
+    ``max_terms`` terms; ``to_latex`` is the expansion's document (the matrix
+    forms, then the entries factored, at most
+    :data:`~symattn.expand.LATEX_MAX_TERMS` terms of them, so never refused);
     ``to_markdown`` is :meth:`~symattn.expand.Expansion.summary` and a pointer
     to the flags that give the entries, or with ``entries=True`` the
     expansion's full Markdown.
@@ -63,7 +94,7 @@ class ExpansionOutput:
     --------
     >>> from symattn.model import Architecture
     >>> from symattn.expand import expand
-    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
     >>> out = ExpansionOutput(F, entries=False)
     >>> out.to_json() == F.to_json(), "$$F_{2} =" in out.to_markdown(), "--entries" in out.to_markdown()
     (True, False, True)
@@ -72,7 +103,9 @@ class ExpansionOutput:
     >>> ExpansionOutput(F, max_terms=5).to_json()
     Traceback (most recent call last):
     ...
-    symattn.errors.SymattnError: F_0..F_2 have 10 terms: writing them out takes minutes (sympy prints about 5 000 terms a second) and tens of megabytes; the summary (without --entries, --latex, --json, --out) gives the sizes and the matrix forms; --max-output-terms 10 writes them anyway
+    symattn.errors.SymattnError: F_0..F_2 have 10 terms: writing them out takes minutes (sympy prints about 5 000 terms a second) and tens of megabytes; the summary (without --entries, --json, --out) gives the sizes and the matrix forms, --latex the matrix forms and the first entries factored; --max-output-terms 10 writes them anyway
+    >>> ExpansionOutput(F, max_terms=5).to_latex().startswith("\\\\section*{Expansion of the output}")
+    True
     """
 
     expansion: Expansion
@@ -87,16 +120,15 @@ class ExpansionOutput:
         if terms > self.max_terms:
             raise SymattnError(
                 f"F_0..F_{self.expansion.order} have {terms} terms: writing them out takes minutes (sympy prints "
-                f"about 5 000 terms a second) and tens of megabytes; the summary (without --entries, --latex, "
-                f"--json, --out) gives the sizes and the matrix forms; --max-output-terms {terms} writes them "
-                f"anyway")
+                f"about 5 000 terms a second) and tens of megabytes; the summary (without --entries, --json, "
+                f"--out) gives the sizes and the matrix forms, --latex the matrix forms and the first entries "
+                f"factored; --max-output-terms {terms} writes them anyway")
 
     def to_json(self) -> dict:
         self._guard()
         return self.expansion.to_json()
 
     def to_latex(self, standalone: bool = False) -> str:
-        self._guard()
         return self.expansion.to_latex(standalone=standalone)
 
     def to_markdown(self) -> str:
@@ -116,7 +148,7 @@ def run_expand(args, arch):
     Examples
     --------
     >>> from symattn.cli.arguments import parse_command
-    >>> args, arch = parse_command(configure_expand, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--order", "2"])
+    >>> args, arch = parse_command(configure_expand, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--truncation", "3"])
     >>> run_expand(args, arch).expansion.coefficients[1]
     Matrix([[0, 0]])
     >>> args, arch = parse_command(configure_expand, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--leading", "1"])
@@ -129,7 +161,7 @@ def run_expand(args, arch):
     normalizer = Normalizer.generic(args.generic) if args.generic is not None else None
     if args.leading is not None:
         return leading_coefficient(arch, args.leading, normalizer)
-    return ExpansionOutput(expand(arch, order=args.order, normalizer=normalizer, progress=not args.quiet,
+    return ExpansionOutput(expand(arch, truncation=args.truncation, normalizer=normalizer, progress=not args.quiet,
                                   max_memory=args.max_memory),
                            entries=getattr(args, "entries", False),
                            max_terms=getattr(args, "max_output_terms", MAX_OUTPUT_TERMS))

@@ -52,9 +52,9 @@ def _baseline(layers: int, width: int, tokens: int, order: int, point: dict) -> 
 def _expansion_row(layers: int, width: int, tokens: int, order: int, target: float | None):
     arch = Architecture.uniform(layers=layers, width=width, tokens=tokens)
     generic = Normalizer.generic(1)
-    seconds, F = best_of(lambda: expand(arch, order=order, normalizer=generic), 1 if layers > 1 else 3)
+    seconds, F = best_of(lambda: expand(arch, truncation=order + 1, normalizer=generic), 1 if layers > 1 else 3)
     # the coefficients are written as sympy when read: time that too (every F_n as sympy matrices)
-    written_seconds, _ = best_of(lambda: list(expand(arch, order=order, normalizer=generic)), 1)
+    written_seconds, _ = best_of(lambda: list(expand(arch, truncation=order + 1, normalizer=generic)), 1)
     rng = random.Random(7)
     point = {name: Fraction(rng.randint(-9, 9) or 1, rng.randint(1, 5)) for name in F.symbol_names()}
     baseline = _baseline(layers, width, tokens, order, point)

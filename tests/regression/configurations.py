@@ -55,7 +55,7 @@ CONFIGURATIONS = (
         ("observe-exceptional-l2", ["observe", "--layers", "2", "--exceptional", "--max-events", "1"]),
         ("observe-contact-l2", ["observe", "--layers", "2", "--collapse", "scores:1", "--contact"]),
         ("expand-l1-truncation3", ["expand", "--layers", "1", "--truncation", "3"]),
-        ("expand-l1-generic1", ["expand", "--layers", "1", "--order", "2", "--generic", "1"]),
+        ("expand-l1-generic1", ["expand", "--layers", "1", "--truncation", "3", "--generic", "1"]),
         ("expand-leading-l2", ["expand", "--layers", "2", "--leading", "2"]),
         ("check-l3", ["check", "--layers", "3", "--claim", "contact_order(3) = 17", "--claim", "kernel = 6",
                       "--claim", "multiplicity(2) = 3", "--claim", "sign_group_order = 1"]),
