@@ -387,13 +387,13 @@ class Spectrum(FormattedResult):
 
     @property
     def prediction_verdict(self) -> str:
-        """The comparison with the prediction in words: ``True``, ``False``, ``undecided: ...`` or why none.
+        """The comparison with the prediction in words: ``yes``, ``no``, ``undecided: ...`` or why none.
 
         Examples
         --------
         >>> from symattn.model import Architecture
         >>> decay_spectrum(Architecture.uniform(layers=1, tokens=2), progress=False).prediction_verdict
-        'True'
+        'yes'
         """
         return self._comparison()[1]
 
@@ -423,9 +423,10 @@ class Spectrum(FormattedResult):
         return self._decided(self.exponents == self.predicted.exponents and self.kernel == self.predicted.kernel)
 
     def _decided(self, matches: bool) -> tuple:
+        word = "yes" if matches else "no"
         if self.architecture.get("tokens") == 1:  # the prediction is one token's, not the contact orders
-            return matches, f"{matches} (the one-token prediction: the value map alone, at order 0)"
-        return matches, str(matches)
+            return matches, f"{word} (the one-token prediction: the value map alone, at order 0)"
+        return matches, word
 
     def _verdict_text(self) -> str:
         return self.prediction_verdict

@@ -645,7 +645,7 @@ def test_one_token_says_what_is_degenerate_and_compares_with_the_one_token_predi
         "one token: every S(A) is the 1 x 1 matrix 1, so the scores never reach F (unobservable) and only the "
         "value map is seen; the contact orders 2k 3^(i-1) - 1 do not apply",)
     assert s.matches_prediction is True
-    assert s.prediction_verdict == "True (the one-token prediction: the value map alone, at order 0)"
+    assert s.prediction_verdict == "yes (the one-token prediction: the value map alone, at order 0)"
     assert f"- degenerate: {s.degenerate[0]}" in s.to_markdown().splitlines()
     assert s.to_json()["degenerate"] == list(s.degenerate)
     assert _spectrum(_arch(layers=2)).degenerate == ()
