@@ -2,8 +2,8 @@
 
 Along a curve ``theta_eps`` (default: the simultaneous query/key collapse
 ``Q_i = eps Qt_i, K_i = eps Kt_i, V_i = Vt_i``) the output is a power series
-``F(theta_eps)(X) = sum_n eps^n F_n(X)``.  :func:`expand` computes
-``F_0, ..., F_order`` entry by entry as exact sympy expressions with the one
+``F(theta_eps)(X) = sum_n eps^n F_n(X)``.  :func:`expand` computes the series
+modulo ``eps^N`` (``truncation=N``: ``F_0, ..., F_{N-1}``) entry by entry as exact sympy expressions with the one
 forward pass (:func:`symattn.model.forward`) over truncated series with exact
 coefficients (:class:`~symattn.algebra.modseries.ExactSeriesDomain`): the base
 point ``Qt_i, Kt_i, Vt_i`` and the input ``X`` are symbols, and so are the
@@ -24,7 +24,7 @@ Examples
 >>> from symattn.normalizers import Normalizer
 >>> from symattn.expand import expand
 >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2)
->>> F = expand(arch, order=2, normalizer=Normalizer.generic(k=1))
+>>> F = expand(arch, truncation=3, normalizer=Normalizer.generic(k=1))
 >>> F[0]
 Matrix([[Vt1_11*x_11/2 + Vt1_11*x_12/2, Vt1_11*x_11/2 + Vt1_11*x_12/2]])
 >>> F[1]
@@ -53,7 +53,7 @@ from .algebra.exactseries import (
     from_fmpq,
     to_fmpq,
 )
-from ._format import FormattedResult, markdown_table
+from ._format import FormattedResult, latex_escape, latex_document, markdown_table
 from ._modules import make_callable
 from .curves import Curve, collapse
 from .errors import DomainError, NormalizerError, ResourceLimitError, ShapeError, SymattnError, TruncationError
@@ -69,6 +69,8 @@ __all__ = [
     "FlintToSympy",
     "latex",
     "package_symbols",
+    "matrix_symbols",
+    "symbols",
     "expand",
     "curve_symbols",
     "LeadingCoefficient",
@@ -83,6 +85,8 @@ __all__ = [
     "check_formula_claim",
     "MAX_PARAMS",
     "MAX_ORDER",
+    "MAX_TRUNCATION",
+    "LATEX_MAX_TERMS",
     "MAX_TOKENS",
     "MAX_LEADING_LAYER",
     "MAX_TERMS",
@@ -91,8 +95,15 @@ __all__ = [
 #: Largest number of native parameters :func:`expand` accepts.
 MAX_PARAMS = 40
 
-#: Largest order :func:`expand` accepts.
+#: Highest power of ``eps`` :func:`expand` keeps (``MAX_TRUNCATION - 1``).
 MAX_ORDER = 128
+
+#: Largest ``truncation`` :func:`expand` accepts (the series modulo ``eps^129``: ``F_0 .. F_128``).
+MAX_TRUNCATION = MAX_ORDER + 1
+
+#: Terms :meth:`Expansion.to_latex` writes out entry by entry (factored) at most; past them it says how many
+#: entries and terms it left out (the matrix forms are always written).  pdflatex sets some 2 000 terms a page.
+LATEX_MAX_TERMS = 1500
 
 #: Deepest layer whose leading coefficient :func:`leading_coefficient` derives (its formula grows about
 #: fivefold per layer: 4 s at layer 5, 20 s at layer 6 on a 2-core machine).
@@ -122,22 +133,23 @@ def curve_symbols(arch: Architecture) -> Parameters:
 
 
 def _latex_names(symbols) -> dict:
-    """LaTeX names: ``Qt1_11`` -> ``\\tilde{Q}^{(1)}_{11}``, ``x_11`` -> ``x_{11}``."""
+    """LaTeX names of plain Symbols named as the package's: ``Qt1_11`` -> ``(\\tilde{Q}_{1})_{11}``, ``eps``.
+
+    The package's own symbols (:class:`symattn.model.EntrySymbol`) print so by
+    themselves; this is for plain sympy Symbols of the same names.
+    """
+    from .model import entry_latex
+
     names = {}
     for s in symbols:
         if not isinstance(s, sp.Symbol):
             continue
-        name = s.name
-        if len(name) > 3 and name[0] in "QKV" and name[1] == "t" and "_" in name:
-            layer, index = name[2:].split("_", 1)
-            names[s] = rf"\tilde{{{name[0]}}}^{{({layer})}}_{{{index}}}"
-        elif len(name) > 2 and name[0] in "QKV" and "_" in name and name[1:].split("_", 1)[0].isdigit():
-            layer, index = name[1:].split("_", 1)  # a native parameter Q1_12
-            names[s] = rf"{name[0]}^{{({layer})}}_{{{index}}}"
-        elif name.startswith("x_"):
-            names[s] = rf"x_{{{name[2:]}}}"
-        elif name == "eps":
+        if s.name == "eps":
             names[s] = r"\varepsilon"
+            continue
+        text = entry_latex(s.name)
+        if text is not None:
+            names[s] = text
     return names
 
 
@@ -146,24 +158,23 @@ def _latex(expr) -> str:
 
 
 def latex(expr, **settings) -> str:
-    r"""``sympy.latex`` with the package's names: ``Kt1_11`` as ``\tilde{K}^{(1)}_{11}``, ``Q1_12`` as
-    ``Q^{(1)}_{12}``, ``x_11`` as ``x_{11}``.
+    r"""``sympy.latex`` with the package's names: ``Kt1_11`` as ``(\tilde{K}_{1})_{11}``, ``Q1_12`` as
+    ``(Q_{1})_{12}``, ``x_11`` as ``x_{11}``, for plain sympy Symbols of those names too.
 
-    The same names as the package's exports (``Expansion.to_latex``, the
-    ``latex`` of ``to_json``).  ``sympy.latex`` gives them by itself for the
-    coefficient matrices of an :class:`Expansion` (:class:`CoefficientMatrix`);
-    this function is for anything else, e.g. one entry ``F[2][0, 0]``.
-    Further keyword arguments go to ``sympy.latex`` (its own ``symbol_names``
-    win over the package's).
+    The package's own symbols print so in ``sympy.latex`` already
+    (:class:`symattn.model.EntrySymbol`); this function gives the same names
+    to plain ``sympy.Symbol`` objects named like them (e.g. built by hand or
+    read from JSON).  Further keyword arguments go to ``sympy.latex`` (its
+    own ``symbol_names`` win over the package's).
 
     Examples
     --------
     >>> Kt = curve_symbols(Architecture.uniform(layers=1, width=1)).K[0][0, 0]
     >>> x = Architecture.uniform(layers=1, width=1).input_symbols()[0, 1]
-    >>> sp.latex(Kt * x), latex(Kt * x)
-    ('Kt_{1 11} x_{12}', '\\tilde{K}^{(1)}_{11} x_{12}')
-    >>> latex(Architecture.uniform(layers=1, width=2).symbols().Q[0][0, 1] ** 2)
-    '\\left(Q^{(1)}_{12}\\right)^{2}'
+    >>> sp.latex(Kt * x), latex(sp.Symbol("Kt1_11") * sp.Symbol("x_12"))
+    ('(\\tilde{K}_{1})_{11} x_{12}', '(\\tilde{K}_{1})_{11} x_{12}')
+    >>> latex(sp.Symbol("Q1_12") ** 2)
+    '(Q_{1})_{12}^{2}'
     """
     names = _latex_names(getattr(expr, "free_symbols", ()))
     names.update(settings.pop("symbol_names", None) or {})
@@ -208,16 +219,17 @@ class CoefficientMatrix(sp.ImmutableDenseMatrix):
     The coefficients ``F[n]`` of an :class:`Expansion` (and
     :meth:`LeadingCoefficient.explicit`) are of this class: everything else
     is ``sympy.ImmutableMatrix`` (equality, ``subs``, arithmetic, which keep
-    the class), but ``sympy.latex(F[2])`` (and Jupyter) writes
-    ``\tilde{K}^{(1)}_{11}`` like the package's export, not ``Kt_{1 11}``.
+    the class), and ``sympy.latex(F[2])`` (and Jupyter) writes
+    ``(\tilde{K}_{1})_{11}`` like the package's export, not ``Kt_{1 11}``,
+    even for plain sympy Symbols of the package's names.
 
     Examples
     --------
-    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
     >>> isinstance(F[2], CoefficientMatrix), F[2] == sp.ImmutableMatrix(F[2])
     (True, True)
-    >>> r"\tilde{K}^{(1)}_{11}" in sp.latex(F[2]), "Kt_{1 11}" in sp.latex(sp.Matrix(F[2]))
-    (True, True)
+    >>> r"(\tilde{K}_{1})_{11}" in sp.latex(F[2]), "Kt_{1 11}" in sp.latex(sp.Matrix(F[2]))
+    (True, False)
     """
 
     def _latex(self, printer):
@@ -275,7 +287,12 @@ class FlintToSympy:
             from sympy.core.basic import _cmp_name
 
             classes = sorted({*self._class_rank, cls}, key=cmp_to_key(_cmp_name))
-            self._class_rank = {c: i for i, c in enumerate(classes)}
+            # classes sympy does not tell apart share a rank (EntrySymbol is named Symbol, and sorts as one)
+            ranks, rank = {}, -1
+            for i, c in enumerate(classes):
+                rank += 1 if i == 0 or _cmp_name(classes[i - 1], c) else 0
+                ranks[c] = rank
+            self._class_rank = ranks
             for key, (value, _) in self._numbers.items():
                 self._numbers[key] = (value, (self._class_rank[type(value)], value._hashable_content()))
             self._rank_factors()
@@ -371,7 +388,7 @@ class LazyCoefficients(Sequence):
     Examples
     --------
     >>> from symattn.normalizers import Normalizer
-    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, normalizer=Normalizer.generic(1))
+    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3, normalizer=Normalizer.generic(1))
     >>> lazy = F.coefficients
     >>> isinstance(lazy, LazyCoefficients), lazy.converted
     (True, 0)
@@ -436,12 +453,30 @@ class LazyCoefficients(Sequence):
 
 
 # -- symbols by name ---------------------------------------------------------------------------
-def package_symbols(arch: Architecture, order: int = 2, normalizer=None) -> dict:
-    """Every scalar symbol an expansion of ``arch`` uses, by name.
+def _refuse_order(function: str, old: dict) -> None:
+    """The old ``order=n`` / ``max_order=n`` (highest power kept): a TruncationError naming ``truncation=n+1``.
+
+    Other unexpected keywords are a TypeError, as Python's own.
+    """
+    for key, new in (("order", "truncation"), ("max_order", "max_truncation")):
+        if key in old:
+            value = old[key]
+            known = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            shown = f"{new}={int(value) + 1} for {key}={int(value)}" if known else f"{new}=n+1 for {key}=n"
+            raise TruncationError(
+                f"{function} takes {new}=N (the series modulo eps^N: F_0..F_(N-1)), not {key}= (the highest power "
+                f"of eps kept): write {shown} (truncation = order + 1)")
+    if old:
+        raise TypeError(f"{function}() got an unexpected keyword argument {next(iter(old))!r}")
+
+
+def package_symbols(arch: Architecture, truncation: int = 3, normalizer=None, **removed) -> dict:
+    """Every scalar symbol an expansion of ``arch`` modulo ``eps^truncation`` uses, by name.
 
     ``Qt1_11, Kt1_11, Vt1_11, ...`` (the base point of the curve), ``x_11, ...``
     (the input) and, for a generic normalizer, its Taylor coefficients
-    ``c_k, ..., c_{order+1}``.  The symbols carry assumptions (``real=True``,
+    ``c_k, ..., c_{truncation}``.  (The old ``order=n`` is refused, naming
+    ``truncation=n+1``.)  The symbols carry assumptions (``real=True``,
     and ``nonzero=True`` for the leading ``c_k``), so ``sympy.Symbol("c_1")``
     is a *different* symbol: look them up here (or with
     :meth:`Expansion.symbol`), or give names, which every substitution of
@@ -450,17 +485,18 @@ def package_symbols(arch: Architecture, order: int = 2, normalizer=None) -> dict
     Examples
     --------
     >>> from symattn.normalizers import Normalizer
-    >>> names = package_symbols(Architecture.uniform(layers=1, width=1, tokens=2), 2, Normalizer.generic(1))
+    >>> names = package_symbols(Architecture.uniform(layers=1, width=1, tokens=2), 3, Normalizer.generic(1))
     >>> sorted(names)
     ['Kt1_11', 'Qt1_11', 'Vt1_11', 'c_1', 'c_2', 'c_3', 'x_11', 'x_12']
     >>> names["c_1"] == sp.Symbol("c_1"), names["c_1"].name == "c_1"
     (False, True)
     """
+    _refuse_order("package_symbols", removed)
     _check_arch(arch)
     used = _with_normalizer(arch, normalizer)
     base = curve_symbols(used)
     out = {s.name: s for m in (*base.Q, *base.K, *base.V, used.input_symbols()) for s in m}
-    out.update(_normalizer_symbols(used, order))
+    out.update(_normalizer_symbols(used, truncation))
     return out
 
 
@@ -469,15 +505,18 @@ def matrix_symbols(arch: Architecture) -> dict:
 
     ``X`` (the input, ``d_0 x t``), ``Qt1, Kt1, Vt1, ...`` (the base point of
     the collapse curve, one matrix per block), ``P`` (``Vt_l ... Vt_1``),
-    ``What1, ...`` (``What_i = Pt_{i-1}^T Kt_i^T Qt_i Pt_{i-1}``, also under
-    ``What_1``), ``C_1, ...`` (``X^T What_i X``), ``H`` and ``J``: the
-    symbols :func:`leading_coefficient` and formula claims use.
+    ``What_1, ...`` (the effective score matrices
+    ``What_i = Pt_{i-1}^T Kt_i^T Qt_i Pt_{i-1}``, LaTeX ``\\widehat{W}_{i}``),
+    ``C_1, ...`` (``X^T What_i X``, the score Gram matrix of the input), ``H``
+    and ``J``: the symbols :func:`leading_coefficient` and formula claims use.
+    One name per object: the old spelling ``What1`` is read on input
+    (:func:`symbols`, :func:`matrix_formula`) but not listed here.
 
     Examples
     --------
     >>> names = matrix_symbols(Architecture.uniform(layers=2, width=2, tokens=3))
-    >>> names["C_2"].shape, names["What_1"] is names["What1"], names["P"].shape
-    ((3, 3), True, (2, 2))
+    >>> names["C_2"].shape, names["What_1"].name, names["P"].shape, "What1" in names
+    ((3, 3), 'What_1', (2, 2), False)
     """
     _check_arch(arch)
     d0, t = arch.widths[0], arch.tokens
@@ -487,12 +526,19 @@ def matrix_symbols(arch: Architecture) -> dict:
         shapes = arch.block_shapes(i)
         for block in ("Q", "K", "V"):
             out[f"{block}t{i}"] = sp.MatrixSymbol(f"{block}t{i}", *shapes[block])
-        out[f"What{i}"] = out[f"What_{i}"] = sp.MatrixSymbol(f"What{i}", d0, d0)
+        out[f"What_{i}"] = sp.MatrixSymbol(f"What_{i}", d0, d0)
         out[f"C_{i}"] = sp.MatrixSymbol(f"C_{i}", t, t)
     return out
 
 
-def symbols(names, arch: Architecture, *, normalizer=None, order: int | None = None):
+def _what_alias(name):
+    """``What_i`` for the old spelling ``What1`` (read on input only); any other name unchanged."""
+    if isinstance(name, str) and name.startswith("What") and name[4:].isdigit() and name[4:].isascii():
+        return f"What_{name[4:]}"
+    return name
+
+
+def symbols(names, arch: Architecture, *, normalizer=None, truncation: int | None = None, **removed):
     """The package's symbols by name, with their assumptions: one, or a tuple as :func:`sympy.symbols`.
 
     The one public way to the symbols the package uses, so that substitutions
@@ -502,7 +548,7 @@ def symbols(names, arch: Architecture, *, normalizer=None, order: int | None = N
     the base point of a curve ``Qt1_11, ...``, the input ``x_11, ...``, a
     generic normalizer's coefficients ``c_k, c_{k+1}, ...``, the matrices of
     the matrix forms (:func:`matrix_symbols`: ``X, P, H, J, What_i, C_i,
-    Qt1, ...``) and the scalars ``alpha_i``.
+    Qt1, ...``; ``What1`` is read as ``What_1``) and the scalars ``alpha_i``.
 
     Parameters
     ----------
@@ -512,9 +558,10 @@ def symbols(names, arch: Architecture, *, normalizer=None, order: int | None = N
     normalizer : Normalizer, optional
         Replaces the architecture's normalizers (``Normalizer.generic(k)``
         for the coefficients ``c_k``).
-    order : int, optional
-        Up to which Taylor coefficient ``c_{order+1}`` generic coefficients
-        are known; by default as far as the names ask.
+    truncation : int, optional
+        Up to which Taylor coefficient ``c_{truncation}`` generic coefficients
+        are known (those of an expansion modulo ``eps^truncation``); by
+        default as far as the names ask.  (The old ``order=n`` is refused.)
 
     Raises
     ------
@@ -529,14 +576,15 @@ def symbols(names, arch: Architecture, *, normalizer=None, order: int | None = N
     >>> c1, x11 = symbols("c_1 x_11", arch, normalizer=Normalizer.generic(1))
     >>> c1 == sp.Symbol("c_1"), c1.is_real, c1.is_nonzero
     (False, True, True)
-    >>> F = expand(arch, order=2, normalizer=Normalizer.generic(1))
+    >>> F = expand(arch, truncation=3, normalizer=Normalizer.generic(1))
     >>> c1 in F[2].free_symbols
     True
-    >>> symbols("What_1", arch).shape
-    (1, 1)
+    >>> symbols("What_1", arch).shape, symbols("What1", arch).name
+    ((1, 1), 'What_1')
     >>> symbols("Q1_11 K1_11", arch)
     (Q1_11, K1_11)
     """
+    _refuse_order("symbols", removed)
     if isinstance(names, str):
         wanted = names.replace(",", " ").split()
     else:
@@ -547,17 +595,18 @@ def symbols(names, arch: Architecture, *, normalizer=None, order: int | None = N
     bad = [n for n in wanted if not isinstance(n, str)]
     if bad or not wanted:
         raise SymattnError(f"names must be a nonempty string or list of strings, got {names!r}")
-    if order is None:
-        # c_n is known from the expansions of order n - 1 on
+    if truncation is None:
+        # c_n is known from the expansions modulo eps^n on
         # (at most 6 digits: c_ of a 5,000-digit number is a name no expansion has, not an integer to read)
         asked = [int(n[2:]) for n in wanted if n.startswith("c_") and n[2:].isdigit() and len(n) <= 8]
-        order = max([2] + [min(n, MAX_ORDER + 1) - 1 for n in asked])
+        truncation = max([3] + [min(n, MAX_TRUNCATION) for n in asked])
     used = _with_normalizer(arch, normalizer)
     native = used.symbols()
     known = {s.name: s for m in (*native.Q, *native.K, *native.V) for s in m}
-    known.update(package_symbols(used, order))
+    known.update(package_symbols(used, truncation))
     known.update(matrix_symbols(used))
     known.update({f"alpha_{i}": sp.Symbol(f"alpha_{i}") for i in range(2, used.layers + 1)})
+    wanted = [_what_alias(n) if _what_alias(n) in known else n for n in wanted]
     for name in wanted:
         if name not in known:
             raise _unknown(name, known, f"this architecture ({used.describe()})")
@@ -652,15 +701,16 @@ def _check_arch(arch) -> None:
 # -- the expansion ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Expansion(FormattedResult):
-    """The coefficients ``F_0, ..., F_order`` of the output along a curve.
+    """The coefficients ``F_0, ..., F_{N-1}`` of the output along a curve: the series modulo ``eps^N``.
 
     Attributes
     ----------
     architecture : Architecture
         The architecture expanded (with the normalizer override applied).
     curve : Curve
-    order : int
-        The highest power of ``eps`` kept.
+    truncation : int
+        ``N``: the series is kept modulo ``eps^N`` (``F_0 .. F_{N-1}``), as the
+        spectrum's truncation.  :attr:`order` is the highest power kept, ``N - 1``.
     coefficients : tuple of sympy ImmutableMatrix
         ``coefficients[n]`` is ``F_n`` (``d_l x t``), exact.
     normalizer : Normalizer or None
@@ -677,14 +727,14 @@ class Expansion(FormattedResult):
     Examples
     --------
     >>> from symattn.model import Architecture
-    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=1)
-    >>> F.order, len(F.coefficients), F[0].shape
-    (1, 2, (1, 2))
+    >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=2)
+    >>> F.truncation, F.order, len(F.coefficients), F[0].shape
+    (2, 1, 2, (1, 2))
     """
 
     architecture: Architecture
     curve: Curve
-    order: int
+    truncation: int
     coefficients: tuple
     normalizer: Normalizer | None = None
     point: tuple = ()
@@ -696,6 +746,17 @@ class Expansion(FormattedResult):
     #: ``sympy.N(F)`` reach the methods below (sympy's protocol for objects that are not Basic).
     __sympy__ = False
 
+    @property
+    def order(self) -> int:
+        """The highest power of ``eps`` kept: ``truncation - 1`` (read-only).
+
+        Examples
+        --------
+        >>> expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3).order
+        2
+        """
+        return self.truncation - 1
+
     def __getitem__(self, n):
         if isinstance(n, slice):
             return self.coefficients[n]
@@ -706,11 +767,12 @@ class Expansion(FormattedResult):
 
     def __iter__(self):
         # explicit: iteration through __getitem__ would stop only at IndexError, and an index past
-        # the order raises TruncationError
+        # the truncation raises TruncationError
         return iter(self.coefficients)
 
     def __repr__(self) -> str:
-        return (f"Expansion(F_0..F_{self.order} of {self.architecture.describe()} along {self._describe()}, "
+        return (f"Expansion(F_0..F_{self.order} (modulo eps^{self.truncation}) of {self.architecture.describe()} "
+                f"along {self._describe()}, "
                 f"{self.domain or 'exact'})")
 
     def _latex(self, printer=None) -> str:
@@ -719,7 +781,7 @@ class Expansion(FormattedResult):
 
     def _sympystr(self, printer) -> str:
         """What ``sympy.sstr(F)`` prints: one line per coefficient."""
-        return "\n".join([f"expansion along {self._describe()} up to eps^{self.order}"]
+        return "\n".join([f"expansion along {self._describe()} modulo eps^{self.truncation}"]
                          + [f"F_{n} = {printer._print(c)}" for n, c in enumerate(self.coefficients)])
 
     def _pretty(self, printer):
@@ -727,9 +789,9 @@ class Expansion(FormattedResult):
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=1)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=2)
         >>> print(sp.pretty(F, use_unicode=False))
-        expansion up to eps^1
+        expansion modulo eps^2
               [Vt1_11*x_11   Vt1_11*x_12  Vt1_11*x_11   Vt1_11*x_12]
         F_0 = [----------- + -----------  ----------- + -----------]
               [     2             2            2             2     ]
@@ -737,7 +799,7 @@ class Expansion(FormattedResult):
         """
         from sympy.printing.pretty.stringpict import prettyForm
 
-        lines = [prettyForm(f"expansion up to eps^{self.order}")]
+        lines = [prettyForm(f"expansion modulo eps^{self.truncation}")]
         lines += [prettyForm(*printer._print(c).left(f"F_{n} = ")) for n, c in enumerate(self.coefficients)]
         width = max(line.width() for line in lines)
         out = None
@@ -747,12 +809,12 @@ class Expansion(FormattedResult):
         return out
 
     def coefficient(self, n: int) -> sp.ImmutableMatrix:
-        """``F_n`` (``F_{-1}`` is the last one computed); raises TruncationError beyond the order computed.
+        """``F_n`` (``F_{-1}`` is the last one computed); raises TruncationError at or past the truncation.
 
         Examples
         --------
         >>> from symattn.model import Architecture
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=1)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=2)
         >>> F.coefficient(-1) == F[1] == list(F)[-1]
         True
         """
@@ -761,9 +823,9 @@ class Expansion(FormattedResult):
                                   f"to {self.order}, got {n!r}")
         if n < 0:
             n += len(self.coefficients)
-        if n > self.order:
-            raise TruncationError(f"F_{n} is beyond the order {self.order} of this expansion; "
-                                  f"expand with order >= {n}")
+        if n >= self.truncation:
+            raise TruncationError(f"F_{n} is not in this expansion modulo eps^{self.truncation} "
+                                  f"(F_0..F_{self.order}); expand with truncation={n + 1} or more")
         return self.coefficients[n]
 
     @property
@@ -781,11 +843,11 @@ class Expansion(FormattedResult):
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=1)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=2)
         >>> sorted(F.symbol_names())
         ['Kt1_11', 'Qt1_11', 'Vt1_11', 'x_11', 'x_12']
         """
-        names = package_symbols(self.architecture, self.order)
+        names = package_symbols(self.architecture, self.truncation)
         names.update({s.name: s for s in self.free_symbols if isinstance(s, sp.Symbol)})
         return names
 
@@ -797,7 +859,7 @@ class Expansion(FormattedResult):
         Examples
         --------
         >>> from symattn.normalizers import Normalizer
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, normalizer=Normalizer.generic(1))
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3, normalizer=Normalizer.generic(1))
         >>> c1 = F.symbol("c_1")
         >>> c1 in F[2].free_symbols, sp.Symbol("c_1") in F[2].free_symbols
         (True, False)
@@ -837,7 +899,7 @@ class Expansion(FormattedResult):
         Examples
         --------
         >>> from symattn.normalizers import Normalizer
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, normalizer=Normalizer.generic(1))
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3, normalizer=Normalizer.generic(1))
         >>> G = F.subs("c_1", 0)
         >>> G[2], G.point
         (Matrix([[0, 0]]), (('c_1', 0),))
@@ -894,7 +956,7 @@ class Expansion(FormattedResult):
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
         >>> F.xreplace({"x_11": 1, "x_12": 0, "Vt1_11": 2})[0]
         Matrix([[1, 1]])
         """
@@ -913,7 +975,7 @@ class Expansion(FormattedResult):
         Examples
         --------
         >>> from symattn.normalizers import Normalizer
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2, normalizer=Normalizer.generic(1))
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3, normalizer=Normalizer.generic(1))
         >>> F.applyfunc(sp.factor)[2][0, 0]
         Kt1_11*Qt1_11*Vt1_11*c_1*x_11*(x_11 - x_12)**2/4
         """
@@ -924,7 +986,7 @@ class Expansion(FormattedResult):
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
         >>> F.subs({"x_11": 1, "x_12": 2, "Vt1_11": 1, "Qt1_11": 1, "Kt1_11": 1}).evalf(3)[2]
         Matrix([[0.25, 0.5]])
         >>> sp.N(F.subs("x_11", sp.pi), 4)[0]
@@ -939,7 +1001,7 @@ class Expansion(FormattedResult):
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
         >>> sp.simplify(F)[2][0, 0]
         Kt1_11*Qt1_11*Vt1_11*x_11*(x_11**2 - 2*x_11*x_12 + x_12**2)/4
         """
@@ -953,7 +1015,7 @@ class Expansion(FormattedResult):
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
         >>> sp.expand(F.applyfunc(sp.factor))[2] == F[2]
         True
         """
@@ -964,18 +1026,18 @@ class Expansion(FormattedResult):
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
         >>> F.factor()[2][0, 1]
         Kt1_11*Qt1_11*Vt1_11*x_12*(x_11 - x_12)**2/4
         """
         return self._map(lambda c: c.applyfunc(lambda e: sp.factor(e, **hints)))
 
     def term_counts(self) -> tuple:
-        """``((nonzero entries, terms), ...)`` of ``F_0 .. F_order``, without writing them out when possible.
+        """``((nonzero entries, terms), ...)`` of ``F_0 .. F_{N-1}``, without writing them out when possible.
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
         >>> F.term_counts()
         ((2, 4), (0, 0), (2, 6))
         """
@@ -985,7 +1047,7 @@ class Expansion(FormattedResult):
                      for c in self.coefficients)
 
     def leading_order(self) -> int | None:
-        """The least ``n >= 1`` with ``F_n != 0`` (None if all vanish up to the order)."""
+        """The least ``n >= 1`` with ``F_n != 0`` (None if all vanish below the truncation)."""
         if isinstance(self.coefficients, LazyCoefficients):  # exact polynomials: zero is zero
             return next((n for n, (nonzero, _) in enumerate(self.term_counts()) if n >= 1 and nonzero), None)
         for n, c in enumerate(self.coefficients[1:], start=1):
@@ -1001,7 +1063,7 @@ class Expansion(FormattedResult):
         return {
             "architecture": self.architecture.to_json(),
             "curve": self._describe(),
-            "order": self.order,
+            "truncation": self.truncation,
             "normalizers": [n.name for n in self.architecture.normalizers],
             "point": {name: str(value) for name, value in self.point},
             "coefficients": [
@@ -1013,47 +1075,59 @@ class Expansion(FormattedResult):
             "method": self.method,
         }
 
-    def _latex_body(self) -> str:
-        """Each ``F_n``: as one matrix when it is short, entry by entry over broken lines otherwise.
+    def to_latex(self, standalone: bool = False, max_terms: int = LATEX_MAX_TERMS) -> str:
+        r"""A LaTeX document of the expansion: a header, the matrix forms, then each ``F_n``.
 
-        A long entry is written ``(F_n)_{rc} = ...`` in an ``align*`` whose
-        lines hold a few terms each and may break across pages, so that a
-        document of a large expansion keeps to the page width.
+        The header names the architecture, the normalizer, the curve and the
+        truncation.  Each ``F_n`` is then written in matrix form where it is
+        one (``F_0 = (1/t) P X J``, and a layer's leading coefficient where
+        it is the whole of ``F_{n_i}``; both checked entry by entry against
+        the expansion, exactly), ``0``, or entry by entry, each entry
+        collected by the generic Taylor coefficients ``c_j`` and factored
+        (python-flint), over lines that keep to the page.  Past ``max_terms``
+        terms written entry by entry it says how many entries and terms it
+        left out (:meth:`to_json` has every entry).
+
+        Parameters
+        ----------
+        standalone : bool
+            A whole document (``\documentclass`` ...) instead of a fragment.
+        max_terms : int
+            Terms written out entry by entry at most (default :data:`LATEX_MAX_TERMS`).
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
-        >>> body = F._latex_body()
-        >>> body.count("equation*"), body.count("align*")   # F_0, F_1 short; F_2 entry by entry
-        (4, 2)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
+        >>> text = F.to_latex()
+        >>> text.splitlines()[0], r"F_{0} = \frac{1}{2}\, P X J" in text, r"F_{2} = \frac{1}{2}\, P X H C_{1}" in text
+        ('\\section*{Expansion of the output}', True, True)
+        >>> G = expand(Architecture.uniform(layers=1, width=1, tokens=3), truncation=5)
+        >>> print(next(line for line in G.to_latex().splitlines() if line.startswith("(F_{4})_{11}"))[:79])
+        (F_{4})_{11} &= \tfrac{1}{54} (\tilde{K}_{1})_{11}^{2} (\tilde{Q}_{1})_{11}^{2}
+        >>> "Left out past 5 terms" in G.to_latex(max_terms=5)
+        True
         """
-        parts = [r"\allowdisplaybreaks"]
-        for n, c in enumerate(self.coefficients):
-            # each entry printed once, as lines: a coefficient whose rows fit one line stays a matrix
-            # (printed again, but it is short); otherwise the lines are used as they are
-            broken = [[_broken_latex(c[r, col]) for col in range(c.cols)] for r in range(c.rows)]
-            if all(len(lines) == 1 for row in broken for lines in row) and \
-                    max((sum(len(lines[0]) + 10 for lines in row) for row in broken), default=0) <= _LATEX_LINE:
-                parts.append("\\begin{equation*}\n" + f"F_{{{n}}} = {_latex(c)}\n" + "\\end{equation*}")
-                continue
-            entries = [f"(F_{{{n}}})_{{{r + 1}{col + 1}}} &= " + " \\\\\n  &\\quad ".join(lines)
-                       for r, row in enumerate(broken) for col, lines in enumerate(row)]
-            parts.append("\\begin{align*}\n" + " \\\\\n".join(entries) + "\n\\end{align*}")
-        return "\n".join(parts)
+        if isinstance(max_terms, bool) or not isinstance(max_terms, (int, np.integer)) or max_terms < 0:
+            raise SymattnError(f"max_terms must be a nonnegative integer, got {max_terms!r}")
+        body = _ExpansionLatex(self).document(int(max_terms))
+        return latex_document(body) if standalone else body
+
+    def _latex_body(self) -> str:
+        return _ExpansionLatex(self).document(LATEX_MAX_TERMS)
 
     def _latex_math(self) -> str:
         lines = r" \\ ".join(f"F_{{{n}}} &= {_latex(c)}" for n, c in enumerate(self.coefficients))
         return "\\begin{aligned}" + lines + "\\end{aligned}"
 
     def matrix_forms(self) -> tuple:
-        """The :class:`LeadingCoefficient` of each layer whose order ``n_i`` is at most :attr:`order`.
+        """The :class:`LeadingCoefficient` of each layer whose order ``n_i`` is below :attr:`truncation`.
 
         Empty off the collapse curve and for lightning layers (the matrix forms
         are derived for the collapse of normalized layers).
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=2, width=1, tokens=2), order=6)
+        >>> F = expand(Architecture.uniform(layers=2, width=1, tokens=2), truncation=7)
         >>> [(lc.layer, lc.order, str(lc.matrix_form)) for lc in F.matrix_forms()]
         [(1, 2, '(1/4)*P*X*H*C_1*J'), (2, 6, '(1/16)*P*X*H*C_1*H*C_1.T*H*C_2*J')]
         """
@@ -1064,24 +1138,24 @@ class Expansion(FormattedResult):
             orders = leading_orders(arch)
         except SymattnError:  # a lightning layer
             return ()
-        return tuple(leading_coefficient(arch, i) for i, n in enumerate(orders, start=1) if n <= self.order)
+        return tuple(leading_coefficient(arch, i) for i, n in enumerate(orders, start=1) if n < self.truncation)
 
     def summary(self) -> str:
         """Markdown that fits a terminal: sizes of the coefficients and the matrix forms, not every entry.
 
         A table of ``F_n`` (nonzero entries, terms, degree in ``eps`` order)
-        and the leading coefficient of each layer that appears up to the order
+        and the leading coefficient of each layer that appears below the truncation
         as a matrix formula (:meth:`matrix_forms`); :meth:`to_markdown` and
         :meth:`to_latex` write every entry.
 
         Examples
         --------
-        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), order=2)
+        >>> F = expand(Architecture.uniform(layers=1, width=1, tokens=2), truncation=3)
         >>> print(F.summary())  # doctest: +ELLIPSIS
         # Expansion along simultaneous query/key collapse Q_i = eps Qt_i, K_i = eps Kt_i (layers 1..1)
         <BLANKLINE>
         - architecture: 1 layer(s), widths [1, 1], score ranks [1], 2 tokens, normalizer softmax
-        - order: F_0 .. F_2, 1 x 2 each; first nonzero F_n with n >= 1: F_2
+        - truncation: modulo eps^3, F_0 .. F_2, 1 x 2 each; first nonzero F_n with n >= 1: F_2
         ...
         | n | nonzero entries | terms |
         |---:|---:|---:|
@@ -1091,7 +1165,7 @@ class Expansion(FormattedResult):
         <BLANKLINE>
         Leading coefficients (matrix forms, t = 2):
         <BLANKLINE>
-        - layer 1, F_2 - F_2|What_1=0 = (1/2)*P*X*H*C_1 with H = I - J/2, J = ones(2, 2), P = Vt1, What1 = Kt1.T*Qt1, C_1 = X.T*What1*X
+        - layer 1, F_2 - F_2|What_1=0 = (1/2)*P*X*H*C_1 with H = I - J/2, J = ones(2, 2), P = Vt1, What_1 = Kt1.T*Qt1, C_1 = X.T*What_1*X
         <BLANKLINE>
         """
         counts = self.term_counts()
@@ -1100,7 +1174,7 @@ class Expansion(FormattedResult):
         first = self.leading_order()
         lines = [f"# Expansion along {self._describe()}", "",
                  f"- architecture: {self.architecture.describe()}",
-                 f"- order: F_0 .. F_{self.order}, {rows} x {cols} each; "
+                 f"- truncation: modulo eps^{self.truncation}, F_0 .. F_{self.order}, {rows} x {cols} each; "
                  f"first nonzero F_n with n >= 1: " + (f"F_{first}" if first is not None else "none"),
                  f"- {self.method}", f"- {self.seconds:.2f} s", "",
                  markdown_table(("n", "nonzero entries", "terms"), table, align="rrr")]
@@ -1130,29 +1204,327 @@ class Expansion(FormattedResult):
         return "\n".join(lines).rstrip() + "\n"
 
     def __str__(self) -> str:
-        lines = [f"expansion along {self._describe()} up to eps^{self.order}"]
+        lines = [f"expansion along {self._describe()} modulo eps^{self.truncation}"]
         for n, c in enumerate(self.coefficients):
             lines.append(f"F_{n} = {c.tolist()}")
         return "\n".join(lines)
 
 
-def _default_order(arch: Architecture, curve: Curve) -> int:
-    """Where layer 1's scores first appear: the input's power plus ``k_1`` times their valuation."""
+#: Width of a line of a displayed formula, in the units of :func:`_shown_width` (about a letter of math at
+#: 11 pt): an A4 page with 2.2 cm margins holds some 85; the rest is room for ``(F_n)_{rc} =`` and ``\quad``.
+_LATEX_WIDTH = 66
+
+
+def _shown_width(text: str) -> float:
+    r"""About how wide LaTeX math ``text`` is set, in letters: commands as their glyphs, scripts at 0.7.
+
+    Examples
+    --------
+    >>> _shown_width(r"(\tilde{K}_{1})_{11}^{2}"), _shown_width(r"\tfrac{1}{54} x_{11} + 1")
+    (5.8, 7.4)
+    """
+    import re
+
+    text = re.sub(r"\\(left|right|bigl|bigr|Bigl|Bigr|,|;|!)", "", text)
+    text = re.sub(r"\\tfrac\{([^{}]*)\}\{([^{}]*)\}", lambda m: "9" * max(len(m[1]), len(m[2])), text)
+    text = re.sub(r"\\(tilde|hat|widehat|mathbf|mathrm)\{([^{}]*)\}", r"\2", text)
+    scripts = 0.0
+    while True:
+        found = re.search(r"[_^]\{([^{}]*)\}", text)
+        if found is None:
+            break
+        scripts += 0.7 * len(found[1].replace(" ", ""))
+        text = text[:found.start()] + text[found.end():]
+    operators = len(re.findall(r" [-+=] ", text))
+    text = re.sub(r" [-+=] ", "", text)
+    text = re.sub(r"\\[A-Za-z]+", "M", text)  # any other command: one glyph
+    return round(len(text.replace(" ", "").replace("{", "").replace("}", "")) + 2 * operators + scripts, 6)
+
+
+def _pack_lines(atoms: list[str], width: float = _LATEX_WIDTH) -> list[str]:
+    """Atoms joined by spaces into lines of at most ``width`` (:func:`_shown_width`); an atom is never split."""
+    lines, line, used = [], "", 0.0
+    for atom in atoms:
+        size = _shown_width(atom)
+        if line and used + size > width:
+            lines.append(line)
+            line, used = atom, size
+        else:
+            line, used = (f"{line} {atom}" if line else atom), used + size + 0.3
+    return lines + ([line] if line else [])
+
+
+def _signed(atoms: list[str], first: bool, negative: bool) -> list[str]:
+    """``atoms`` with the sign of a term: ``-`` or nothing on the first, ``+``/``-`` between terms."""
+    sign = ("-" if negative else "") if first else ("- " if negative else "+ ")
+    return [sign + atoms[0], *atoms[1:]] if atoms else atoms
+
+
+def _sum_atoms(expr, width: float) -> list[str]:
+    """The terms of a sum as atoms (signs leading), in sympy's printed order."""
+    atoms = []
+    for k, term in enumerate(sp.Add.make_args(expr) if not isinstance(expr, sp.Add) else expr.as_ordered_terms()):
+        negative = term.could_extract_minus_sign()
+        text = _latex(-term if negative else term)
+        atoms += _signed([text], k == 0, negative)
+    return atoms
+
+
+class _ExpansionLatex:
+    """The LaTeX document of an :class:`Expansion` (:meth:`Expansion.to_latex`).
+
+    The entries are held as python-flint polynomials in one ring (the
+    expansion's own when it has them): exact comparisons with the matrix
+    forms, and factoring.  Entries that are not polynomials over Q (an
+    irrational Taylor coefficient, floats) are written term by term.
+    """
+
+    def __init__(self, F: Expansion):
+        self.F = F
+        arch = F.architecture
+        self.point = {name: to_sympy(value) for name, value in F.point}
+        names = package_symbols(arch, F.truncation)
+        cached = F.__dict__.get("_flint")
+        if cached is not None:
+            symbols, self.raw = cached
+        else:
+            free = {s for s in F.free_symbols if isinstance(s, sp.Symbol)}
+            symbols = sorted({s for name, s in names.items() if name not in self.point} | free, key=lambda s: s.name)
+            self.raw = None
+        self.symbols = tuple(symbols)
+        self.subs = {names[name]: value for name, value in self.point.items() if name in names}
+        self.domain = PolynomialSeriesDomain(1, self.symbols, coefficient_values=self.subs)
+        self.back = FlintToSympy(self.symbols)
+        self._polys = {}
+
+    # -- the entries in the ring ---------------------------------------------------------------------------
+    def polys(self, n: int):
+        """``F_n`` as an object array of ring elements, or None when it is not polynomial over Q."""
+        if n not in self._polys:
+            rows, cols = self.F.architecture.widths[-1], self.F.architecture.tokens
+            out = np.empty((rows, cols), dtype=object)
+            try:
+                for r in range(rows):
+                    for c in range(cols):
+                        value = self.raw[r, c, n] if self.raw is not None else self.F[n][r, c]
+                        out[r, c] = self.domain._convert(value)
+            except (DomainError, SymattnError, TypeError, ValueError):
+                out = None
+            self._polys[n] = out
+        return self._polys[n]
+
+    def _agrees(self, n: int, build) -> bool:
+        """Whether ``F_n`` equals the matrix ``build(convert, subs)`` entry by entry, exactly.
+
+        A random rational point first (cheap: a wrong form is usually told
+        there), then the polynomials themselves.
+        """
+        import flint
+
+        polys = self.polys(n)
+        if polys is None:
+            return False
+        rng = random.Random(n)
+        values = [sp.Rational(rng.randint(-97, 97), rng.randint(1, 13)) for _ in self.symbols]
+        at = dict(zip(self.symbols, values))
+        args = [to_fmpq(v) for v in values] or [to_fmpq(0)]
+        by_symbol = {**self.subs, **at}
+        try:
+            quick = build(lambda v: to_fmpq(sp.sympify(v).xreplace(by_symbol)), by_symbol)
+        except (DomainError, SymattnError, TypeError, ValueError, ZeroDivisionError):
+            return False
+        if quick.shape != polys.shape:
+            return False
+        for index, value in np.ndenumerate(polys):
+            here = value(*args) if isinstance(value, flint.fmpq_mpoly) else value
+            if to_fmpq(quick[index]) != here:
+                return False
+        exact = build(self.domain._convert, self.subs)
+        return all(self.domain._convert(exact[index]) == value for index, value in np.ndenumerate(polys))
+
+    def _mean_form(self, convert, subs):
+        """``(1/t) P X J`` (``F_0`` of a normalized network) at ``subs``, in the ring of ``convert``."""
+        arch = self.F.architecture
+        base = curve_symbols(arch)
+        P = None
+        for V in base.V:
+            V = sp.Matrix(V).xreplace(subs)
+            P = V if P is None else V * P
+        X = sp.Matrix(arch.input_symbols()).xreplace(subs)
+        t = arch.tokens
+        mean = P * X * sp.ones(t, 1) / t
+        return object_array(mean * sp.ones(1, t), convert)
+
+    @staticmethod
+    def _leading_form(lc: LeadingCoefficient):
+        def build(convert, subs):
+            env = {s: object_array(sp.Matrix(m).xreplace(subs), convert) for s, m in lc.environment().items()}
+            return lc._evaluate_in_ring(convert, env, {}, effective="matrix")
+
+        return build
+
+    # -- one entry, factored ------------------------------------------------------------------------------
+    def entry_atoms(self, poly) -> list[str]:
+        """An entry as atoms: grouped by the monomials in the generic ``c_j``, each group factored."""
+        import re
+
+        import flint
+
+        if not isinstance(poly, flint.fmpq_mpoly):
+            return [sp.latex(from_fmpq(poly))]
+        if poly == 0:
+            return ["0"]
+        generic = [i for i, s in enumerate(self.symbols) if re.fullmatch(r"c_[0-9]+", s.name)]
+        groups = {}
+        for monomial, coefficient in zip(poly.monoms(), poly.coeffs()):
+            key = tuple(monomial[i] for i in generic)
+            rest = tuple(0 if i in generic else e for i, e in enumerate(monomial))
+            groups.setdefault(key, {})[rest] = coefficient
+        ordered = sorted(groups, key=lambda key: (sum(key), tuple(-e for e in key)))
+        atoms = []
+        for k, key in enumerate(ordered):
+            part = poly.context().from_dict(groups[key])
+            content, factors = part.factor()
+            c_monomial = sp.Mul(*[self.symbols[i] ** e for i, e in zip(generic, key) if e])
+            atoms += _signed(self._product_atoms(abs(content), c_monomial, factors), k == 0, content < 0)
+        return atoms
+
+    def _product_atoms(self, number, c_monomial, factors) -> list[str]:
+        atoms = []
+        if number != 1:
+            atoms.append(rf"\tfrac{{{number.p}}}{{{number.q}}}" if number.q != 1 else str(number.p))
+        if c_monomial != 1:
+            atoms.append(sp.latex(c_monomial))
+        single, sums = [], []
+        for factor, exponent in factors:
+            expr = self.back(factor)
+            (single if expr.is_Symbol else sums).append((expr, int(exponent)))
+        if single:
+            atoms += [sp.latex(f) for f in sp.Mul(*[e ** m for e, m in single]).as_ordered_factors()]
+        for expr, exponent in sums:
+            power = f"^{{{exponent}}}" if exponent > 1 else ""
+            whole = rf"\left({sp.latex(expr)}\right){power}"
+            if _shown_width(whole) <= _LATEX_WIDTH * 0.8:
+                atoms.append(whole)
+                continue
+            terms = _sum_atoms(expr, _LATEX_WIDTH)  # a long factor: broken over lines
+            terms[0], terms[-1] = r"\bigl(" + terms[0], terms[-1] + r"\bigr)" + power
+            atoms += terms
+        return atoms or ["1"]
+
+    # -- the document ---------------------------------------------------------------------------------------
+    def header(self) -> str:
+        import re
+
+        F, arch = self.F, self.F.architecture
+        normalizers = ", ".join(dict.fromkeys(n.name for n in arch.normalizers))
+        curve = latex_escape(F._describe())
+        curve = re.sub(r"\b([QKV])\\_i = eps ([QKV])t\\_i\b", r"$\1_i = \\varepsilon \\tilde{\2}_i$", curve)
+        curve = re.sub(r"\b([QKV])t\\_i\b", r"$\\tilde{\1}_i$", curve)
+        curve = re.sub(r"\b([QKVX])\\_i = eps\b", r"$\1_i = \\varepsilon$", curve)
+        curve = re.sub(r"\beps\b", r"$\\varepsilon$", curve)
+        lines = [r"\section*{Expansion of the output}", r"\begin{itemize}",
+                 rf"\item architecture: {latex_escape(arch.describe())}",
+                 rf"\item normalizer: {latex_escape(normalizers)}",
+                 rf"\item curve: {curve}",
+                 rf"\item truncation: the series modulo $\varepsilon^{{{F.truncation}}}$, "
+                 rf"that is $F_{{0}}, \dots, F_{{{F.order}}}$ in $F = \sum_n \varepsilon^n F_n$"]
+        if self.point:
+            shown = ", ".join(f"${latex(sp.Symbol(name))} = {sp.latex(value)}$" for name, value in self.point.items())
+            lines.append(rf"\item at the point {shown}")
+        lines.append(r"\end{itemize}")
+        return "\n".join(lines)
+
+    def document(self, max_terms: int) -> str:
+        F = self.F
+        t = F.architecture.tokens
+        parts = [self.header()]
+        whole, partial = {}, []
+        if F.architecture.is_plain and all(not n.is_lightning for n in F.architecture.normalizers) \
+                and self._agrees(0, self._mean_form):
+            whole[0] = _matrix_latex(sp.Rational(1, t) * matrix_symbols(F.architecture)["P"]
+                                     * matrix_symbols(F.architecture)["X"] * matrix_symbols(F.architecture)["J"])
+        forms = F.matrix_forms()
+        for lc in forms:
+            if lc.order not in whole and self._agrees(lc.order, self._leading_form(lc)):
+                whole[lc.order] = _matrix_latex(lc.matrix_form)
+            else:
+                partial.append(lc)
+        if forms or whole:
+            if forms:
+                lines = forms[-1]._definition_lines()
+            else:
+                lines = [rf"J = \mathbf{{1}}\mathbf{{1}}^{{\top}} \ ({t} \times {t}),\quad "
+                         rf"P = {_matrix_latex(_value_product(F.architecture))}"]
+            parts += [r"\subsection*{Matrix forms}",
+                      "In the named matrices (the effective score matrices $\\widehat{W}_i$ and the score Gram "
+                      "matrices of the input $C_i$)",
+                      "\\begin{align*}\n" + " \\\\\n".join("&" + line for line in lines) + "\n\\end{align*}"]
+            for lc in partial:
+                parts += [f"the part of $F_{{{lc.order}}}$ that depends on the scores of layer {lc.layer} is",
+                          "\\begin{align*}\n&" + f"{lc._left_side()} = {_matrix_latex(lc.matrix_form)}"
+                          + "\n\\end{align*}"]
+        parts += [r"\subsection*{Coefficients}", r"\allowdisplaybreaks"]
+        written, left = 0, []
+        for n in range(F.truncation):
+            if n in whole:
+                parts.append("\\begin{equation*}\n" + f"F_{{{n}}} = {whole[n]}\n" + "\\end{equation*}")
+                continue
+            polys = self.polys(n)
+            entries = list(np.ndenumerate(polys)) if polys is not None else \
+                [((r, c), F[n][r, c]) for r in range(F[n].rows) for c in range(F[n].cols)]
+            if all(value == 0 for _, value in entries):
+                parts.append("\\begin{equation*}\n" + f"F_{{{n}}} = 0\n" + "\\end{equation*}")
+                continue
+            lines, skipped, skipped_terms = [], 0, 0
+            for (r, c), value in entries:
+                terms = len(value) if hasattr(value, "monoms") else len(sp.Add.make_args(value)) if value != 0 else 0
+                if left or skipped or written + terms > max_terms:
+                    skipped, skipped_terms = skipped + 1, skipped_terms + terms
+                    continue
+                written += terms
+                atoms = self.entry_atoms(value) if polys is not None else _sum_atoms(sp.expand(value), _LATEX_WIDTH)
+                lines.append(f"(F_{{{n}}})_{{{r + 1}{c + 1}}} &= "
+                             + " \\\\\n  &\\quad ".join(_pack_lines(atoms)))
+            if lines:
+                parts.append("\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}")
+            if skipped:
+                left.append((n, skipped, skipped_terms))
+        if left:
+            shown = "; ".join(f"{entries} entr{'y' if entries == 1 else 'ies'} of $F_{{{n}}}$ ({terms:,} terms)"
+                              for n, entries, terms in left).replace(",", "{,}")
+            total = sum(entries for _, entries, _ in left), sum(terms for _, _, terms in left)
+            parts.append(f"Left out past {max_terms:,} terms written entry by entry: {total[0]:,} entries with "
+                         f"{total[1]:,} terms in all ({shown}). ".replace(",", "{,}").replace("{{,}}", "{,}")
+                         + r"\texttt{to\_latex(max\_terms=...)} writes more, and the JSON export "
+                         r"(\texttt{to\_json()}, \texttt{symattn expand --json}) has every entry.")
+        return "\n".join(parts) + "\n"
+
+
+def _value_product(arch: Architecture):
+    named = matrix_symbols(arch)
+    return sp.MatMul(*[named[f"Vt{i}"] for i in range(arch.layers, 0, -1)]) if arch.layers > 1 else named["Vt1"]
+
+
+def _default_truncation(arch: Architecture, curve: Curve) -> int:
+    """Just past where layer 1's scores first appear: one more than the input's power plus ``k_1`` times their
+    valuation (``2k + 1`` on the collapse curve)."""
     k = arch.normalizers[0].k or 1
     q, key = curve.block_power("Q", 1), curve.block_power("K", 1)
     if q is None or key is None:
-        return 2 * k
+        return 2 * k + 1
     valuation = q + key + 2 * curve.input_power
-    return max(1, curve.input_power + valuation * k)
+    return max(1, curve.input_power + valuation * k) + 1
 
 
-def _validate_order(order, max_order: int) -> int:
-    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
-        raise TruncationError(f"order must be a positive integer (the highest power of eps kept), got {order!r}")
-    if order > max_order:
-        raise TruncationError(f"order {order} is too high for an exact expansion; use at most {max_order} "
-                              f"(or raise max_order)")
-    return int(order)
+def _validate_truncation(truncation, max_truncation: int) -> int:
+    if isinstance(truncation, bool) or not isinstance(truncation, (int, np.integer)) or truncation < 2:
+        raise TruncationError(f"truncation must be an integer >= 2 (the series is kept modulo eps^truncation: "
+                              f"F_0 .. F_(truncation-1)), got {truncation!r}")
+    if truncation > max_truncation:
+        raise TruncationError(f"truncation {truncation} is too high for an exact expansion; use at most "
+                              f"{max_truncation} (or raise max_truncation)")
+    return int(truncation)
 
 
 def _point_map(point) -> dict:
@@ -1170,38 +1542,43 @@ def _point_map(point) -> dict:
     return out
 
 
-def _normalizer_symbols(arch: Architecture, order: int) -> dict:
+def _normalizer_symbols(arch: Architecture, truncation: int) -> dict:
+    """``{name: symbol}`` of a generic normalizer's ``c_1 .. c_truncation`` (what ``F_0 .. F_{N-1}`` may use)."""
     out = {}
     for n in arch.normalizers:
         if n.is_generic:
-            for m in range(1, order + 2):
+            for m in range(1, truncation + 1):
                 out[n.coefficient_symbol(m).name] = n.coefficient_symbol(m)
     return out
 
 
-def expand(arch: Architecture, curve: Curve | None = None, order: int | None = None, normalizer=None, *,
-           point: dict | None = None, max_params: int = MAX_PARAMS, max_order: int = MAX_ORDER,
-           max_terms: int = MAX_TERMS, progress: bool = False, max_memory=None) -> Expansion:
-    """The coefficients ``F_0, ..., F_order`` of the output along a curve, exactly.
+def expand(arch: Architecture, curve: Curve | None = None, *, truncation: int | None = None, normalizer=None,
+           point: dict | None = None, max_params: int = MAX_PARAMS, max_truncation: int = MAX_TRUNCATION,
+           max_terms: int = MAX_TERMS, progress: bool = False, max_memory=None, **removed) -> Expansion:
+    """The output along a curve modulo ``eps^truncation``: ``F_0, ..., F_{truncation-1}``, exactly.
 
     Parameters
     ----------
     arch : Architecture
     curve : Curve, optional
         Default :func:`symattn.curves.collapse` (``Q_i = eps Qt_i``, ``K_i = eps Kt_i``).
-    order : int, optional
-        Highest power of ``eps`` kept (a positive integer).  Default: the order
-        where layer 1's scores first appear (``2k`` on the collapse curve,
-        ``k`` when only queries collapse, ``2k + 1`` under input scaling).
+    truncation : int, optional
+        ``N``: the series is kept modulo ``eps^N``, i.e. ``F_0 .. F_{N-1}`` (an
+        integer ``>= 2``; the same meaning as the spectrum's truncation).
+        Default: just past the order where layer 1's scores first appear
+        (``2k + 1`` on the collapse curve, ``k + 1`` when only queries
+        collapse, ``2k + 2`` under input scaling).  Keyword only.  The old
+        ``order=n`` (the highest power kept) is refused with a
+        TruncationError naming ``truncation=n+1``.
     normalizer : Normalizer, str or list, optional
         Replaces the architecture's normalizers, e.g. ``Normalizer.generic(k)``,
-        whose Taylor coefficients ``c_k, c_{k+1}, ...`` stay symbols.
+        whose Taylor coefficients ``c_k, c_{k+1}, ...`` stay symbols.  Keyword only.
     point : dict, optional
         Numbers for some symbols, by name (``{"Qt1_11": 2, "x_12": -1, "c_2": 3}``);
         the rest stay symbols.  With every symbol rational the computation
         runs over Q with python-flint numbers (fast).
-    max_params, max_order, max_terms : int
-        Size guards: parameters, order, and terms of any series coefficient
+    max_params, max_truncation, max_terms : int
+        Size guards: parameters, truncation, and terms of any series coefficient
         during a symbolic computation (checked as it runs; the sympy fallback
         for irrational Taylor coefficients allows ``max_terms // 200``).
     progress : bool
@@ -1221,8 +1598,9 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
     ShapeError
         More than ``max_params`` parameters.
     TruncationError
-        An order that is not a positive integer or above ``max_order``, or a
-        symbolic expansion that grows beyond ``max_terms`` terms.
+        A truncation that is not an integer ``>= 2`` or is above ``max_truncation``,
+        the old ``order=`` / ``max_order=``, or a symbolic expansion that grows
+        beyond ``max_terms`` terms.
     ResourceLimitError
         A symbolic expansion that holds more memory than ``max_memory``.
     DomainError
@@ -1232,14 +1610,19 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
     --------
     >>> from symattn.normalizers import Normalizer
     >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2)
-    >>> F = expand(arch, order=2, normalizer=Normalizer.generic(k=1))
+    >>> F = expand(arch, truncation=3, normalizer=Normalizer.generic(k=1))
     >>> sp.factor(F[2][0, 0])
     Kt1_11*Qt1_11*Vt1_11*c_1*x_11*(x_11 - x_12)**2/4
-    >>> expand(arch, order=0)
+    >>> expand(arch, truncation=1)
     Traceback (most recent call last):
     ...
-    symattn.errors.TruncationError: order must be a positive integer (the highest power of eps kept), got 0
+    symattn.errors.TruncationError: truncation must be an integer >= 2 (the series is kept modulo eps^truncation: F_0 .. F_(truncation-1)), got 1
+    >>> expand(arch, order=2)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.TruncationError: expand takes truncation=N (the series modulo eps^N: F_0..F_(N-1)), not order= (the highest power of eps kept): write truncation=3 for order=2 (truncation = order + 1)
     """
+    _refuse_order("expand", removed)
     _check_arch(arch)
     curve = collapse() if curve is None else curve
     if not isinstance(curve, Curve):
@@ -1254,15 +1637,16 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
         raise ShapeError(f"{used.param_count} parameters is too large for an entrywise symbolic expansion; "
                          f"use at most {max_params} (or raise max_params), or the matrix formulas of "
                          f"leading_coefficient")
-    if order is None:
-        order = _default_order(used, curve)
-        if order > max_order:  # a generic normalizer of high k: say which value of it fits
+    if truncation is None:
+        truncation = _default_truncation(used, curve)
+        if truncation > max_truncation:  # a generic normalizer of high k: say which value of it fits
             raise TruncationError(
-                f"the first order at which layer 1's scores appear, {order} (k = {used.normalizers[0].k} for "
-                f"{used.normalizers[0].name}), is too high for an exact expansion: at most {max_order}; "
-                f"give a normalizer of lower k (--generic K with K <= {max(1, max_order // 2)}) or --order")
+                f"the first order at which layer 1's scores appear, {truncation - 1} (k = {used.normalizers[0].k} "
+                f"for {used.normalizers[0].name}), needs truncation={truncation}, too high for an exact expansion: "
+                f"at most {max_truncation}; give a normalizer of lower k (--generic K with K <= "
+                f"{max(1, (max_truncation - 1) // 2)}) or --truncation")
     else:
-        order = _validate_order(order, max_order)
+        truncation = _validate_truncation(truncation, max_truncation)
     from .limits import memory_limit
 
     max_bytes = memory_limit(max_memory)
@@ -1271,17 +1655,17 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
     from .limits import progress_bar
 
     normalized = sum(1 for n in used.normalizers if not n.is_lightning)
-    with progress_bar(progress, total=normalized + order + 1, desc="expand", unit="step") as bar:
+    with progress_bar(progress, total=normalized + truncation, desc="expand", unit="step") as bar:
         bar.set_postfix_str("forward pass")
-        domain, raw, symbolic = _series_coefficients(used, curve, order, values, max_terms, layer_done=bar.update,
-                                                     max_bytes=max_bytes)
+        domain, raw, symbolic = _series_coefficients(used, curve, truncation, values, max_terms,
+                                                     layer_done=bar.update, max_bytes=max_bytes)
         if isinstance(domain, PolynomialSeriesDomain):
             matrices = LazyCoefficients(domain.symbols, raw)  # written as sympy when read
-            bar.update(order + 1)
+            bar.update(truncation)
         else:
             convert = from_fmpq if isinstance(domain, RationalSeriesDomain) else sp.expand
             matrices = []
-            for n in range(order + 1):
+            for n in range(truncation):
                 bar.set_postfix_str(f"F_{n}")
                 matrices.append(CoefficientMatrix(raw.shape[0], raw.shape[1],
                                                   [convert(raw[r, c, n]) for r in range(raw.shape[0])
@@ -1292,30 +1676,30 @@ def expand(arch: Architecture, curve: Curve | None = None, order: int | None = N
     used_symbols = matrices.free_symbols() if isinstance(matrices, LazyCoefficients) else \
         set().union(*(m.free_symbols for m in matrices))
     generic_left = any(isinstance(c, sp.Symbol) and c.name.startswith("c_") for c in used_symbols)
-    method = (f"one forward pass over truncated series mod eps^{order + 1} with exact coefficients "
+    method = (f"one forward pass over truncated series mod eps^{truncation} with exact coefficients "
               f"({domain.name}); base point Qt_i, Kt_i, Vt_i and input x_rc "
               + ("symbolic" if symbolic else "at the given rational point")
               + ("; generic normalizer coefficients c_j symbolic" if generic_left else ""))
     replaced = None if normalizer is None or isinstance(normalizer, (list, tuple)) else used.normalizers[0]
-    result = Expansion(used, curve, order, matrices, replaced, tuple(sorted(values.items())), domain.name,
+    result = Expansion(used, curve, truncation, matrices, replaced, tuple(sorted(values.items())), domain.name,
                        seconds, method)
     if isinstance(domain, PolynomialSeriesDomain):  # kept for fast numeric substitution (Expansion.subs)
         object.__setattr__(result, "_flint", (domain.symbols, raw))
     return result
 
 
-def _series_coefficients(used: Architecture, curve: Curve, order: int, values: dict, max_terms: int,
+def _series_coefficients(used: Architecture, curve: Curve, truncation: int, values: dict, max_terms: int,
                          ring=None, layer_done=None, max_bytes: int | None = None):
-    """Run the forward pass along the curve: ``(domain, coefficients (rows, cols, N), symbolic)``.
+    """Run the forward pass along the curve modulo ``eps^truncation``: ``(domain, coefficients (rows, cols,
+    truncation), symbolic)``.
 
     ``ring`` fixes the polynomial ring's symbols (to compare several runs in one ring);
     ``layer_done()`` is called as each normalized layer's attention is computed (progress).
     """
-    truncation = order + 1
     base = curve_symbols(used)
     X = used.input_symbols()
     by_name = {s.name: s for m in (*base.Q, *base.K, *base.V, X) for s in m}
-    coefficient_names = _normalizer_symbols(used, order)
+    coefficient_names = _normalizer_symbols(used, truncation)
     unknown = sorted(set(values) - set(by_name) - set(coefficient_names))
     if unknown:
         raise SymattnError(f"point names unknown symbols {unknown}; symbols are named like "
@@ -1332,7 +1716,7 @@ def _series_coefficients(used: Architecture, curve: Curve, order: int, values: d
     all_rational = ring is None and not free and not generic_left and all(
         n.is_generic or n.is_lightning or n.has_rational_taylor for n in used.normalizers) and all(
         to_sympy(v).is_Rational for v in substitution.values())
-    description = f"of {used.param_count} parameters to order {order} "
+    description = f"of {used.param_count} parameters modulo eps^{truncation} "
     if all_rational:
         domains = [RationalSeriesDomain(truncation, coefficient_values)]
     else:
@@ -1427,7 +1811,7 @@ class LeadingCoefficient(FormattedResult):
     from the earlier layers only), as a sympy matrix expression in the
     MatrixSymbols ``X``, ``Qt1, Kt1, Vt1, ...`` for this architecture's
     sizes; ``effective_formula`` is the same matrix in the effective
-    parameters (MatrixSymbols ``P`` and ``What1, What2, ...``).  The LaTeX is
+    parameters (MatrixSymbols ``P`` and ``What_1, What_2, ...``).  The LaTeX is
     the formula for every width and token count.  All ``F_n`` with
     ``n < n_i`` are independent of layer ``i``'s scores.
 
@@ -1464,7 +1848,7 @@ class LeadingCoefficient(FormattedResult):
     >>> lc.formula
     (1/3)*Vt1*X*(I - (1/3)*1)*X.T*Kt1.T*Qt1*X
     >>> lc.effective_formula
-    (1/3)*P*X*(I - (1/3)*1)*X.T*What1*X
+    (1/3)*P*X*(I - (1/3)*1)*X.T*What_1*X
     """
 
     architecture: Architecture
@@ -1578,7 +1962,7 @@ class LeadingCoefficient(FormattedResult):
         for i in range(1, arch.layers + 1):
             if f"Qt{i}" in by_name:
                 W = dot(by_name[f"Kt{i}"].T, by_name[f"Qt{i}"])
-                out[f"What{i}"] = W if prefix is None else dot(dot(prefix.T, W), prefix)
+                out[f"What_{i}"] = W if prefix is None else dot(dot(prefix.T, W), prefix)
             prefix = by_name[f"Vt{i}"] if prefix is None else dot(by_name[f"Vt{i}"], prefix)
         X = by_name["X"]
         out["P"], out["X"] = prefix, X
@@ -1593,7 +1977,7 @@ class LeadingCoefficient(FormattedResult):
                     out["J"][r, c] = one
                     out["H"][r, c] = (one if r == c else zero) - inverse
         for i in range(1, self.layer + 1):
-            out[f"C_{i}"] = dot(dot(X.T, out[f"What{i}"]), X)
+            out[f"C_{i}"] = dot(dot(X.T, out[f"What_{i}"]), X)
             entries = [out[f"C_{i}"][r, c] for r in range(t) for c in range(t)]
             total = entries[0]
             for value in entries[1:]:
@@ -1613,7 +1997,7 @@ class LeadingCoefficient(FormattedResult):
         for i in range(1, arch.layers + 1):
             if f"Qt{i}" in by_name:
                 W = dot(by_name[f"Kt{i}"].T, by_name[f"Qt{i}"])
-                out_name = f"What{i}"
+                out_name = f"What_{i}"
                 out[out_name] = W if prefix is None else dot(dot(prefix.T, W), prefix)
             prefix = by_name[f"Vt{i}"] if prefix is None else dot(by_name[f"Vt{i}"], prefix)
         out["P"] = prefix
@@ -1735,16 +2119,16 @@ class LeadingCoefficient(FormattedResult):
             yield e
 
     def symbol_names(self) -> dict:
-        """``{name: symbol}``: the matrix symbols (``X``, ``Qt1``, ``P``, ``What1``, ``H``, ``J``, ``C_1``...)
+        """``{name: symbol}``: the matrix symbols (``X``, ``Qt1``, ``P``, ``What_1``, ``H``, ``J``, ``C_1``...)
         and scalars (``alpha_i``, and every ``c_j`` of a generic normalizer) of the forms.
 
         Examples
         --------
         >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
         >>> sorted(lc.symbol_names())
-        ['C_1', 'C_2', 'H', 'J', 'Kt1', 'Kt2', 'P', 'Qt1', 'Qt2', 'Vt1', 'Vt2', 'What1', 'What2', 'X']
+        ['C_1', 'C_2', 'H', 'J', 'Kt1', 'Kt2', 'P', 'Qt1', 'Qt2', 'Vt1', 'Vt2', 'What_1', 'What_2', 'X']
         """
-        names = dict(_normalizer_symbols(self.architecture, self.order))  # known even once substituted
+        names = dict(_normalizer_symbols(self.architecture, self.order + 1))  # known even once substituted
         for e in self._expressions():
             if isinstance(e, sp.Basic):
                 names.update({m.name: m for m in e.atoms(sp.MatrixSymbol)})
@@ -1755,13 +2139,17 @@ class LeadingCoefficient(FormattedResult):
     def symbol(self, name: str):
         """The matrix symbol or scalar named ``name`` (an error for a name the forms do not use).
 
+        ``What1`` is read as ``What_1`` (the old spelling, on input only).
+
         Examples
         --------
         >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
-        >>> lc.symbol("C_2").shape, lc.symbol("What2").shape
-        ((3, 3), (2, 2))
+        >>> lc.symbol("C_2").shape, lc.symbol("What_2").shape, lc.symbol("What2").name
+        ((3, 3), (2, 2), 'What_2')
         """
         names = self.symbol_names()
+        if _what_alias(name) in names:
+            name = _what_alias(name)
         if not isinstance(name, str) or name not in names:
             raise _unknown(name if isinstance(name, str) else repr(name), names, "this leading coefficient")
         return names[name]
@@ -1790,6 +2178,7 @@ class LeadingCoefficient(FormattedResult):
         for key in (args[0] if len(args) == 1 and isinstance(args[0], dict) else
                     [p[0] for p in args[0]] if len(args) == 1 else args[:1]):
             name = key if isinstance(key, str) else getattr(key, "name", None)
+            name = _what_alias(name) if _what_alias(name) in names else name
             if name in names and name not in scalars:
                 raise SymattnError(f"{name} is a matrix: give matrices to explicit(values={{...}}) or "
                                    f"evaluate(...); subs takes the scalars {', '.join(sorted(scalars))}")
@@ -1915,37 +2304,67 @@ class LeadingCoefficient(FormattedResult):
 
     # -- the formula of this network -------------------------------------------------------------
     def _left_side(self) -> str:
-        return f"F_{{{self.order}}} - F_{{{self.order}}}\\big|_{{\\hat W_{{{self.layer}}} = 0}}"
+        return f"F_{{{self.order}}} - F_{{{self.order}}}\\big|_{{\\widehat W_{{{self.layer}}} = 0}}"
+
+    def _definition_lines(self) -> list[str]:
+        """The definitions as LaTeX, one line for ``H, J, P`` and one per layer (``What_i``, ``C_i``, ``alpha_i``)."""
+        t = self.architecture.tokens
+        common, layers = [], {}
+        for name, definition in self.definitions:
+            if name == "H":
+                common.append(rf"H = I_{{{t}}} - \tfrac{{1}}{{{t}}} J")
+            elif name == "J":
+                common.append(rf"J = \mathbf{{1}}\mathbf{{1}}^{{\top}} \ ({t} \times {t})")
+            elif name == "P":
+                common.append(f"P = {_matrix_latex(definition)}")
+            elif name.startswith("alpha_"):
+                layers.setdefault(int(name[6:]), []).append(
+                    rf"\alpha_{{{name[6:]}}} = \tfrac{{1}}{{{t * t}}}\, \mathbf{{1}}^{{\top}} C_{{{name[6:]}}} "
+                    r"\mathbf{1}")
+            else:  # What_i, C_i
+                layer = int(name.split("_")[1])
+                layers.setdefault(layer, []).append(
+                    f"{_matrix_latex(sp.MatrixSymbol(name, 1, 1))} = {_matrix_latex(definition)}")
+        return [r",\quad ".join(common)] + [r",\quad ".join(layers[i]) for i in sorted(layers)]
 
     def matrix_latex(self) -> str:
         r"""The matrix form of this network (its ``k`` and ``t``) and its definitions, as LaTeX ``aligned`` lines.
 
-        :meth:`to_latex` shows these lines and then the general formula (:attr:`latex`).
+        One line for the formula, one for ``H``, ``J`` and ``P``, then one per
+        layer (``\widehat{W}_{i}``, ``C_i`` and ``\alpha_i``), so that it keeps
+        to the page.  :meth:`to_latex` shows these lines and then the general
+        formula (:attr:`latex`).
 
         Examples
         --------
         >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
         >>> print(lc.matrix_latex())
-        &F_{6} - F_{6}\big|_{\hat W_{2} = 0} = \frac{1}{81}\, P X H C_{1} H C_{1}^{T} H C_{2} J \\
-        &H = I_{3} - \tfrac{1}{3} J,\quad J = \mathbf{1}\mathbf{1}^{\top} \ (3 \times 3),\quad P = \tilde{V}_{2} \tilde{V}_{1},\quad \hat{W}_{1} = \tilde{K}_{1}^{T} \tilde{Q}_{1},\quad C_{1} = X^{T} \hat{W}_{1} X,\quad \hat{W}_{2} = \tilde{V}_{1}^{T} \tilde{K}_{2}^{T} \tilde{Q}_{2} \tilde{V}_{1},\quad C_{2} = X^{T} \hat{W}_{2} X
+        &F_{6} - F_{6}\big|_{\widehat W_{2} = 0} = \frac{1}{81}\, P X H C_{1} H C_{1}^{\top} H C_{2} J \\
+        &H = I_{3} - \tfrac{1}{3} J,\quad J = \mathbf{1}\mathbf{1}^{\top} \ (3 \times 3),\quad P = \tilde{V}_{2} \tilde{V}_{1} \\
+        &\widehat{W}_{1} = \tilde{K}_{1}^{\top} \tilde{Q}_{1},\quad C_{1} = X^{\top} \widehat{W}_{1} X \\
+        &\widehat{W}_{2} = \tilde{V}_{1}^{\top} \tilde{K}_{2}^{\top} \tilde{Q}_{2} \tilde{V}_{1},\quad C_{2} = X^{\top} \widehat{W}_{2} X
         """
-        t = self.architecture.tokens
-        parts = []
-        for name, definition in self.definitions:
-            if name == "H":
-                parts.append(rf"H = I_{{{t}}} - \tfrac{{1}}{{{t}}} J")
-            elif name == "J":
-                parts.append(rf"J = \mathbf{{1}}\mathbf{{1}}^{{\top}} \ ({t} \times {t})")
-            elif name.startswith("alpha_"):
-                parts.append(rf"\alpha_{{{name[6:]}}} = \tfrac{{1}}{{{t * t}}}\, \mathbf{{1}}^{{\top}} C_{{{name[6:]}}} "
-                             r"\mathbf{1}")
-            else:
-                parts.append(f"{_matrix_latex(sp.MatrixSymbol(name, 1, 1))} = {_matrix_latex(definition)}")
-        return (f"&{self._left_side()} = {_matrix_latex(self.matrix_form)} \\\\\n&"
-                + r",\quad ".join(parts))
+        lines = [f"{self._left_side()} = {_matrix_latex(self.matrix_form)}"] + self._definition_lines()
+        return " \\\\\n".join("&" + line for line in lines)
+
+    def _latex(self, printer=None) -> str:
+        """What ``sympy.latex(lc)`` prints: the matrix form, its definitions and the general formula."""
+        return self._latex_math()
+
+    def _latex_header(self) -> str:
+        normalizers = ", ".join(dict.fromkeys(n.name for n in self.architecture.normalizers))
+        return (f"\\section*{{Leading coefficient of layer {self.layer}}}\n\\begin{{itemize}}\n"
+                f"\\item architecture: {latex_escape(self.architecture.describe())}\n"
+                f"\\item normalizer: {latex_escape(normalizers)}; $k = {', '.join(map(str, self.ks))}$\n"
+                f"\\item curve: the query/key collapse $Q_i = \\varepsilon \\tilde{{Q}}_i$, "
+                f"$K_i = \\varepsilon \\tilde{{K}}_i$, $V_i = \\tilde{{V}}_i$\n"
+                f"\\item order: $\\varepsilon^{{{self.order}}}$, the first power at which the scores "
+                f"$\\widehat W_{{{self.layer}}}$ of layer {self.layer} appear; below it, no $F_n$ depends on them\n"
+                f"\\end{{itemize}}\n")
 
     def _latex_body(self) -> str:
-        return ("\\begin{equation*}\n\\begin{aligned}\n" + self.matrix_latex()
+        return (self._latex_header() + "For this network:\n"
+                + "\\begin{equation*}\n\\begin{aligned}\n" + self.matrix_latex()
                 + "\n\\end{aligned}\n\\end{equation*}\nFor every width and token count:\n"
                 + "\\begin{equation*}\n\\begin{aligned}\n" + self.latex + "\n\\end{aligned}\n\\end{equation*}")
 
@@ -1981,15 +2400,20 @@ class LeadingCoefficient(FormattedResult):
 
 
 def _matrix_latex(expr) -> str:
-    """LaTeX of a matrix expression of this module: ``Qt1`` as ``\\tilde{Q}_{1}``, ``What1`` as ``\\hat{W}_{1}``,
-    a scalar factor as a fraction before the product (not sympy's parenthesized one)."""
+    """LaTeX of a matrix expression of this module: ``Qt1`` as ``\\tilde{Q}_{1}``, ``What_1`` as
+    ``\\widehat{W}_{1}``, transposes ``^{\\top}``, a scalar factor as a fraction before the product (not sympy's
+    parenthesized one)."""
+    return _matrix_latex_raw(expr).replace("^{T}", "^{\\top}")
+
+
+def _matrix_latex_raw(expr) -> str:
     rename = {}
     for m in expr.atoms(sp.MatrixSymbol):
         name = m.name
         if len(name) > 2 and name[0] in "QKV" and name[1] == "t" and name[2:].isdigit():
             rename[m] = sp.MatrixSymbol(rf"\tilde{{{name[0]}}}_{{{name[2:]}}}", *m.shape)
-        elif name.startswith("What") and name[4:].isdigit():
-            rename[m] = sp.MatrixSymbol(rf"\hat{{W}}_{{{name[4:]}}}", *m.shape)
+        elif name.startswith("What_") and name[5:].isdigit():
+            rename[m] = sp.MatrixSymbol(rf"\widehat{{W}}_{{{name[5:]}}}", *m.shape)
     expr = expr.xreplace(rename) if rename else expr
 
     def term(e):
@@ -2027,7 +2451,7 @@ def _general_latex(layer: int, layers: int, ks: list[int]) -> str:
         r"&H = I_t - \tfrac{1}{t} J,\quad J = \mathbf{1}\mathbf{1}^{\top},\quad A^{\circ m} = "
         r"\text{entrywise power},\quad \tilde W_i = \tilde K_i^{\top} \tilde Q_i,\quad "
         r"\tilde P_i = \tilde V_i \cdots \tilde V_1,\quad P = \tilde P_{l} \\",
-        r"&\hat W_i = \tilde P_{i-1}^{\top} \tilde W_i \tilde P_{i-1},\quad C_i = X^{\top} \hat W_i X,\quad "
+        r"&\widehat W_i = \tilde P_{i-1}^{\top} \tilde W_i \tilde P_{i-1},\quad C_i = X^{\top} \widehat W_i X,\quad "
         r"\alpha_i = \tfrac{1}{t^2}\,\mathbf{1}^{\top} C_i \mathbf{1} \\",
     ]
     if common:
@@ -2051,7 +2475,7 @@ def _general_latex(layer: int, layers: int, ks: list[int]) -> str:
             rf"\quad Z_i = Z_{{i-1}} \Sigma_i \quad (2 \le i < {layer}) \\",
         ]
     lines += [
-        rf"&F_{{n_{{{layer}}}}} - F_{{n_{{{layer}}}}}\big|_{{\hat W_{{{layer}}} = 0}} = "
+        rf"&F_{{n_{{{layer}}}}} - F_{{n_{{{layer}}}}}\big|_{{\widehat W_{{{layer}}} = 0}} = "
         rf"\frac{{{k(layer)} {c(layer)}\, \alpha_{{{layer}}}^{{{k(layer)}-1}}}}{{t^2}}\, P X Z_{{{layer - 1}}}"
         rf" Z_{{{layer - 1}}}^{{\top}} C_{{{layer}}} J \\",
         r"&\text{(tokens: } [X_i H]_{\nu_i} = \tilde P_i X Z_i,\ "
@@ -2176,7 +2600,7 @@ def leading_coefficient(arch: Architecture, layer: int, normalizer=None) -> Lead
 
     # in the effective parameters
     P = named["P"]
-    What = {i: named[f"What{i}"] for i in range(1, layer + 1)}
+    What = {i: named[f"What_{i}"] for i in range(1, layer + 1)}
     C = {i: X.T * What[i] * X for i in What}
     effective_steps = [("H", H), ("C_1", C[1])]
     if layer == 1:
@@ -2247,14 +2671,14 @@ def _matrix_form(used: Architecture, layer: int, ks, cs, n: int):
     t = used.tokens
     named = matrix_symbols(used)
     X, P, H, J = named["X"], named["P"], named["H"], named["J"]
-    What = {i: named[f"What{i}"] for i in range(1, layer + 1)}
+    What = {i: named[f"What_{i}"] for i in range(1, layer + 1)}
     C = {i: named[f"C_{i}"] for i in What}
     ones = sp.OneMatrix(t, 1)
     definitions = [("H", sp.Identity(t) - sp.OneMatrix(t, t) / t), ("J", sp.OneMatrix(t, t)),
                    ("P", sp.MatMul(*[named[f"Vt{i}"] for i in range(used.layers, 0, -1)]) if used.layers > 1
                     else named["Vt1"])]
     for i in What:
-        definitions.append((f"What{i}", _what_definition(used, i)))
+        definitions.append((f"What_{i}", _what_definition(used, i)))
         definitions.append((f"C_{i}", X.T * What[i] * X))
 
     def reduce(expr):
@@ -2328,16 +2752,16 @@ def _random_point(arch: Architecture, rng: random.Random, radius: int, coefficie
 
 def _verify_symbolic(lc: LeadingCoefficient, max_terms: int):
     """Exact comparison in one polynomial ring: a proof (see :func:`verify_leading_coefficient`)."""
-    from .check import CheckResult, Counterexample
+    from .verdicts import CheckResult, Counterexample  # (not symattn.check, which imports this module)
 
     used, layer, n = lc.architecture, lc.layer, lc.order
     base = curve_symbols(used)
     X = used.input_symbols()
     ring = sorted({s for m in (*base.Q, *base.K, *base.V, X) for s in m}
-                  | set(_normalizer_symbols(used, n).values()), key=lambda s: s.name)
+                  | set(_normalizer_symbols(used, n + 1).values()), key=lambda s: s.name)
     zero_keys = {s.name: 0 for s in base.K[layer - 1]}
-    domain, full, _ = _series_coefficients(used, collapse(), n, {}, max_terms, ring)
-    other, collapsed, _ = _series_coefficients(used, collapse(), n, zero_keys, max_terms, ring)
+    domain, full, _ = _series_coefficients(used, collapse(), n + 1, {}, max_terms, ring)
+    other, collapsed, _ = _series_coefficients(used, collapse(), n + 1, zero_keys, max_terms, ring)
     if not (isinstance(domain, PolynomialSeriesDomain) and isinstance(other, PolynomialSeriesDomain)):
         raise DomainError("the symbolic verification needs polynomial data over Q (rational Taylor coefficients)")
     convert = domain._convert
@@ -2402,7 +2826,7 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
 
     Returns
     -------
-    symattn.check.CheckResult
+    symattn.verdicts.CheckResult
 
     Examples
     --------
@@ -2414,7 +2838,7 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
     """
     _check_arch(arch)
     seed = require_seed(seed)
-    from .check import CheckResult, Counterexample
+    from .verdicts import CheckResult, Counterexample  # (not symattn.check, which imports this module)
 
     lc = leading_coefficient(arch, layer, normalizer) if candidate is None else candidate
     used = lc.architecture
@@ -2431,11 +2855,12 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
     expansion_degree = degree_bound(used, collapse(), n + 1, variable_constants=False)
     degree = max(_formula_degree(lc, bool(generic)), expansion_degree)
     size = 2 * radius + 1
-    all_coefficients = sorted(set(_normalizer_symbols(used, n).values()), key=lambda s: s.name)
+    all_coefficients = sorted(set(_normalizer_symbols(used, n + 1).values()), key=lambda s: s.name)
     def mismatch(point):
         """``(m, entry, want, got, what)`` of the first disagreement at ``point``, or None."""
-        full = expand(used, order=n, point=point, max_params=10**6, max_order=10**6)
-        collapsed = expand(used, order=n, point={**point, **zero_keys}, max_params=10**6, max_order=10**6)
+        full = expand(used, truncation=n + 1, point=point, max_params=10**6, max_truncation=10**6)
+        collapsed = expand(used, truncation=n + 1, point={**point, **zero_keys}, max_params=10**6,
+                           max_truncation=10**6)
         pairs = [(m, sp.zeros(*full[m].shape), full[m] - collapsed[m]) for m in range(n)]
         base = curve_symbols(used)
         params = Parameters(*(tuple(m.xreplace({s: point[s.name] for s in m.free_symbols}) for m in blocks)
@@ -2517,7 +2942,7 @@ def matrix_formula(text: str, lc: "LeadingCoefficient"):
     """A sympy matrix expression from text in the names of ``lc.matrix_form``, read without executing anything.
 
     The language (:data:`FORMULA_LANGUAGE`): the matrices ``P``, ``X``,
-    ``H``, ``J``, ``C_i`` and ``What_i`` (``What1`` also accepted) of
+    ``H``, ``J``, ``C_i`` and ``What_i`` (the old ``What1`` also read) of
     :attr:`LeadingCoefficient.definitions`, the scalars ``c_k`` (the
     normalizer's leading Taylor coefficient, a number for a named normalizer),
     ``alpha_i`` and ``t`` (the token count), numbers, ``+ - * /``, powers
@@ -2567,8 +2992,6 @@ def matrix_formula(text: str, lc: "LeadingCoefficient"):
     for name, value in lc.symbol_names().items():
         if isinstance(value, sp.MatrixSymbol) and (name in ("P", "X", "H", "J") or name.startswith(("C_", "What"))):
             names[name] = value
-            if name.startswith("What"):
-                names[f"What_{name[4:]}"] = value
         elif isinstance(value, sp.Symbol) and name.startswith("alpha_"):
             names[name] = value
     for i, (k, c) in enumerate(zip(lc.ks, lc.coefficients), start=1):
@@ -2641,9 +3064,10 @@ def matrix_formula(text: str, lc: "LeadingCoefficient"):
                 fail(f"the number {node.value} is too large")
             return sp.Integer(node.value)
         if isinstance(node, ast.Name):
-            if node.id not in names:
+            name = _what_alias(node.id) if _what_alias(node.id) in names else node.id  # What1: What_1
+            if name not in names:
                 fail(f"the name {node.id!r} is not known")
-            return names[node.id]
+            return names[name]
         if isinstance(node, ast.Attribute):
             if node.attr != "T":
                 fail(f"the attribute {node.attr!r} is not accepted (only A.T, the transpose)")
@@ -2754,7 +3178,7 @@ def check_formula_claim(arch: Architecture, claim: str, *, seed: int = 0, points
 
     Returns
     -------
-    symattn.check.ClaimCheck
+    symattn.verdicts.ClaimCheck
         ``claimed`` the formula as read, ``computed`` the engine's matrix
         form, ``verdict`` True / False, ``counterexample`` for a false claim.
 
@@ -2767,7 +3191,7 @@ def check_formula_claim(arch: Architecture, claim: str, *, seed: int = 0, points
     >>> wrong.verdict, wrong.computed, max(abs(int(v)) for _, v in wrong.counterexample.point) <= 10
     (False, '(1/16)*P*X*H*C_1*H*C_1.T*H*C_2*J', True)
     """
-    from .check import ClaimCheck
+    from .verdicts import ClaimCheck  # (not symattn.check, which imports this module)
 
     layer, lc, claimed = parse_formula_claim(arch, claim)
     candidate = dataclasses.replace(lc, matrix_form=claimed)
