@@ -3113,6 +3113,12 @@ def matrix_formula(text: str, lc: "LeadingCoefficient"):
             except SymattnError:
                 raise
             except (ValueError, TypeError) as err:  # sympy's ShapeError of a product of mismatched matrices
+                if is_matrix(left) and is_matrix(right):
+                    wanted = lc.matrix_form.shape
+                    raise ShapeError(
+                        f"the formula {text!r}: {ast.unparse(node)!r} combines matrices of shapes "
+                        f"{left.shape[0]} x {left.shape[1]} and {right.shape[0]} x {right.shape[1]}, which do not "
+                        f"fit; the formula must be {wanted[0]} x {wanted[1]}") from None
                 raise ShapeError(f"the formula {text!r}: {err}") from None
             fail(f"the operator {type(op).__name__} is not accepted")
         fail(f"{type(node).__name__} {ast.unparse(node)!r} is not accepted")

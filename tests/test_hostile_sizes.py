@@ -232,7 +232,7 @@ def test_a_network_too_wide_names_the_width_that_fits_not_a_bank(capsys, command
 
 # -- expand --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("argv, words", [
-    (["expand", "--generic", "1000000"], ["2000000 (k = 1000000", "at most 128", "--generic K with K <= 64"]),
+    (["expand", "--generic", "1000000"], ["2000000 (k = 1000000", "at most 129", "--generic K with K <= 64"]),
     (["expand", "--tokens", "1000000"], ["--tokens 1000000", "at most 64"]),
     (["expand", "--layers", "50", "--leading", "50"], ["layer 50 (--leading 50", "at most layer 6"]),
     (["check", "--layers", "50", "--claim", "leading(50) = P"], ["leading(50) in a claim", "at most layer 6"]),
@@ -245,9 +245,9 @@ def test_expand_keeps_to_max_memory(capsys):
     from symattn.algebra.exactseries import resident_bytes
 
     limit = resident_bytes() + 64 * 2**20  # this process now, and 64 MiB more: the expansion needs about 1 GiB
-    err = _refused(capsys, ["expand", "--layers", "2", "--width", "2", "--tokens", "4", "--order", "6",
+    err = _refused(capsys, ["expand", "--layers", "2", "--width", "2", "--tokens", "4", "--truncation", "7",
                             "--max-memory", str(limit), "--quiet"], "over the limit of", "--max-memory SIZE")
-    assert "the symbolic expansion of 16 parameters to order 6 holds" in err
+    assert "the symbolic expansion of 16 parameters modulo eps^7 holds" in err
 
 
 def test_a_symbol_name_with_thousands_of_digits_is_an_unknown_name():
