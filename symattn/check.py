@@ -921,7 +921,7 @@ def _read_coefficient_claim(arch: Architecture, claim: str):
     names = _formula_names(arch, n)
     if text == "0":  # the zero matrix: the one scalar the language's matrix claims accept
         return n, sp.ZeroMatrix(*names.matrix_form.shape), names
-    return n, matrix_formula(text, names), names
+    return n, matrix_formula(text, names, target=f"F_{n}"), names
 
 
 def _expansion_through(arch: Architecture, n: int, progress: bool = False):
@@ -995,7 +995,10 @@ def check_coefficient_claim(arch: Architecture, claim: str, *, seed: int = 0, ex
               f"H = I - J/t) against F_{n} of symattn.expand.expand along {expansion.curve.describe(arch.layers)} "
               f"(check_expression): "
               + result.method)
-    computed_text = _short(computed)
+    # a table cell: the matrix when it fits a line, else its size (`symattn expand` prints it whole)
+    computed_text = _short(computed, limit=120)
+    if "..." in computed_text:
+        computed_text = f"({computed.rows} x {computed.cols} matrix with {_terms(computed)} terms)"
     claim_latex = f"F_{{{n}}} = " + ("0" if isinstance(formula, sp.ZeroMatrix) else _formula_latex(formula))
     return ClaimCheck(claim, "coefficient", None, "0" if isinstance(formula, sp.ZeroMatrix) else str(formula),
                       computed_text, result.verdict, method, result.counterexample, claim_latex,

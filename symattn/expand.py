@@ -2938,8 +2938,11 @@ def is_formula_claim(text) -> bool:
     return isinstance(text, str) and _leading_claim_pattern().match(text) is not None
 
 
-def matrix_formula(text: str, lc: "LeadingCoefficient"):
+def matrix_formula(text: str, lc: "LeadingCoefficient", target: str | None = None):
     """A sympy matrix expression from text in the names of ``lc.matrix_form``, read without executing anything.
+
+    ``target`` names what the formula is compared with in a shape error
+    (default: the leading coefficient of ``lc``'s layer).
 
     The language (:data:`FORMULA_LANGUAGE`): the matrices ``P``, ``X``,
     ``H``, ``J``, ``C_i`` and ``What_i`` (the old ``What1`` also read) of
@@ -3127,8 +3130,9 @@ def matrix_formula(text: str, lc: "LeadingCoefficient"):
     if not is_matrix(value):
         fail("it is a scalar, not a matrix formula")
     if value.shape != lc.matrix_form.shape:
-        raise ShapeError(f"the formula {text!r} is {value.shape[0]} x {value.shape[1]}; the leading coefficient of "
-                         f"layer {lc.layer} is {lc.matrix_form.shape[0]} x {lc.matrix_form.shape[1]}")
+        target = target or f"the leading coefficient of layer {lc.layer}"
+        raise ShapeError(f"the formula {text!r} is {value.shape[0]} x {value.shape[1]}; {target} is "
+                         f"{lc.matrix_form.shape[0]} x {lc.matrix_form.shape[1]}")
     return value
 
 
