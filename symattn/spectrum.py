@@ -34,7 +34,7 @@ from .adaptive import (
 from .algebra.linalg import products_reported, series_matmul
 from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
-from .effective import effective_block_dimensions, effective_dimension
+from .effective import effective_block_dimensions, effective_dimension, has_bottleneck
 from .errors import BankError, DomainError, SymattnError, TruncationError
 # The points, banks and Jacobians live in symattn.jacobian; the names are re-exported here,
 # where earlier versions defined them.
@@ -180,6 +180,13 @@ def predicted_spectrum(arch: Architecture) -> PredictedSpectrum:
         return PredictedSpectrum(None, None, kernel, rank,
                                  "layers have different k: no formula is claimed; the spectrum is computed")
     (k,) = ks
+    if has_bottleneck(arch):
+        # What_i = P_{i-1}^T W_i P_{i-1} lives in the row space of P_{i-1}, a parameter itself: the blocks are
+        # not free, their dimensions are not the multiplicities, and MATH.md claims constant widths only
+        return PredictedSpectrum(None, None, kernel, rank,
+                                 f"a hidden width below the input width (widths {list(arch.widths)}): the effective blocks "
+                                 f"are not free and no multiplicities are claimed; contact orders "
+                                 f"2k 3^(i-1) - 1 with k = {k}; kernel = #params - {rank} = {kernel}")
     blocks = {"values": {0: dims["values"]}}
     exponents: dict[int, int] = {0: dims["values"]}
     for i in range(1, arch.layers + 1):
@@ -402,7 +409,7 @@ class Spectrum(FormattedResult):
         if self.predicted.kernel is None:
             return None, self.predicted.note.split(";")[0]
         if self.predicted.exponents is None:
-            return None, "no formula claimed"
+            return None, "no formula claimed: " + self.predicted.note.split(":")[0]
         # a bank that is too small gives too low a rank or spurious high exponents (MATH.md section 5): the
         # comparison is then about the bank, not the network, and never a disagreement
         if not self.separating and "too small" in self.separation_note:

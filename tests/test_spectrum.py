@@ -717,3 +717,17 @@ def test_the_progress_bar_names_each_phase_and_counts_pivots_against_the_rank_bo
     assert smith[1] == 10 and smith[2] == s.rank == 10  # every pivot counted, against the rank bound
     assert bar.phases[0][2] >= 5  # the forward pass counts its series products: the bar moves
     assert bar.refreshes >= 4
+
+
+def test_a_bottleneck_claims_no_multiplicities_and_is_never_a_disagreement():
+    # widths 3, 2, 3: What_2 = P_1^T W_2 P_1 lies in the 2-dimensional row space of P_1, so the block of layer 2's
+    # scores adds 4 directions, not the 8 of a free rank-2 3 x 3 matrix; "matches the prediction: no" was wrong
+    from symattn.effective import effective_block_dimensions
+
+    arch = Architecture([3, 2, 3], [1, 2], tokens=3)
+    s = _spectrum(arch)
+    assert effective_block_dimensions(arch)["scores:2"] == 8
+    assert s.blocks == {"scores:1": {1: 5}, "scores:2": {5: 4}, "values": {0: 8}}
+    assert s.predicted.exponents is None and s.matches_prediction is None
+    assert s.prediction_verdict == "no formula claimed: a hidden width below the input width (widths [3, 2, 3])"
+    assert s.kernel == s.predicted.kernel == 9
