@@ -503,3 +503,14 @@ def test_dimension_summary_of_a_width_sweep_names_each_width():
     table = dimension_table(layers=1, widths=[1, 2], rank=1, tokens=2)
     assert table.description == ("1 layer(s), score ranks [1], 2 tokens, normalizer softmax; "
                                  "widths d_0 = ... = d_l = d for d in [1, 2]")
+
+
+def test_the_fiber_table_in_markdown_reads_words_not_python():
+    # the Markdown fiber table printed "J * tangents = 0 | True"
+    from symattn.identify import identify
+
+    markdown = identify(Architecture.uniform(layers=1, width=1, tokens=2), estimate=None).to_markdown()
+    fiber = markdown.split("## Generic fiber")[1].split("##")[0]
+    assert "| gauge tangents in the kernel (J T = 0) | yes |" in fiber
+    assert "| kernel = symmetry orbit | yes |" in fiber
+    assert "True" not in fiber and "False" not in fiber and "J * tangents" not in fiber

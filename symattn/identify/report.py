@@ -119,7 +119,7 @@ class IdentificationReport(FormattedResult):
     _ORDER_HEADER = ("block", "order", "predicted", "sharp", "jet rank / block dim", "exact (a)")
 
     #: The fiber rows whose names are formulas, in LaTeX (the others are escaped text).
-    _FIBER_LATEX = {"J * tangents = 0": r"gauge tangents in the kernel ($J\,T = 0$)"}
+    _FIBER_LATEX = {"gauge tangents in the kernel (J T = 0)": r"gauge tangents in the kernel ($J\,T = 0$)"}
 
     def _fiber_rows(self):
         f = self.fiber
@@ -128,7 +128,7 @@ class IdentificationReport(FormattedResult):
                 ("gauge tangent rank", f.gauge_rank)]
         if f.scaling_rank:
             rows.append(("lightning scalings", f.scaling_rank))
-        rows += [("J * tangents = 0", f.gauge_annihilated), ("kernel = symmetry orbit", f.kernel_is_symmetry_orbit),
+        rows += [("gauge tangents in the kernel (J T = 0)", f.gauge_annihilated), ("kernel = symmetry orbit", f.kernel_is_symmetry_orbit),
                  ("sign group order", f.sign_group_order), ("sign flips verified", f.sign_group_verified)]
         return rows
 
@@ -165,7 +165,9 @@ class IdentificationReport(FormattedResult):
         mark = "#" * level
         dimension, fiber, orders = self._headings()
         out = [f"{mark} {dimension}", "", d.to_markdown(), "",
-               f"{mark} {fiber}", "", markdown_table(("quantity", "value"), self._fiber_rows(), align="lr")]
+               f"{mark} {fiber}", "", markdown_table(("quantity", "value"),
+                                                       [(name, cell_text(value)) for name, value in self._fiber_rows()],
+                                                       align="lr")]
         out += [""] + [f"- degenerate: {reason}" for reason in self.fiber.degenerate]
         out += [f"- {line}" for line in self._flip_lines()] + [f"- method: {self.fiber.method}", ""]
         out += [f"{mark} {orders}", "",
@@ -190,7 +192,7 @@ class IdentificationReport(FormattedResult):
         def escaped(rows):  # truth values read yes/no, never Python's True/False
             return [[latex_escape(cell_text(cell)) for cell in row] for row in rows]
 
-        def fiber_rows():  # the fiber's quantities, J * tangents = 0 as a formula
+        def fiber_rows():  # the fiber's quantities, J T = 0 as a formula
             for name, value in self._fiber_rows():
                 label = self._FIBER_LATEX.get(name) or latex_escape(name)
                 yield label, latex_escape(cell_text(value))
