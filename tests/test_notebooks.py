@@ -87,7 +87,7 @@ def test_notebooks_use_the_public_api(path):
         assert not re.search(r"__name__\s*==", source), f"{path.name} tests an object by its class name"
 
 
-@pytest.mark.parametrize("name", ["02_decay_spectrum", "06_variants"])
+@pytest.mark.parametrize("name", ["02_decay_spectrum", "04_checking_hand_calculations", "06_variants"])
 def test_notebooks_show_rendered_results(name):
     """Results are displayed (LaTeX, Markdown tables, figures), not printed as plain text."""
     sources = _code_cells(NOTEBOOKS_DIR / f"{name}.ipynb")
