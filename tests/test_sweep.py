@@ -365,3 +365,14 @@ def test_library_run_analysis_matches_the_command_line_rows():
     record = run_analysis({"layers": 2, "width": 2}, "orders", {"seed": 0})
     assert record["orders"] == {"scores:1": 2, "scores:2": 6, "values": 0} and record["bound"] == "sharp"
     assert Path(__file__).exists()
+
+
+def test_skipped_points_in_latex_set_the_normalizer_as_a_formula():
+    # the Skipped table printed `normalizer=1 + x**2` (Python syntax) in the LaTeX document
+    from symattn.sweep import sweep
+
+    result = sweep({"layers": "1..2", "widths": "2,2;2,3,2", "normalizer": ["1 + x**2"]}, analyses=["parameters"],
+                   scheduler="synchronous", progress=False)
+    skipped = result.to_latex().split("Skipped")[1]
+    assert "normalizer = $x^{2} + 1$" in skipped and "x**2" not in skipped
+    assert "layers = 1, widths = 2, 3, 2" in skipped

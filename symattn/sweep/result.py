@@ -307,11 +307,20 @@ class SweepResult(FormattedResult):
             return columns, [[_cell(row.get(c)) for c in columns] for row in self.rows if row["analysis"] == analysis]
         return columns, [[cell(c, row.get(c)) for c in columns] for row in self.rows if row["analysis"] == analysis]
 
-    def _problem_tables(self):
-        skipped = [[skip.point and " ".join(f"{k}={_cell(v)}" for k, v in skip.point.items()),
-                    skip.analysis or "all", skip.reason] for skip in self.skips]
-        failed = [[" ".join(f"{c}={_cell(row.get(c))}" for c in self._point_columns()), row["analysis"],
-                   row["status"], row["reason"]] for row in self.rows if row["status"] != "ok"]
+    def _problem_tables(self, latex: bool = False):
+        """The skipped and the failed points; with ``latex``, every cell is LaTeX (formulas as formulas)."""
+        def point(items):
+            if latex:
+                return ", ".join(f"{latex_escape(k)} = {_latex_cell(k, v)}" for k, v in items)
+            return " ".join(f"{k}={_cell(v)}" for k, v in items)
+
+        def text(value):
+            return latex_escape(str(value)) if latex else value
+
+        skipped = [[point(skip.point.items()) if skip.point else "-", text(skip.analysis or "all"),
+                    text(skip.reason)] for skip in self.skips]
+        failed = [[point((c, row.get(c)) for c in self._point_columns()), text(row["analysis"]),
+                   text(row["status"]), text(row["reason"])] for row in self.rows if row["status"] != "ok"]
         return skipped, failed
 
     def _title(self) -> str:
@@ -353,12 +362,13 @@ class SweepResult(FormattedResult):
             if rows:
                 parts += [f"\\subsection*{{{latex_escape(analysis)}}}", "{\\small\\setlength{\\tabcolsep}{4pt}",
                           tabular(columns, rows, latex=True), "}"]
-        skipped, failed = self._problem_tables()
+        skipped, failed = self._problem_tables(latex=True)
         if failed:
             parts += ["\\subsection*{Not computed}", "{\\small", tabular(("point", "analysis", "status", "reason"),
-                                                                         failed), "}"]
+                                                                         failed, latex=True), "}"]
         if skipped:
-            parts += ["\\subsection*{Skipped}", "{\\small", tabular(("point", "analysis", "reason"), skipped), "}"]
+            parts += ["\\subsection*{Skipped}", "{\\small", tabular(("point", "analysis", "reason"), skipped,
+                                                                     latex=True), "}"]
         return "\n\n".join(parts)
 
     def _latex_math(self) -> str:
