@@ -684,6 +684,19 @@ def _substitution_pairs(args, names: dict, what: str) -> list:
     return [(_substitution_key(old, names, what), _substitution_value(new, names, what)) for old, new in pairs]
 
 
+def _substituted(expr, pairs: list, **kwargs):
+    """``expr`` with ``pairs`` substituted; symbols replaced by equality, whatever their class.
+
+    A package symbol equals the plain Symbol of its name (:class:`~symattn.model.EntrySymbol`), and sympy's
+    cache may hand back either inside an expression; sympy's ``subs`` matches atoms by type as well and keeps
+    one of two equal keys, so it could miss some.  ``xreplace`` matches by equality (and substitutes all
+    pairs at once).
+    """
+    if not kwargs and all(isinstance(old, sp.Symbol) for old, _ in pairs):
+        return expr.xreplace(dict(pairs))
+    return expr.subs(pairs, **kwargs)
+
+
 def _with_normalizer(arch: Architecture, normalizer) -> Architecture:
     if normalizer is None:
         return arch
@@ -914,7 +927,7 @@ class Expansion(FormattedResult):
         fast = None if kwargs else self._subs_in_flint(pairs)
         if fast is not None:
             return fast
-        return self._map(lambda c: c.subs(pairs, **kwargs), self._numeric_point(pairs))
+        return self._map(lambda c: _substituted(c, pairs, **kwargs), self._numeric_point(pairs))
 
     def _subs_in_flint(self, pairs):
         """Numbers for symbols, substituted in the python-flint polynomials the expansion was built from.
@@ -2183,7 +2196,7 @@ class LeadingCoefficient(FormattedResult):
                 raise SymattnError(f"{name} is a matrix: give matrices to explicit(values={{...}}) or "
                                    f"evaluate(...); subs takes the scalars {', '.join(sorted(scalars))}")
         pairs = _substitution_pairs(args, scalars, "this leading coefficient")
-        return self._map(lambda e: e.subs(pairs) if isinstance(e, sp.Basic) else e)
+        return self._map(lambda e: _substituted(e, pairs) if isinstance(e, sp.Basic) else e)
 
     def xreplace(self, rule: dict) -> "LeadingCoefficient":
         """``xreplace`` of scalars in every form, keys matched by name.
