@@ -1343,7 +1343,7 @@ class _ExpansionLatex:
         args = [to_fmpq(v) for v in values] or [to_fmpq(0)]
         by_symbol = {**self.subs, **at}
         try:
-            quick = build(lambda v: to_fmpq(sp.sympify(v).xreplace(by_symbol)), by_symbol)
+            quick = build(lambda v: to_fmpq(sp.sympify(v, strict=True).xreplace(by_symbol)), by_symbol)
         except (DomainError, SymattnError, TypeError, ValueError, ZeroDivisionError):
             return False
         if quick.shape != polys.shape:
