@@ -290,7 +290,9 @@ def hidden_gauge_layers(arch: Architecture) -> list[int]:
     >>> hidden_gauge_layers(Architecture.uniform(layers=3)), hidden_gauge_layers(Architecture.uniform(layers=3, residual=True))
     ([1, 2], [])
     """
-    return [] if arch.residual else list(range(1, arch.layers))
+    # read off the components: the streams a layer's output belongs to, if any carries a gauge
+    return sorted({layer for layer, width, _, writers in arch.hidden_gauges()
+                   if any(key[0] == "V" for key in writers)})
 
 
 def gauge_action(params: Parameters, G, H, arch: Architecture | None = None) -> Parameters:
@@ -520,8 +522,7 @@ def gauge_dimension(arch: Architecture) -> int:
     >>> gauge_dimension(Architecture.uniform(layers=3, width=2, rank=1, heads=2, residual=True))
     6
     """
-    return (sum(h * a * a for h, a in zip(arch.heads, arch.score_ranks))
-            + sum(arch.widths[i] ** 2 for i in hidden_gauge_layers(arch)))
+    return len(arch.symmetry_tangents("gauge"))
 
 
 def _sign_flip_layers(arch: Architecture) -> tuple[list[int], list[int]]:

@@ -585,12 +585,13 @@ def gauge_slice(arch: Architecture) -> tuple[dict, int]:
     [[-1, -1, 0], [-1, -1, 1]]
     """
     arch = require_architecture(arch)
-    hidden = hidden_gauge_layers(arch)
+    # a change of basis G (H) acts on the left of these blocks: it can bring their leading square to I
+    sliced = {key for i, d_in, component in arch.components() for key in component.gauge_slice_blocks(i, d_in)}
+    sliced |= {writers[0] for _, _, _, writers in arch.hidden_gauges() if writers}
     out, position = {}, 0
     for key, (rows, cols) in arch.blocks():
-        name, i, head = key[0], key[1], (key[2] if len(key) == 3 else 1)
         fixed = np.zeros((rows, cols), dtype=bool)
-        if rows <= cols and (name == "Q" or (name == "V" and i in hidden and head == 1)):
+        if rows <= cols and key in sliced:
             fixed[:, :rows] = True
         directions = np.full((rows, cols), -1, dtype=np.int64)
         free = int((~fixed).sum())
@@ -908,55 +909,7 @@ def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, trunca
     >>> gauge_tangent_series(arch, collapse(), point, 101, 3).shape    # a_1^2 + a_2^2 + d_1^2
     (6, 16, 3)
     """
-    residue = ModSeriesDomain(p, truncation).residue
-    series = {key: curve.block_coefficients(key[0], key[1], point[key], residue, truncation)
-              for key, _ in arch.blocks()}
-    columns = parameter_columns(arch)
-    vectors = []
-
-    def blank():
-        return np.zeros((arch.param_count, truncation), dtype=np.int64)
-
-    def put(vector, key, matrix_series):
-        rows, cols = matrix_series.shape[:2]
-        start = columns[key][0]
-        vector[start:start + rows * cols] = (vector[start:start + rows * cols]
-                                             + matrix_series.reshape(rows * cols, truncation)) % p
-
-    def left(E, M):  # E (r x r) constant, M series (r x c)
-        return np.einsum("ab,bcn->acn", E, M) % p
-
-    def right(M, E):
-        return np.einsum("abn,bc->acn", M, E) % p
-
-    def elementary(n):  # the basis E_rc of gl(n)
-        for r in range(n):
-            for c in range(n):
-                E = np.zeros((n, n), dtype=np.int64)
-                E[r, c] = 1
-                yield E
-
-    for i, h in arch.units():  # G_{i,h} in GL(a_i): Q_{i,h} -> G Q_{i,h}, K_{i,h} -> G^{-T} K_{i,h}
-        q, k = arch.block_key("Q", i, h), arch.block_key("K", i, h)
-        for E in elementary(arch.score_ranks[i - 1]):
-            v = blank()
-            put(v, q, left(E, series[q]))
-            put(v, k, (-left(E.T, series[k])) % p)
-            vectors.append(v)
-    for i in hidden_gauge_layers(arch):  # H_i in GL(d_i): V_{i,h} -> H V_{i,h}, layer i+1 blocks -> (.) H^{-1}
-        for E in elementary(arch.widths[i]):
-            v = blank()
-            for h in range(1, arch.heads[i - 1] + 1):
-                key = arch.block_key("V", i, h)
-                put(v, key, left(E, series[key]))
-            for h in range(1, arch.heads[i] + 1):
-                for name in ("Q", "K", "V"):
-                    key = arch.block_key(name, i + 1, h)
-                    put(v, key, (-right(series[key], E)) % p)
-            vectors.append(v)
-    if not vectors:
-        return np.zeros((0, arch.param_count, truncation), dtype=np.int64)
-    return np.stack(vectors)
+    return symmetry_tangent_series(arch, curve, point, p, truncation, "gauge")
 
 
 def scaling_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
@@ -974,16 +927,45 @@ def scaling_tangent_series(arch: Architecture, curve: Curve, point, p: int, trun
     >>> scaling_tangent_series(arch, collapse(), point, 101, 2)[0].tolist()   # (eps Qt, 0, -Vt)
     [[0, 2], [0, 0], [96, 0]]
     """
-    units = [(i, h) for i, h in arch.units() if arch.normalizers[i - 1].is_lightning]
-    out = np.zeros((len(units), arch.param_count, truncation), dtype=np.int64)
+    return symmetry_tangent_series(arch, curve, point, p, truncation, "scaling")
+
+
+def symmetry_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int,
+                            group: str | None = None) -> np.ndarray:
+    """The symmetry tangents of the components at ``theta_eps``, exact mod ``(p, eps^N)``: ``(m, #params, N)``.
+
+    Each :class:`~symattn.model.components.Tangent` of
+    :meth:`~symattn.model.Architecture.symmetry_tangents` (of ``group``, or
+    all) moves a block ``M`` by ``L M + M R + C``, evaluated here on the
+    block's series along ``curve``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, normalizer="lightning")
+    >>> point = {("Q", 1): np.array([[2]]), ("K", 1): np.array([[3]]), ("V", 1): np.array([[5]])}
+    >>> symmetry_tangent_series(arch, collapse(), point, 101, 2)[:, :, 1].tolist()   # gl(1), then the scaling
+    [[2, 98, 0], [2, 0, 0]]
+    """
     residue = ModSeriesDomain(p, truncation).residue
+    series = {key: curve.block_coefficients(key[0], key[1], point[key], residue, truncation)
+              for key, _ in arch.blocks()}
     columns = parameter_columns(arch)
-    for row, (i, h) in enumerate(units):
-        for name, sign in (("Q", 1), ("V", -1)):
-            key = arch.block_key(name, i, h)
+    tangents = arch.symmetry_tangents(group)
+    out = np.zeros((len(tangents), arch.param_count, truncation), dtype=np.int64)
+    for row, tangent in enumerate(tangents):
+        for key, (left, right, constant) in tangent.terms.items():
+            M = series[key]
+            move = np.zeros_like(M)
+            if left is not None:
+                move = move + np.einsum("ab,bcn->acn", np.asarray(left, dtype=np.int64) % p, M)
+            if right is not None:
+                move = move + np.einsum("abn,bc->acn", M, np.asarray(right, dtype=np.int64) % p)
+            if constant is not None:
+                move[..., 0] += np.asarray(constant, dtype=np.int64)
             positions = columns[key]
-            series = curve.block_coefficients(name, i, point[key], residue, truncation)
-            out[row, positions] = (sign * series.reshape(len(positions), truncation)) % p
+            out[row, positions] = (out[row, positions] + move.reshape(len(positions), truncation)) % p
     return out
 
 
@@ -1016,9 +998,8 @@ def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: i
     p = field_primes(arch, (p,))[0]  # random_point needs a root of the normalizers' field (sqrt(3))
     point, _ = random_point(arch, p, seed)
     still = Curve("a random point (no curve)")
-    tangents = [t for t in (gauge_tangent_series(arch, still, point, p, 1),
-                            scaling_tangent_series(arch, still, point, p, 1)) if len(t)]
-    bound = arch.param_count - (smith_valuations(np.concatenate(tangents), p).resolved_rank if tangents else 0)
+    tangents = symmetry_tangent_series(arch, still, point, p, 1)
+    bound = arch.param_count - (smith_valuations(tangents, p).resolved_rank if len(tangents) else 0)
     if arch.factors_through_effective and not any(n.is_lightning for n in arch.normalizers):
         bound = min(bound, effective_dimension(arch))  # F = P X M_l: a mask alone keeps the effective parameters
     return bound

@@ -1,42 +1,36 @@
-"""Deep attention: the architecture, its parameters, and one forward pass.
+"""The architecture of a deep attention network: widths, tokens, and each layer's components.
 
-Layer ``i`` maps ``X_{i-1}`` (``d_{i-1} x t``, one token per column) to
-``X_i = V_i X_{i-1} S(X_{i-1}^T K_i^T Q_i X_{i-1})``, where ``S`` normalizes
-each column with the layer's normalizer.  Three variants combine freely:
-``h_i`` heads per layer (``X_i = sum_h V_{i,h} X_{i-1} S(A_{i,h})``), a
-causal mask (query ``k`` attends to keys ``j <= k`` only) and a residual
-stream (``X_i = X_{i-1} + ...``).  :func:`forward` is written once against
-the :class:`~symattn.algebra.domains.Domain` interface and runs on every
-domain of :mod:`symattn.algebra`.
+An :class:`Architecture` is the input width, the token count and a tuple
+of layers; a layer is a tuple of components (:mod:`symattn.model.components`):
+attention with its normalizer and heads, optionally preceded by a causal
+mask and followed by a residual add.  The parameter blocks, their order and
+names, and the symmetries every analysis uses are read off the components.
 
 Examples
 --------
->>> from symattn.model import Architecture, forward
->>> from symattn.algebra.domains import RationalDomain
->>> arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=2, normalizer="1 + x**2")
+>>> from symattn.model import Architecture
+>>> arch = Architecture.uniform(layers=2, width=2, rank=1, residual=True)
+>>> [[c.kind for c in layer] for layer in arch.layer_components]
+[['attention', 'residual stream'], ['attention', 'residual stream']]
 >>> arch.param_count
-8
->>> params = arch.parameters_from([[[1, 0]]], [[[0, 1]]], [[[1, 0], [0, 1]]])
->>> forward(arch, params, [[1, 0], [0, 1]], RationalDomain())
-array([[Fraction(1, 3), Fraction(1, 2)],
-       [Fraction(2, 3), Fraction(1, 2)]], dtype=object)
+16
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 import sympy as sp
 
-from .errors import ShapeError, SymattnError
-from .limits import MAX_LAYERS
-from .normalizers import normalizers_per_layer
+from ..errors import ShapeError, SymattnError
+from ..limits import MAX_LAYERS
+from ..normalizers import normalizers_per_layer
+from .components import Attention, CausalMask, Component, Residual, Tangent, elementary
+from .symbols import EntrySymbol, block_label, entry_name
 
-__all__ = ["Architecture", "Parameters", "forward", "closed_form", "require_architecture", "require_seed",
-           "MAX_LAYERS", "EntrySymbol", "entry_latex"]
-
+__all__ = ["Architecture", "Parameters", "require_architecture", "require_seed", "MAX_LAYERS"]
 
 
 def _short_repr(value, limit: int = 60) -> str:
@@ -47,112 +41,6 @@ def _short_repr(value, limit: int = 60) -> str:
 def _is_count(value) -> bool:
     # bool is an int subclass, but True layers or tokens is always a mistake
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-
-
-def _entry_parts(name: str):
-    """``(matrix LaTeX, matrix unicode, index)`` of an entry name (``Kt1_12``, ``Q2h3_11``, ``x_12``), or None."""
-    import re
-
-    match = re.fullmatch(r"(?P<letter>[QKV])(?P<marker>t?)(?P<layer>[0-9]+)(?:h(?P<head>[0-9]+))?_(?P<index>[0-9]+)",
-                         name)
-    if match is None:
-        found = re.fullmatch(r"x_(?P<index>[0-9]+)", name)
-        return None if found is None else ("x", "x", found["index"])
-    letter, layer, head = match["letter"], match["layer"], match["head"]
-    sub = layer if head is None else f"{layer},{head}"
-    tex = rf"\tilde{{{letter}}}" if match["marker"] else letter
-    text = letter + ("\u0303" if match["marker"] else "")  # combining tilde: K̃
-    return rf"({tex}_{{{sub}}})", f"({text}{sub.translate(_SUBSCRIPTS)})", match["index"]
-
-
-def entry_latex(name: str) -> str | None:
-    r"""The LaTeX of the entry symbol ``name``: ``(\tilde{K}_{1})_{12}``, ``(Q_{2,3})_{11}``, ``x_{12}``; else None.
-
-    The entry ``(r, c)`` of the matrix the package writes ``\tilde{K}_{1}``
-    (the base point of a curve), ``Q_{1}`` (a native parameter) or
-    ``Q_{2,3}`` (head 3 of layer 2), and ``x_{rc}`` of the input ``X``, as
-    in the matrix forms and :mod:`symattn.naming`.  Every printer of sympy
-    uses it for the package's symbols (:class:`EntrySymbol`); names of other
-    symbols give None.
-
-    Examples
-    --------
-    >>> entry_latex("Kt1_12"), entry_latex("Q2h3_11"), entry_latex("x_12"), entry_latex("c_1")
-    ('(\\tilde{K}_{1})_{12}', '(Q_{2,3})_{11}', 'x_{12}', None)
-    """
-    parts = _entry_parts(name)
-    return None if parts is None else f"{parts[0]}_{{{parts[2]}}}"
-
-
-class EntrySymbol(sp.Symbol):
-    r"""A real sympy Symbol for one entry of a parameter block or of the input, printed as the package names it.
-
-    Its ``name`` is the package's name (``Kt1_12``, ``Q1_11``, ``x_12``:
-    what ``str``, JSON, fixtures and the parsers read); ``sympy.latex``
-    writes it ``(\tilde{K}_{1})_{12}`` (:func:`entry_latex`) and
-    ``sympy.pretty`` ``(K̃₁)₁₂`` (the name itself without unicode), inside
-    any expression.  Otherwise it is the plain ``Symbol`` of that name and
-    assumptions: equal to it, with its hash and its place in sympy's
-    canonical order (the class keeps the name ``Symbol``, which sympy's
-    ordering and hash read), so results compare, sort, substitute, cache
-    and pickle as before.  (One difference remains: sympy's ``subs`` with
-    this symbol as the key does not reach a plain ``Symbol`` of the same
-    name inside an expression, sympy's ``subs`` comparing types; the
-    package's ``subs`` and ``xreplace`` match by name, and sympy's
-    ``xreplace`` matches both.)
-
-    Examples
-    --------
-    >>> import sympy as sp
-    >>> k = EntrySymbol("Kt1_12", real=True)
-    >>> k == sp.Symbol("Kt1_12", real=True), hash(k) == hash(sp.Symbol("Kt1_12", real=True)), k.name
-    (True, True, 'Kt1_12')
-    >>> sp.latex(k**2 * EntrySymbol("x_12", real=True)), str(k**2)
-    ('(\\tilde{K}_{1})_{12}^{2} x_{12}', 'Kt1_12**2')
-    >>> sp.pretty(k, use_unicode=True), sp.pretty(k, use_unicode=False)
-    ('(K̃₁)₁₂', 'Kt1_12')
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other):
-        # a plain Symbol of the same name and assumptions is this symbol (Basic.__eq__ compares types)
-        if type(other) in (sp.Symbol, EntrySymbol):
-            return self is other or self._hashable_content() == other._hashable_content()
-        return super().__eq__(other)
-
-    def __ne__(self, other):
-        return not self == other
-
-    __hash__ = sp.Symbol.__hash__  # the hash of the plain Symbol (it reads the class name, kept below)
-
-    def _eval_subs(self, old, new):
-        # sympy's subs matches atoms by type as well (_aresame): a plain Symbol equal to this one is this one
-        if type(old) is sp.Symbol and old == self:
-            return new
-        return super()._eval_subs(old, new)
-
-    def _latex(self, printer):
-        given = printer._settings.get("symbol_names") or {}
-        if self in given:
-            return given[self]
-        return entry_latex(self.name) or printer._print_Symbol(self)
-
-    def _pretty(self, printer):
-        from sympy.printing.pretty.stringpict import prettyForm
-
-        parts = _entry_parts(self.name)
-        if parts is None or not printer._use_unicode:
-            return prettyForm(self.name)
-        return prettyForm(f"{parts[1]}{parts[2].translate(_SUBSCRIPTS)}")
-
-
-# sympy orders and hashes by the class name (Basic.compare, class_key, __hash__): as "Symbol" the terms of every
-# expression keep their order and hash; pickle finds the class by its qualified name, EntrySymbol
-EntrySymbol.__name__ = "Symbol"
 
 
 def require_architecture(value, what: str = "arch") -> "Architecture":
@@ -278,6 +166,18 @@ def _heads_per_layer(heads, layers: int) -> tuple[int, ...]:
     return tuple(int(v) for v in values) * (layers if len(values) == 1 else 1)
 
 
+def _extra_per_layer(extra, layers: int) -> tuple:
+    """Components appended to every layer (one tuple), or one tuple per layer, as a tuple of ``layers`` tuples."""
+    extra = tuple(extra or ())
+    if all(isinstance(c, Component) for c in extra):
+        return (extra,) * layers
+    if len(extra) != layers or not all(isinstance(layer, (list, tuple)) and
+                                       all(isinstance(c, Component) for c in layer) for layer in extra):
+        raise ShapeError(f"extra components must be a tuple of components (for every layer) or {layers} such "
+                         f"tuples (one per layer), got {_short_repr(extra)}")
+    return tuple(tuple(layer) for layer in extra)
+
+
 def _flag(value, what: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ShapeError(f"{what} must be True or False, got {type(value).__name__} {_short_repr(value)}")
@@ -286,11 +186,15 @@ def _flag(value, what: str) -> bool:
 
 @dataclass(frozen=True)
 class Parameters:
-    """Native parameters ``Q, K, V`` of every attention head (any matrix type).
+    """Native parameters of a network (any matrix type): ``Q, K, V`` of every head, and other components' blocks.
 
-    The tuples run over the heads of layer 1, then those of layer 2, ...
-    (:meth:`Architecture.units`); with one head per layer entry ``i - 1`` is
-    layer ``i``'s block.
+    The tuples ``Q, K, V`` run over the heads of layer 1, then those of
+    layer 2, ... (:meth:`Architecture.units`); with one head per layer entry
+    ``i - 1`` is layer ``i``'s block.  The blocks of components other than
+    attention (a feed-forward block, biases) are ``others``: ``(key,
+    matrix)`` pairs; ``layout`` is the flat order of every block key
+    (:meth:`Architecture.blocks`) when the parameters were built by the
+    architecture.
 
     Examples
     --------
@@ -305,6 +209,8 @@ class Parameters:
     Q: tuple
     K: tuple
     V: tuple
+    others: tuple = field(default=(), repr=False)
+    layout: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def layers(self) -> int:
@@ -312,12 +218,19 @@ class Parameters:
         return len(self.Q)
 
     def flat(self) -> list:
-        """All entries, head by head, ``Q`` then ``K`` then ``V``, row-major."""
+        """All entries in parameter order (head by head ``Q`` then ``K`` then ``V``, then other blocks), row-major."""
         out = []
-        for q, k, v in zip(self.Q, self.K, self.V):
-            for m in (q, k, v):
-                out.extend(sp.Matrix(m).reshape(1, len(sp.Matrix(m))).tolist()[0])
+        for m in self._ordered():
+            out.extend(sp.Matrix(m).reshape(1, len(sp.Matrix(m))).tolist()[0])
         return out
+
+    def _ordered(self) -> list:
+        attention = [m for q, k, v in zip(self.Q, self.K, self.V) for m in (q, k, v)]
+        if not self.layout:
+            return attention + [m for _, m in self.others]
+        others = dict(self.others)
+        position = iter(attention)
+        return [others[key] if key in others else next(position) for key in self.layout]
 
 
 class Architecture:
@@ -364,7 +277,7 @@ class Architecture:
     """
 
     def __init__(self, widths: Sequence[int], score_ranks: Sequence[int], tokens: int = 3,
-                 normalizer="softmax", heads=1, causal: bool = False, residual: bool = False):
+                 normalizer="softmax", heads=1, causal: bool = False, residual: bool = False, extra=()):
         widths = _integer_list(widths, "widths")
         score_ranks = _integer_list(score_ranks, "score ranks")
         if len(widths) < 2:
@@ -395,6 +308,121 @@ class Architecture:
                     raise ShapeError(
                         f"a residual stream X_i = X_{{i-1}} + ... needs d_i = d_{{i-1}} at every layer; layer {i} "
                         f"maps width {self.widths[i - 1]} to width {self.widths[i]} (widths {list(self.widths)})")
+        self.extra = _extra_per_layer(extra, layers)
+        self.layer_components = tuple(self._standard_layer(i) + self.extra[i - 1] for i in range(1, layers + 1))
+        for i, layer in enumerate(self.extra, start=1):
+            for component in layer:
+                if component.output_width(self.widths[i]) != self.widths[i]:
+                    raise ShapeError(f"component {component.describe()} of layer {i} changes the width "
+                                     f"{self.widths[i]}; a component after attention must keep it")
+
+    def _standard_layer(self, i: int) -> tuple:
+        """Layer ``i``'s attention, with its mask before it and its residual add after it."""
+        attention = Attention(self.widths[i], self.score_ranks[i - 1], self.normalizers[i - 1], self.heads[i - 1])
+        return ((CausalMask(),) if self.causal else ()) + (attention,) + ((Residual(),) if self.residual else ())
+
+    @property
+    def attention(self) -> tuple:
+        """The attention component of every layer, in order.
+
+        Examples
+        --------
+        >>> [a.heads for a in Architecture.uniform(layers=2, heads=[1, 3]).attention]
+        [1, 3]
+        """
+        return tuple(next(c for c in layer if isinstance(c, Attention)) for layer in self.layer_components)
+
+    def components(self):
+        """``(layer, input width, component)`` for every component, in forward order.
+
+        Examples
+        --------
+        >>> [(i, d, c.kind) for i, d, c in Architecture.uniform(layers=1, causal=True).components()]
+        [(1, 2, 'causal mask'), (1, 2, 'attention')]
+        """
+        for i, layer in enumerate(self.layer_components, start=1):
+            width = self.widths[i - 1]
+            for component in layer:
+                yield i, width, component
+                width = component.output_width(width)
+
+    # -- symmetries read off the components ---------------------------------------
+    def hidden_gauges(self) -> list:
+        """The changes of basis of hidden streams that keep ``F``: ``[(layer, width, readers, writers), ...]``.
+
+        Every computing component reads one stream and writes a new one; a
+        residual add ties the stream it ends with to its block's input.  A
+        class of tied streams that holds neither the input (fixed) nor the
+        output (observed) carries ``H`` in ``GL(width)``: the blocks that
+        write into it move as ``M -> H M`` (``writers``), the blocks that read
+        it as ``M -> M H^{-1}`` (``readers``).  ``layer`` is the layer whose
+        component writes the class's first stream.
+
+        Examples
+        --------
+        >>> [(i, w, r) for i, w, r, _ in Architecture.uniform(layers=2).hidden_gauges()]
+        [(1, 2, [('Q', 2), ('K', 2), ('V', 2)])]
+        >>> Architecture.uniform(layers=3, residual=True).hidden_gauges()
+        []
+        """
+        parent = [0]
+        width = [self.widths[0]]
+        reads, writes, first_layer = {}, {}, [0]
+
+        def root(s):
+            while parent[s] != s:
+                s = parent[s]
+            return s
+
+        current = block_input = 0
+        for i, d_in, component in self.components():
+            if component.computes:
+                readers, writers = component.stream_roles(i, d_in)
+                block_input = current
+                current = len(parent)
+                parent.append(current)
+                width.append(component.output_width(d_in))
+                first_layer.append(i)
+                reads.setdefault(block_input, []).extend(readers)
+                writes.setdefault(current, []).extend(writers)
+            elif component.ties_stream():
+                a, b = root(current), root(block_input)
+                parent[max(a, b)] = min(a, b)
+        fixed = {root(0), root(current)}
+        out = []
+        for s in range(1, len(parent)):
+            if root(s) != s or s in fixed:
+                continue
+            members = [m for m in range(len(parent)) if root(m) == s]
+            out.append((first_layer[s], width[s], [k for m in members for k in reads.get(m, [])],
+                        [k for m in members for k in writes.get(m, [])]))
+        return out
+
+    def symmetry_tangents(self, group: str | None = None) -> list:
+        """Tangents of the continuous symmetries, as :class:`~symattn.model.components.Tangent` values.
+
+        The components' own (a ``gl(a_i)`` per head, lightning scalings),
+        then a ``gl(width)`` per hidden gauge (:meth:`hidden_gauges`);
+        ``group`` keeps one kind (``"gauge"``, ``"scaling"``).
+
+        Examples
+        --------
+        >>> len(Architecture.uniform(layers=2, width=2, rank=1).symmetry_tangents())    # 1 + 1 + 2^2
+        6
+        >>> len(Architecture.uniform(layers=1, normalizer="lightning").symmetry_tangents("scaling"))
+        1
+        """
+        out = [t for i, d_in, component in self.components() for t in component.tangents(i, d_in)]
+        for _, width, readers, writers in self.hidden_gauges():
+            for E in elementary(width):
+                terms = {}
+                for key in writers:
+                    terms[key] = (E, None, None)
+                for key in readers:
+                    left = terms.get(key, (None,))[0]
+                    terms[key] = (left, -E, None)
+                out.append(Tangent(terms))
+        return [t for t in out if group is None or t.group == group]
 
     @classmethod
     def uniform(cls, layers: int = 3, width: int = 2, rank: int = 1, tokens: int = 3,
@@ -434,7 +462,7 @@ class Architecture:
         >>> Architecture.uniform(layers=2).is_plain, Architecture.uniform(layers=2, causal=True).is_plain
         (True, False)
         """
-        return not self.causal and not self.residual and all(h == 1 for h in self.heads)
+        return not self.causal and not self.residual and all(h == 1 for h in self.heads) and not any(self.extra)
 
     @property
     def factors_through_effective(self) -> bool:
@@ -451,7 +479,7 @@ class Architecture:
         >>> Architecture.uniform(layers=2, heads=2).factors_through_effective
         False
         """
-        return not self.residual and all(h == 1 for h in self.heads)
+        return all(component.keeps_effective_form for _, _, component in self.components())
 
     def block_shapes(self, layer: int) -> dict[str, tuple[int, int]]:
         """Shapes of ``Q_i, K_i, V_i`` for layer ``i`` (1-based; the same for every head)."""
@@ -487,7 +515,7 @@ class Architecture:
         >>> Architecture.uniform(layers=1, heads=2).block_label(("K", 1, 2))
         'K_{1,2}'
         """
-        return f"{key[0]}_{key[1]}" if len(key) == 2 else f"{key[0]}_{{{key[1]},{key[2]}}}"
+        return block_label(key)
 
     def blocks(self) -> list[tuple[tuple, tuple[int, int]]]:
         """``(key, shape)`` of every parameter block in flat order: per layer, per head, ``Q, K, V``.
@@ -497,8 +525,7 @@ class Architecture:
         >>> [key for key, _ in Architecture.uniform(layers=1, heads=2).blocks()]
         [('Q', 1, 1), ('K', 1, 1), ('V', 1, 1), ('Q', 1, 2), ('K', 1, 2), ('V', 1, 2)]
         """
-        return [(self.block_key(name, i, h), shape) for i, h in self.units()
-                for name, shape in self.block_shapes(i).items()]
+        return [block for i, width, component in self.components() for block in component.parameter_blocks(i, width)]
 
     def parameters_from_blocks(self, blocks: dict) -> "Parameters":
         """Parameters from ``{block key: matrix}`` (every key of :meth:`blocks`), in any representation.
@@ -510,13 +537,36 @@ class Architecture:
         ([[2]], [[5]])
         """
         out = {"Q": [], "K": [], "V": []}
+        attention = {key for i, width, c in self.components() if isinstance(c, Attention)
+                     for key, _ in c.parameter_blocks(i, width)}
+        others, layout = [], []
         for key, _ in self.blocks():
-            out[key[0]].append(blocks[key])
-        return Parameters(tuple(out["Q"]), tuple(out["K"]), tuple(out["V"]))
+            layout.append(key)
+            if key in attention:
+                out[key[0]].append(blocks[key])
+            else:
+                others.append((key, blocks[key]))
+        return Parameters(tuple(out["Q"]), tuple(out["K"]), tuple(out["V"]), tuple(others), tuple(layout))
+
+    def block_map(self, params: "Parameters") -> dict:
+        """``{block key: matrix}`` of ``params``, every key of :meth:`blocks`.
+
+        Examples
+        --------
+        >>> arch = Architecture.uniform(layers=1, width=1, heads=2)
+        >>> arch.block_map(arch.parameters_from_flat(range(6)))[("V", 1, 2)]
+        [[5]]
+        """
+        attention = {"Q": iter(params.Q), "K": iter(params.K), "V": iter(params.V)}
+        others = dict(params.others)
+        out = {}
+        for key, _ in self.blocks():
+            out[key] = others[key] if key in others else next(attention[key[0]])
+        return out
 
     @property
     def param_count(self) -> int:
-        """Number of native parameters (entries of every ``Q, K, V`` of every head)."""
+        """Number of native parameters (entries of every block of every component)."""
         return sum(r * c for _, (r, c) in self.blocks())
 
     def parameter_index(self) -> list[tuple]:
@@ -546,10 +596,7 @@ class Architecture:
         kind = sp.ImmutableMatrix if immutable else sp.Matrix
 
         def block(key, rows, cols):
-            # heads: Q1h2_11 is entry (1, 1) of Q_{1,2}; one head keeps the names Q1_11
-            head = "" if len(key) == 2 else f"h{key[2]}"
-            return kind(rows, cols, lambda r, c: EntrySymbol(f"{key[0]}{marker}{key[1]}{head}_{r + 1}{c + 1}",
-                                                             real=True))
+            return kind(rows, cols, lambda r, c: EntrySymbol(entry_name(key, r, c, marker), real=True))
 
         return self.parameters_from_blocks({key: block(key, *shape) for key, shape in self.blocks()})
 
@@ -573,6 +620,9 @@ class Architecture:
                 if tuple(shape) != expected:
                     label = self.block_label(self.block_key(name, i, h))
                     raise ShapeError(f"{label} must be {expected[0]} x {expected[1]}, got shape {tuple(shape)}")
+        if any(self.extra):
+            raise ShapeError("parameters_from takes the attention blocks only; give every block of "
+                             f"{self.describe()} with parameters_from_blocks or parameters_from_flat")
         return Parameters(tuple(blocks["Q"]), tuple(blocks["K"]), tuple(blocks["V"]))
 
     def parameters_from_flat(self, values: Sequence) -> Parameters:
@@ -597,19 +647,23 @@ class Architecture:
         >>> Architecture.uniform(layers=2, heads=2, causal=True).replace(widths=[3, 3, 3], score_ranks=[2, 2])
         Architecture(widths=[3, 3, 3], score_ranks=[2, 2], tokens=3, normalizer=['softmax', 'softmax'], heads=2, causal=True, residual=False)
         """
-        unknown = set(changes) - {"widths", "score_ranks", "tokens", "normalizer", "heads", "causal", "residual"}
+        unknown = set(changes) - {"widths", "score_ranks", "tokens", "normalizer", "heads", "causal", "residual",
+                                  "extra"}
         if unknown:
-            raise ShapeError(f"Architecture.replace takes widths, score_ranks, tokens, normalizer, heads, causal "
-                             f"and residual, got {sorted(unknown)}")
+            raise ShapeError(f"Architecture.replace takes widths, score_ranks, tokens, normalizer, heads, causal, "
+                             f"residual and extra, got {sorted(unknown)}")
         heads = self.heads[0] if len(set(self.heads)) == 1 else list(self.heads)
         values = {"widths": list(self.widths), "score_ranks": list(self.score_ranks), "tokens": self.tokens,
                   "normalizer": list(self.normalizers), "heads": heads, "causal": self.causal,
-                  "residual": self.residual, **changes}
+                  "residual": self.residual,
+                  # the same components in every layer follow a change of depth
+                  "extra": self.extra[0] if len(set(self.extra)) == 1 else self.extra, **changes}
         if "normalizer" not in changes and len(values["score_ranks"]) != self.layers:
             names = {n.name for n in self.normalizers}
             values["normalizer"] = self.normalizers[0] if len(names) == 1 else values["normalizer"]
         return Architecture(values["widths"], values["score_ranks"], values["tokens"], values["normalizer"],
-                            heads=values["heads"], causal=values["causal"], residual=values["residual"])
+                            heads=values["heads"], causal=values["causal"], residual=values["residual"],
+                            extra=values["extra"])
 
     def variant_json(self) -> dict:
         """The variant keys of :meth:`to_json`: empty for the plain model (whose JSON stays as it was).
@@ -621,7 +675,10 @@ class Architecture:
         """
         if self.is_plain:
             return {}
-        return {"heads": list(self.heads), "causal": self.causal, "residual": self.residual}
+        out = {"heads": list(self.heads), "causal": self.causal, "residual": self.residual}
+        if any(self.extra):
+            out["components"] = [[c.to_json() for c in layer] for layer in self.extra]
+        return out
 
     def describe_variant(self) -> str:
         """The variant in words (empty for the plain model).
@@ -639,6 +696,10 @@ class Architecture:
             parts.append("causal mask")
         if self.residual:
             parts.append("residual stream")
+        extra = [", ".join(c.describe() for c in layer) for layer in self.extra]
+        if any(extra):
+            parts.append(f"then {extra[0]} in every layer" if len(set(extra)) == 1 else
+                         "then " + "; ".join(f"layer {i}: {text or 'nothing'}" for i, text in enumerate(extra, 1)))
         return ", ".join(parts)
 
     def to_json(self) -> dict:
@@ -662,7 +723,7 @@ class Architecture:
 
     def _identity(self) -> tuple:
         return (self.widths, self.score_ranks, self.tokens, self.normalizers, self.heads, self.causal,
-                self.residual)
+                self.residual, self.extra)
 
     def __eq__(self, other) -> bool:
         """Equal when every size, normalizer and variant flag is (not only the same object).
@@ -690,141 +751,9 @@ class Architecture:
         if not self.is_plain:
             heads = self.heads[0] if len(set(self.heads)) == 1 else list(self.heads)
             extra = f", heads={heads}, causal={self.causal}, residual={self.residual}"
+            if any(self.extra):
+                extra += f", extra={[[c.describe() for c in layer] for layer in self.extra]}"
         return (f"Architecture(widths={list(self.widths)}, score_ranks={list(self.score_ranks)}, "
                 f"tokens={self.tokens}, normalizer={[n.name for n in self.normalizers]}{extra})")
 
 
-def _check_input(arch: Architecture, X) -> None:
-    try:
-        shape = np.shape(np.array(X.tolist() if isinstance(X, sp.MatrixBase) else X, dtype=object))
-    except ValueError as err:  # ragged nested lists
-        raise ShapeError(f"input X must be a d_0 x t = {arch.input_shape[0]} x {arch.input_shape[1]} "
-                         f"matrix; got ragged rows") from err
-    if tuple(shape) != arch.input_shape:
-        raise ShapeError(
-            f"input X must be d_0 x t = {arch.input_shape[0]} x {arch.input_shape[1]} "
-            f"(one token per column), got shape {tuple(shape)}"
-        )
-
-
-#: the domains ``forward`` takes by name
-DOMAIN_NAMES = ("QQ", "float64")
-
-
-def _named_domain(domain):
-    if not isinstance(domain, str):
-        return domain
-    from .algebra.domains import FloatDomain, RationalDomain
-
-    named = {"QQ": RationalDomain, "float64": FloatDomain}
-    if domain not in named:
-        raise SymattnError(f"unknown domain {domain[:40]!r}: give one of {', '.join(DOMAIN_NAMES)} "
-                           "or a domain object from symattn.algebra.domains")
-    return named[domain]()
-
-
-def forward(arch: Architecture, params: Parameters, X, domain="QQ", convert: bool = True):
-    """The network's output ``X_l`` on one input, computed in ``domain``.
-
-    Parameters
-    ----------
-    arch : Architecture
-    params : Parameters
-        Matrices (nested lists, sympy or numpy) or, with ``convert=False``,
-        matrices already in the domain's representation.
-    X : matrix
-        The input, ``d_0 x t``.
-    domain : Domain or str
-        Where to compute: ``"QQ"`` (exact rationals, the default),
-        ``"float64"``, or a domain object from :mod:`symattn.algebra.domains`.
-    convert : bool
-        Convert ``params`` and ``X`` with ``domain.matrix`` first.
-
-    Returns
-    -------
-    The output matrix in the domain's representation.
-
-    Examples
-    --------
-    The same pass, exactly and in float64:
-
-    >>> arch = Architecture.uniform(layers=1, width=1, tokens=2, normalizer="1 + x**2")
-    >>> params = arch.parameters_from([[[1]]], [[[1]]], [[[1]]])
-    >>> forward(arch, params, [[0, 1]])
-    array([[Fraction(1, 2), Fraction(2, 3)]], dtype=object)
-    >>> forward(arch, params, [[0, 1]], "float64")
-    array([[0.5, 0.6666666666666666]], dtype=object)
-
-    A causal mask leaves the first token only itself to attend to, and a
-    residual stream adds the layer's input:
-
-    >>> masked = Architecture.uniform(layers=1, width=1, tokens=2, normalizer="1 + x**2", causal=True,
-    ...                               residual=True)
-    >>> forward(masked, params, [[0, 1]])
-    array([[Fraction(0, 1), Fraction(5, 3)]], dtype=object)
-    """
-    domain = _named_domain(domain)
-    if convert:
-        _check_input(arch, X)
-        X = domain.matrix(X)
-        Q = [domain.matrix(m) for m in params.Q]
-        K = [domain.matrix(m) for m in params.K]
-        V = [domain.matrix(m) for m in params.V]
-    else:
-        Q, K, V = params.Q, params.K, params.V
-    # the mask is passed only when there is one, so that a domain's attention keeps its plain signature
-    mask = {"causal": True} if arch.causal else {}
-    hidden = X
-    unit = 0
-    for layer in range(arch.layers):
-        normalizer = arch.normalizers[layer]
-        output = None
-        for _ in range(arch.heads[layer]):
-            keys = domain.matmul(K[unit], hidden)
-            queries = domain.matmul(Q[unit], hidden)
-            scores = domain.matmul(domain.transpose(keys), queries)
-            if normalizer.is_lightning:  # lightning attention (HMK) uses the (masked) scores as weights
-                weights = domain.causal_mask(scores) if arch.causal else scores
-            else:
-                weights = domain.attention(scores, normalizer, **mask)
-            head = domain.matmul(domain.matmul(V[unit], hidden), weights)
-            output = head if output is None else domain.add(output, head)
-            unit += 1
-        hidden = domain.add(hidden, output) if arch.residual else output
-    return hidden
-
-
-def closed_form(arch: Architecture, unevaluated_normalizer: bool = False, engine: str = "sympy",
-                max_params: int = 64) -> sp.Matrix:
-    """The output ``F_theta(X)`` as a sympy Matrix in the symbols of the parameters and input.
-
-    Parameters
-    ----------
-    unevaluated_normalizer : bool
-        Write the normalizer as an undefined function ``s``.
-    engine : {"sympy", "symengine"}
-        Build with sympy, or with symengine (faster) and convert at the end.
-    max_params : int
-        Refuse larger architectures, whose closed forms are unreadable.
-
-    Examples
-    --------
-    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=1)
-    >>> closed_form(arch)
-    Matrix([[V1_11*x_11]])
-    """
-    if arch.param_count > max_params:
-        raise ShapeError(
-            f"the closed form of {arch.param_count} parameters is too large to print; "
-            f"use at most {max_params} (or raise max_params)"
-        )
-    from .algebra.domains import SymEngineDomain, SympyDomain
-
-    if engine == "symengine":
-        domain = SymEngineDomain(unevaluated_normalizer)
-    elif engine == "sympy":
-        domain = SympyDomain(unevaluated_normalizer)
-    else:
-        raise ValueError(f"engine must be 'sympy' or 'symengine', got {engine!r}")
-    output = forward(arch, arch.symbols(), arch.input_symbols(), domain)
-    return domain.to_matrix(output)

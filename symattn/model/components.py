@@ -1,0 +1,320 @@
+"""The parts a layer is made of: each knows its parameter blocks, its forward step and its symmetries.
+
+A layer of an :class:`~symattn.model.Architecture` is a tuple of
+components run in order on a :class:`Stream` (the hidden state of one
+input, ``width x t``).  The package's analyses ask the components, never a
+variant flag:
+
+- :meth:`Component.parameter_blocks`: the native blocks ``(key, shape)`` in
+  parameter order (the columns of every Jacobian);
+- :meth:`Component.step`: the forward step over any domain of
+  :mod:`symattn.algebra` (one domain interface: products, sums,
+  normalization), so that closed forms, certified ranks, series and jets
+  come from the same code;
+- :meth:`Component.stream_roles`: which blocks read the stream (a change of
+  basis ``H`` of the component's input acts on them as ``M -> M H^{-1}``)
+  and which write it (``M -> H M`` for a change of the output's basis):
+  the hidden-width gauge of the architecture is assembled from these;
+- :meth:`Component.tangents`: the component's own continuous symmetries
+  (``gl(a_i)`` of each head, the scaling of lightning attention), as
+  :class:`Tangent` values that :func:`symattn.jacobian.gauge_tangent_series`
+  evaluates along any curve;
+- :attr:`Component.keeps_effective_form`: whether ``F = P X M_l`` in the
+  effective parameters survives the component (attention with one head and
+  a causal mask do; a residual stream does not).
+
+Adding a component is one module that subclasses :class:`Component`
+(``docs/architecture.md``, "Adding a component").
+
+Examples
+--------
+>>> from symattn.model.components import Attention, Residual
+>>> from symattn.normalizers import Normalizer
+>>> head = Attention(width=2, rank=1, normalizer=Normalizer.preset("softmax"))
+>>> head.parameter_blocks(layer=1, d_in=2)
+[(('Q', 1), (1, 2)), (('K', 1), (1, 2)), (('V', 1), (2, 2))]
+>>> Residual().output_width(3), Residual().parameter_blocks(1, 3)
+(3, [])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Component", "Stream", "Tangent", "Attention", "CausalMask", "Residual"]
+
+
+class Stream:
+    """The state of the forward pass inside a layer: the hidden matrix, the current block's input, the mask.
+
+    ``block_input`` is the input of the last component that computes (a
+    residual add sums it with that component's output); ``mask`` is set by a
+    :class:`CausalMask` for the attention after it, and reset at every layer.
+
+    Examples
+    --------
+    >>> stream = Stream("X")
+    >>> stream.hidden, stream.block_input, stream.mask
+    ('X', 'X', None)
+    """
+
+    __slots__ = ("hidden", "block_input", "mask")
+
+    def __init__(self, hidden):
+        self.hidden = hidden
+        self.block_input = hidden
+        self.mask = None
+
+    def start_layer(self) -> None:
+        self.block_input = self.hidden
+        self.mask = None
+
+    def start_block(self) -> None:
+        self.block_input = self.hidden
+
+
+@dataclass(frozen=True)
+class Tangent:
+    """One tangent of a continuous symmetry: ``delta M = L M + M R + C`` for each block ``M`` it moves.
+
+    ``terms`` maps a block key to ``(L, R, C)``, each an integer matrix or
+    None (no term).  Integer matrices keep the tangent exact in every ring
+    (GF(p), Q, series over them).  ``group`` names the symmetry: ``"gauge"``
+    (a change of basis: ``GL(a_i)`` of a head, ``GL(d_i)`` of a hidden
+    stream) or another name (``"scaling"`` of lightning attention).
+
+    Examples
+    --------
+    >>> t = Tangent({("Q", 1): (np.eye(1, dtype=np.int64), None, None)})
+    >>> list(t.terms)
+    [('Q', 1)]
+    """
+
+    terms: dict = field(default_factory=dict)
+    group: str = "gauge"
+
+
+def elementary(n: int):
+    """The basis ``E_rc`` of ``gl(n)`` as int64 matrices, row-major.
+
+    Examples
+    --------
+    >>> [E.tolist() for E in elementary(1)]
+    [[[1]]]
+    """
+    for r in range(n):
+        for c in range(n):
+            E = np.zeros((n, n), dtype=np.int64)
+            E[r, c] = 1
+            yield E
+
+
+class Component:
+    """The protocol of one part of a layer; subclasses override what applies.
+
+    A component with no parameters (a mask, a residual add) keeps the
+    defaults: no blocks, the width unchanged, no symmetries.
+
+    Examples
+    --------
+    A learned linear map ``X -> L X`` of the stream, in a few lines:
+
+    >>> class Linear(Component):
+    ...     kind = "linear"
+    ...     def parameter_blocks(self, layer, d_in):
+    ...         return [(("L", layer), (d_in, d_in))]
+    ...     def step(self, domain, stream, blocks, layer):
+    ...         stream.start_block()
+    ...         stream.hidden = domain.matmul(blocks[("L", layer)], stream.hidden)
+    ...     def stream_roles(self, layer, d_in):
+    ...         return [("L", layer)], [("L", layer)]
+    >>> Linear().parameter_blocks(2, 3)
+    [(('L', 2), (3, 3))]
+    """
+
+    #: the component's name in descriptions and JSON
+    kind = "component"
+    #: ``F = P X M_l`` in the effective parameters survives this component
+    keeps_effective_form = False
+    #: the component computes (a block of its own, whose input a residual add sums with)
+    computes = True
+
+    def parameter_blocks(self, layer: int, d_in: int) -> list:
+        """``[(key, (rows, cols)), ...]`` of the component's native blocks, in parameter order."""
+        return []
+
+    def output_width(self, d_in: int) -> int:
+        """The stream's width after the component."""
+        return d_in
+
+    def step(self, domain, stream: Stream, blocks: dict, layer: int) -> None:
+        """Advance ``stream`` by the component over ``domain``; ``blocks`` maps keys to the domain's matrices."""
+        raise NotImplementedError
+
+    def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
+        """``(readers, writers)``: blocks multiplying the input stream, and blocks producing the output."""
+        return [], []
+
+    def ties_stream(self) -> bool:
+        """True when the component adds the current block's input to its output (a residual add)."""
+        return False
+
+    def tangents(self, layer: int, d_in: int) -> list:
+        """The component's own continuous symmetries as :class:`Tangent` values."""
+        return []
+
+    def gauge_slice_blocks(self, layer: int, d_in: int) -> list:
+        """Blocks whose leading square the component's own gauge tangents can bring to the identity."""
+        return []
+
+    def symmetry_text(self) -> str:
+        """The component's continuous symmetries in words (empty when it has none)."""
+        return ""
+
+    def describe(self) -> str:
+        return self.kind
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind}
+
+
+@dataclass(frozen=True)
+class Attention(Component):
+    """Normalized attention with ``heads`` heads: ``sum_h V_h X S(X^T K_h^T Q_h X)``.
+
+    Parameters
+    ----------
+    width : int
+        ``d_i``, the rows of each ``V_{i,h}``.
+    rank : int
+        ``a_i``, the rows of each ``Q_{i,h}`` and ``K_{i,h}``.
+    normalizer : Normalizer
+        Applied column by column; HMK's lightning attention (no normalization,
+        ``S(A) = A``) when it is the ``lightning`` preset.
+    heads : int
+
+    Examples
+    --------
+    >>> from symattn.normalizers import Normalizer
+    >>> two = Attention(2, 1, Normalizer.preset("softmax"), heads=2)
+    >>> [key for key, _ in two.parameter_blocks(1, 2)]
+    [('Q', 1, 1), ('K', 1, 1), ('V', 1, 1), ('Q', 1, 2), ('K', 1, 2), ('V', 1, 2)]
+    >>> len(two.tangents(1, 2))                      # one gl(a_1) per head
+    2
+    """
+
+    width: int
+    rank: int
+    normalizer: object
+    heads: int = 1
+    kind = "attention"
+
+    @property
+    def keeps_effective_form(self) -> bool:
+        return self.heads == 1  # F = P X M_l with one head (lightning's S(A) = A too)
+
+    def block_key(self, name: str, layer: int, head: int = 1) -> tuple:
+        return (name, layer) if self.heads == 1 else (name, layer, head)
+
+    def parameter_blocks(self, layer: int, d_in: int) -> list:
+        shapes = {"Q": (self.rank, d_in), "K": (self.rank, d_in), "V": (self.width, d_in)}
+        return [(self.block_key(name, layer, h), shape) for h in range(1, self.heads + 1)
+                for name, shape in shapes.items()]
+
+    def output_width(self, d_in: int) -> int:
+        return self.width
+
+    def step(self, domain, stream: Stream, blocks: dict, layer: int) -> None:
+        stream.start_block()
+        hidden = stream.hidden
+        # the mask is passed only when there is one, so that a domain's attention keeps its plain signature
+        mask = {"causal": True} if stream.mask == "causal" else {}
+        output = None
+        for h in range(1, self.heads + 1):
+            keys = domain.matmul(blocks[self.block_key("K", layer, h)], hidden)
+            queries = domain.matmul(blocks[self.block_key("Q", layer, h)], hidden)
+            scores = domain.matmul(domain.transpose(keys), queries)
+            if self.normalizer.is_lightning:  # lightning attention (HMK) uses the (masked) scores as weights
+                weights = domain.causal_mask(scores) if mask else scores
+            else:
+                weights = domain.attention(scores, self.normalizer, **mask)
+            head = domain.matmul(domain.matmul(blocks[self.block_key("V", layer, h)], hidden), weights)
+            output = head if output is None else domain.add(output, head)
+        stream.hidden = output
+
+    def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
+        readers = [self.block_key(name, layer, h) for h in range(1, self.heads + 1) for name in ("Q", "K", "V")]
+        writers = [self.block_key("V", layer, h) for h in range(1, self.heads + 1)]
+        return readers, writers
+
+    def tangents(self, layer: int, d_in: int) -> list:
+        out = []
+        for h in range(1, self.heads + 1):  # G in GL(a_i): Q -> G Q, K -> G^{-T} K
+            q, k = self.block_key("Q", layer, h), self.block_key("K", layer, h)
+            for E in elementary(self.rank):
+                out.append(Tangent({q: (E, None, None), k: (-E.T, None, None)}))
+        if self.normalizer.is_lightning:  # no normalization: Q -> c Q, V -> V / c keeps the head
+            for h in range(1, self.heads + 1):
+                out.append(Tangent({self.block_key("Q", layer, h): (np.eye(self.rank, dtype=np.int64), None, None),
+                                    self.block_key("V", layer, h): (-np.eye(self.width, dtype=np.int64), None,
+                                                                    None)}, group="scaling"))
+        return out
+
+    def gauge_slice_blocks(self, layer: int, d_in: int) -> list:
+        return [self.block_key("Q", layer, h) for h in range(1, self.heads + 1)]  # G Q_{i,h}
+
+    def symmetry_text(self) -> str:
+        return "one GL(a_i) per head" + (", the scaling of each lightning head" if self.normalizer.is_lightning
+                                         else "")
+
+    def describe(self) -> str:
+        heads = f"{self.heads} heads, " if self.heads > 1 else ""
+        return f"attention ({heads}width {self.width}, rank {self.rank}, normalizer {self.normalizer.name})"
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "width": self.width, "rank": self.rank, "normalizer": self.normalizer.name,
+                "heads": self.heads}
+
+
+@dataclass(frozen=True)
+class CausalMask(Component):
+    """A causal mask on the attention after it: query ``k`` attends to keys ``j <= k`` only.
+
+    Examples
+    --------
+    >>> CausalMask().keeps_effective_form, CausalMask().parameter_blocks(1, 2)
+    (True, [])
+    """
+
+    kind = "causal mask"
+    keeps_effective_form = True
+    computes = False
+
+    def step(self, domain, stream: Stream, blocks: dict, layer: int) -> None:
+        stream.mask = "causal"
+
+
+@dataclass(frozen=True)
+class Residual(Component):
+    """A residual add: the stream becomes the current block's input plus its output (same width).
+
+    The add ties the bases of the block's input and output streams, so the
+    hidden-width gauge ``GL(d_i)`` of a stream tied to the input or output
+    does not survive (:meth:`symattn.model.Architecture.hidden_gauges`).
+
+    Examples
+    --------
+    >>> Residual().ties_stream(), Residual().keeps_effective_form
+    (True, False)
+    """
+
+    kind = "residual stream"
+    computes = False
+
+    def step(self, domain, stream: Stream, blocks: dict, layer: int) -> None:
+        stream.hidden = domain.add(stream.block_input, stream.hidden)
+
+    def ties_stream(self) -> bool:
+        return True
