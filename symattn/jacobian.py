@@ -407,7 +407,7 @@ def constant_field(arch: Architecture) -> ConstantField:
     >>> field.theta, field.minimal_polynomial, field.transcendental
     (sqrt(2), y**2 - 2, None)
     """
-    normalizers = tuple(n for n in arch.normalizers if not (n.is_generic or n.is_lightning))
+    normalizers = arch.analytic_functions  # normalizers and activations, without lightning or generic data
     try:
         return _constant_field(normalizers)
     except DomainError as err:
@@ -517,10 +517,12 @@ def block_columns(arch: Architecture) -> dict[str, list[int]]:
     >>> block_columns(Architecture.uniform(layers=1, width=1, rank=1, heads=2))
     {'scores:1:1': [0, 1], 'scores:1:2': [3, 4], 'values': [2, 5]}
     """
-    columns: dict[str, list[int]] = {score_block_name(arch, i, h): [] for i, h in arch.units()}
-    columns["values"] = []
+    groups = arch.block_groups()
+    # the score groups first, then the values, then the groups of other components, as they come
+    order = sorted(dict.fromkeys(groups.values()), key=lambda g: (not g.startswith("scores:"), g != "values"))
+    columns: dict[str, list[int]] = {group: [] for group in order}
     for key, positions in parameter_columns(arch).items():
-        columns["values" if key[0] == "V" else score_block_name(arch, *key[1:])] += positions
+        columns[groups[key]] += positions
     return columns
 
 
@@ -533,7 +535,7 @@ def score_block_name(arch: Architecture, layer: int, head: int = 1) -> str:
     >>> score_block_name(Architecture.uniform(layers=1, heads=3), 1, 2)
     'scores:1:2'
     """
-    return f"scores:{layer}" if arch.heads[layer - 1] == 1 else f"scores:{layer}:{head}"
+    return arch.attention[layer - 1].score_group(layer, head)
 
 
 def all_directions(arch: Architecture) -> tuple[dict, int]:

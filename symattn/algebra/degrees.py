@@ -107,6 +107,11 @@ class DegreeBoundDomain(Domain):
         out[np.tril_indices(a.shape[0], -1, a.shape[1])] = NONE
         return out
 
+    def apply_normalizer(self, a, normalizer):
+        """The degree bound of ``s(a)`` entrywise from its Taylor series (an activation of a feed-forward block)."""
+        coefficient_degree = 1.0 if (normalizer.is_generic or self.generic_coefficients) else 0.0
+        return self._power_series_degree(a, coefficient_degree)
+
     def attention(self, scores, normalizer, causal: bool = False):
         # a causal mask drops terms of the column sums: the unmasked bounds still hold
         coefficient_degree = 1.0 if (normalizer.is_generic or self.generic_coefficients) else 0.0

@@ -253,6 +253,9 @@ class Architecture:
         Mask the scores causally: query ``k`` attends to keys ``j <= k`` only.
     residual : bool
         ``X_i = X_{i-1} + (attention output)``; needs ``d_i = d_{i-1}``.
+    extra : tuple of Component, or one tuple per layer
+        Components after each layer's attention (and its residual add), e.g.
+        a feed-forward block; they keep the width.
 
     Raises
     ------
@@ -346,6 +349,27 @@ class Architecture:
                 yield i, width, component
                 width = component.output_width(width)
 
+    @property
+    def analytic_functions(self) -> tuple:
+        """Every function of known Taylor data the components apply (normalizers, activations), once each.
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=2, normalizer="cosh").analytic_functions
+        (Normalizer('cosh'),)
+        """
+        return tuple(dict.fromkeys(f for _, _, c in self.components() for f in c.analytic_functions()))
+
+    def block_groups(self) -> dict:
+        """``{block key: group}`` over every component (:meth:`~symattn.model.Component.block_groups`).
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=1, width=1).block_groups()
+        {('Q', 1): 'scores:1', ('K', 1): 'scores:1', ('V', 1): 'values'}
+        """
+        return {key: group for i, d_in, c in self.components() for key, group in c.block_groups(i, d_in).items()}
+
     # -- symmetries read off the components ---------------------------------------
     def hidden_gauges(self) -> list:
         """The changes of basis of hidden streams that keep ``F``: ``[(layer, width, readers, writers), ...]``.
@@ -426,8 +450,9 @@ class Architecture:
 
     @classmethod
     def uniform(cls, layers: int = 3, width: int = 2, rank: int = 1, tokens: int = 3,
-                normalizer="softmax", heads=1, causal: bool = False, residual: bool = False) -> "Architecture":
-        """Constant widths and score ranks (``heads``, ``causal``, ``residual`` as for the class).
+                normalizer="softmax", heads=1, causal: bool = False, residual: bool = False,
+                extra=()) -> "Architecture":
+        """Constant widths and score ranks (``heads``, ``causal``, ``residual``, ``extra`` as for the class).
 
         Examples
         --------
@@ -441,7 +466,7 @@ class Architecture:
         if layers > MAX_LAYERS:
             raise ShapeError(f"layers must be at most {MAX_LAYERS}, got {layers}")
         return cls([width] * (layers + 1), [rank] * layers, tokens, normalizer, heads=heads, causal=causal,
-                   residual=residual)
+                   residual=residual, extra=extra)
 
     # -- sizes ----------------------------------------------------------------------
     @property

@@ -169,6 +169,19 @@ class Component:
         """Blocks whose leading square the component's own gauge tangents can bring to the identity."""
         return []
 
+    def analytic_functions(self) -> tuple:
+        """The functions given by Taylor data that the step applies (a normalizer, an activation)."""
+        return ()
+
+    def block_groups(self, layer: int, d_in: int) -> dict:
+        """``{block key: group}``: the effective block each native block belongs to (``scores:i``, ``values``).
+
+        The spectrum and identification orders are reported per group; a
+        component without a derived effective form groups its blocks under
+        its own name and layer.
+        """
+        return {key: f"{self.kind}:{layer}" for key, _ in self.parameter_blocks(layer, d_in)}
+
     def symmetry_text(self) -> str:
         """The component's continuous symmetries in words (empty when it has none)."""
         return ""
@@ -264,6 +277,21 @@ class Attention(Component):
 
     def gauge_slice_blocks(self, layer: int, d_in: int) -> list:
         return [self.block_key("Q", layer, h) for h in range(1, self.heads + 1)]  # G Q_{i,h}
+
+    def analytic_functions(self) -> tuple:
+        return () if self.normalizer.is_lightning or self.normalizer.is_generic else (self.normalizer,)
+
+    def score_group(self, layer: int, head: int = 1) -> str:
+        """``scores:i``, or ``scores:i:h`` in a layer with several heads."""
+        return f"scores:{layer}" if self.heads == 1 else f"scores:{layer}:{head}"
+
+    def block_groups(self, layer: int, d_in: int) -> dict:
+        out = {}
+        for h in range(1, self.heads + 1):
+            for name in ("Q", "K"):
+                out[self.block_key(name, layer, h)] = self.score_group(layer, h)
+            out[self.block_key("V", layer, h)] = "values"
+        return out
 
     def symmetry_text(self) -> str:
         return "one GL(a_i) per head" + (", the scaling of each lightning head" if self.normalizer.is_lightning
