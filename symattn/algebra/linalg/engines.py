@@ -106,7 +106,7 @@ def product_engine() -> str:
     ``$SYMATTN_PRODUCTS`` is ``auto`` (the default), or names an engine.
     ``auto`` starts on ``blas`` and loads the compiled kernels once the
     products of the process have done about as much work as loading them
-    costs (:data:`COMPILED_AFTER_WORK`), so that a short job never pays for
+    costs (:data:`~symattn.algebra.linalg.engines.COMPILED_AFTER_WORK`), so that a short job never pays for
     them and a long one (five layers, a sweep, a notebook) runs on them;
     without numba it stays on ``blas``.  ``$SYMATTN_SCHOOLBOOK=1`` is the same
     as ``SYMATTN_PRODUCTS=schoolbook``.  The residues are the same whichever
