@@ -134,7 +134,7 @@ def test_series_matmul_is_exact(p, seed):
 
 
 def test_series_matmul_broadcasts_a_leading_axis_and_cuts_large_products(monkeypatch):
-    import symattn.algebra.linalg as linalg
+    import symattn.algebra.linalg.series as series_products
 
     p = BIG_PRIMES[0]
     rng = np.random.default_rng(11)
@@ -142,7 +142,7 @@ def test_series_matmul_broadcasts_a_leading_axis_and_cuts_large_products(monkeyp
     B = rng.integers(0, p, size=(1, 2, 5, 9))
     expected = [series_matmul_reference(A[b], B[0], p, 9) for b in range(6)]
     assert series_matmul(A, B, p).tolist() == expected
-    monkeypatch.setattr(linalg, "_PIECE_BYTES", 2000)  # forces cutting along the batch and the rows
+    monkeypatch.setattr(series_products, "_PIECE_BYTES", 2000)  # forces cutting along the batch and the rows
     assert series_matmul(A, B, p).tolist() == expected
     assert series_matmul(A[0], B[0], p).tolist() == expected[0]
 

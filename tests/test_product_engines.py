@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import symattn.algebra.linalg as linalg
+import symattn.algebra.linalg.engines as engines
 from symattn.algebra.linalg import (
     PRODUCT_ENGINES,
     jet_matmul,
@@ -44,8 +44,8 @@ def without_numba(monkeypatch):
     def refuse():
         raise ModuleNotFoundError("No module named 'numba'")
 
-    monkeypatch.setattr(linalg, "_KERNELS", None)
-    monkeypatch.setattr(linalg, "_import_kernels", refuse)
+    monkeypatch.setattr(engines, "_KERNELS", None)
+    monkeypatch.setattr(engines, "_import_kernels", refuse)
 
 
 def test_the_engine_follows_the_environment(monkeypatch):
@@ -59,7 +59,7 @@ def test_the_engine_follows_the_environment(monkeypatch):
     assert product_engine() == "schoolbook"
     monkeypatch.delenv("SYMATTN_SCHOOLBOOK")
     monkeypatch.setenv("SYMATTN_PRODUCTS", "auto")
-    assert product_engine() == ("compiled" if linalg._KERNELS else "blas")
+    assert product_engine() == ("compiled" if engines._KERNELS else "blas")
 
 
 def test_an_unknown_engine_is_refused_with_the_accepted_names(monkeypatch):
@@ -89,36 +89,36 @@ def test_kernels_that_fail_to_load_for_any_reason_leave_the_products_on_blas(mon
     def no_cache():  # what numba raises where no directory may hold its cache
         raise RuntimeError("cannot cache function 'series_matmul_kernel': no locator available")
 
-    monkeypatch.setattr(linalg, "_KERNELS", None)
-    monkeypatch.setattr(linalg, "_import_kernels", no_cache)
-    monkeypatch.setattr(linalg, "COMPILED_AFTER_WORK", 1)
+    monkeypatch.setattr(engines, "_KERNELS", None)
+    monkeypatch.setattr(engines, "_import_kernels", no_cache)
+    monkeypatch.setattr(engines, "COMPILED_AFTER_WORK", 1)
     monkeypatch.setenv("SYMATTN_PRODUCTS", "auto")
     A = np.arange(4 * 3 * 20).reshape(4, 3, 20)
     B = np.arange(3 * 4 * 20).reshape(3, 4, 20)
     assert series_matmul(A, B, P).tolist() == series_matmul_reference(A, B, P, 20)  # tried, and refused
-    assert linalg._KERNELS is False and product_engine() == "blas"
+    assert engines._KERNELS is False and product_engine() == "blas"
     monkeypatch.setenv("SYMATTN_PRODUCTS", "compiled")
     with pytest.raises(ValueError, match="RuntimeError: cannot cache function"):
         product_engine()
 
 
 def test_auto_loads_the_kernels_once_the_blas_products_did_enough_work(monkeypatch):
-    monkeypatch.setattr(linalg, "_KERNELS", None)  # as in a fresh process
-    monkeypatch.setattr(linalg, "_BLAS_WORK", [0])
-    monkeypatch.setattr(linalg, "COMPILED_AFTER_WORK", 100_000)
+    monkeypatch.setattr(engines, "_KERNELS", None)  # as in a fresh process
+    monkeypatch.setattr(engines, "_BLAS_WORK", [0])
+    monkeypatch.setattr(engines, "COMPILED_AFTER_WORK", 100_000)
     A = np.ones((4, 3, 20), dtype=np.int64)
     B = np.ones((3, 4, 20), dtype=np.int64)  # 4 * 3 * 4 * 20**2 = 19 200 units of work each
     monkeypatch.setenv("SYMATTN_PRODUCTS", "blas")
     for _ in range(6):
         series_matmul(A, B, P)
-    assert linalg._KERNELS is None and linalg._BLAS_WORK == [0]  # blas asked: nothing counted or loaded
+    assert engines._KERNELS is None and engines._BLAS_WORK == [0]  # blas asked: nothing counted or loaded
     monkeypatch.setenv("SYMATTN_PRODUCTS", "auto")
     for _ in range(5):
         assert product_engine() == "blas"
         series_matmul(A, B, P)
-    assert linalg._BLAS_WORK == [96_000] and product_engine() == "blas"
+    assert engines._BLAS_WORK == [96_000] and product_engine() == "blas"
     series_matmul(A, B, P)  # 115 200 units: past the threshold
-    assert linalg._KERNELS is not None and product_engine() == "compiled"
+    assert engines._KERNELS is not None and product_engine() == "compiled"
 
 
 @pytest.mark.parametrize("p", PRIMES)

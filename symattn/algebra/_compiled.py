@@ -1,11 +1,11 @@
 """The compiled series products: exact matrices of truncated series mod ``p`` in 64-bit integers.
 
 Imported on the first product that uses it (numba's import and the loading
-of the cached machine code cost about 0.35 s); :mod:`symattn.algebra.linalg`
-decides when, and keeps its float64 BLAS products where this module cannot
-be loaded.  The public entry points are there (``series_matmul``,
-``series_scale``, ``series_multiply``, ``jet_matmul``); this module holds only
-the kernels.
+of the cached machine code cost about 0.35 s); :mod:`symattn.algebra.linalg.engines`
+decides when, and the products stay on float64 BLAS where this module cannot
+be loaded.  The public entry points are in :mod:`symattn.algebra.linalg`
+(``series_matmul``, ``series_scale``, ``series_multiply``, ``jet_matmul``);
+this module holds only the kernels.
 
 How: the nonzero coefficients of one factor, one at a time, are scalars
 that multiply the other factor, transposed so that its coefficients are

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 import symattn.algebra.linalg as linalg
+from symattn.algebra.linalg import elimination, engines, limbs, series
 import symattn.algebra.modseries as modseries
 import symattn.algebra.valuations as valuations
 import symattn.spectrum as spectrum_module
@@ -177,9 +178,10 @@ def test_six_layers_complete(table, monkeypatch):
           [[f"{seconds:.1f}", f"{peak_rss:.0f}", result.truncation, result.bank]])
 
 
-# The product functions of symattn.algebra.linalg, and the modules that bind them by name.
+# The product functions of symattn.algebra.linalg, and the modules that bind them by name (the package's
+# own modules call each other's products by name too).
 PRODUCTS = ("series_matmul", "series_scale", "matmul_mod", "series_mul_mod", "series_multiply", "jet_matmul")
-PRODUCT_USERS = (linalg, modseries, valuations, spectrum_module)
+PRODUCT_USERS = (linalg, engines, limbs, series, elimination, modseries, valuations, spectrum_module)
 
 
 def _time_in_products(monkeypatch, compute):

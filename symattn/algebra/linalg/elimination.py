@@ -1,0 +1,254 @@
+"""Elimination over GF(p): pivots, ranks, inverses, row compression, a growing echelon basis.
+
+Gaussian elimination in panels of columns, the update of the columns after a
+panel one product (:func:`symattn.algebra.linalg.matmul_mod`); inverses of
+matrices over GF(p) and, by Newton's iteration, of matrices of series.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .limbs import matmul_mod
+from .series import series_matmul
+
+__all__ = ["EchelonBasis", "compress_rows", "inverse_mod_p", "modular_inverse", "pivots", "rank_mod_p",
+           "series_matrix_inverse"]
+
+def modular_inverse(a: np.ndarray, p: int) -> np.ndarray:
+    """Entrywise inverse mod ``p`` (Fermat), for arrays of nonzero residues.
+
+    Examples
+    --------
+    >>> modular_inverse(np.array([1, 2, 3]), 7).tolist()
+    [1, 4, 5]
+    """
+    a = np.asarray(a, dtype=np.int64) % p
+    if np.any(a == 0):
+        raise ZeroDivisionError(f"zero has no inverse mod {p}")
+    result = np.ones_like(a)
+    base = a.copy()
+    e = p - 2
+    while e:
+        if e & 1:
+            result = result * base % p
+        base = base * base % p
+        e >>= 1
+    return result
+
+
+
+# pivots works through panels of this many columns: the elimination inside a panel is a Python loop
+# over its columns, the update of the columns after it one matrix product (174 x 172 at rank 100:
+# 4 against 9 ms for the column-by-column elimination)
+_PANEL = 32
+
+
+def pivots(M, p: int) -> tuple[list[int], list[int]]:
+    """Rows and columns of an invertible maximal square submatrix of ``M`` over GF(p).
+
+    Gaussian elimination with the first nonzero entry of each column as pivot, in panels of
+    columns: the columns after a panel receive its eliminations at once, as one product
+    (:func:`matmul_mod`), with the same pivots as column by column.
+
+    Examples
+    --------
+    >>> pivots([[0, 1, 2], [0, 2, 4], [1, 0, 0]], 7)
+    ([2, 1], [0, 1])
+    """
+    W = np.asarray(M, dtype=np.int64) % p
+    return _eliminate(W, p)
+
+
+def _eliminate(W: np.ndarray, p: int) -> tuple[list[int], list[int]]:
+    """Forward elimination of ``W`` in place, in panels; the pivots' original rows and their columns.
+
+    Afterwards the ``t``-th row of ``W`` is the ``t``-th pivot row, scaled to 1 at its pivot and
+    exact from there on; entries left of a row's pivot are not kept (never read again).
+    """
+    m, n = W.shape
+    order = np.arange(m)
+    rows, cols = [], []
+    r = 0
+    for start in range(0, n, _PANEL):
+        if r == m:
+            break
+        stop = min(n, start + _PANEL)
+        first = r  # the panel's pivot rows are first .. r - 1
+        multipliers = np.zeros((m, stop - start), dtype=np.int64)  # rows below each pivot, per pivot
+        for j in range(start, stop):
+            if r == m:
+                break
+            nonzero = np.flatnonzero(W[r:, j])
+            if not len(nonzero):
+                continue
+            i = r + int(nonzero[0])
+            if i != r:
+                W[[r, i]] = W[[i, r]]
+                order[[r, i]] = order[[i, r]]
+                multipliers[[r, i]] = multipliers[[i, r]]
+            inverse = pow(int(W[r, j]), -1, p)
+            W[r, j:stop] = W[r, j:stop] * inverse % p
+            below = W[r + 1:, j]
+            # columns before j are zero in these rows and column j is not read again
+            W[r + 1:, j + 1:stop] = (W[r + 1:, j + 1:stop] - below[:, None] * W[r, j + 1:stop][None, :]) % p
+            multipliers[r, r - first] = inverse  # the pivot row's own scaling
+            multipliers[r + 1:, r - first] = below
+            rows.append(int(order[r]))
+            cols.append(j)
+            r += 1
+        found = r - first
+        if not found or stop == n:
+            continue
+        # the same eliminations on the columns after the panel: each pivot row scaled and taken
+        # from the later pivot rows of the panel, then from all rows below at once
+        rest = W[:, stop:]
+        for t in range(found):
+            row = first + t
+            rest[row] = rest[row] * multipliers[row, t] % p
+            if row + 1 < r:
+                rest[row + 1:r] = (rest[row + 1:r] - multipliers[row + 1:r, t:t + 1] * rest[row]) % p
+        if r < m:
+            rest[r:] = (rest[r:] - matmul_mod(multipliers[r:, :found], rest[first:r], p)) % p
+    return rows, cols
+
+
+def rank_mod_p(M, p: int) -> int:
+    """Rank of an integer matrix over GF(p).
+
+    Examples
+    --------
+    >>> rank_mod_p([[1, 2], [2, 4]], 7), rank_mod_p([[1, 2], [2, 4]], 2), rank_mod_p([[1, 2], [3, 4]], 7)
+    (1, 1, 2)
+    """
+    M = np.asarray(M)
+    if M.size == 0:
+        return 0
+    if M.shape[0] > M.shape[1]:
+        M = M.T
+    return len(pivots(M, p)[0])
+
+
+def inverse_mod_p(M, p: int) -> np.ndarray:
+    """Inverse of a square matrix over GF(p); ZeroDivisionError when singular.
+
+    Forward elimination of ``[M | I]`` in panels (as :func:`pivots`), then back substitution
+    in blocks, each block one product (:func:`matmul_mod`).
+
+    Examples
+    --------
+    >>> inverse_mod_p(np.array([[1, 2], [3, 4]]), 7).tolist()
+    [[5, 1], [5, 3]]
+    """
+    n = M.shape[0]
+    W = np.concatenate([np.asarray(M, dtype=np.int64) % p, np.eye(n, dtype=np.int64)], axis=1)
+    _, cols = _eliminate(W, p)
+    if cols != list(range(n)):
+        raise ZeroDivisionError(f"singular matrix mod {p}")
+    upper, X = W[:, :n], W[:, n:]  # upper: unit upper triangular (entries below its diagonal unused)
+    for stop in range(n, 0, -_PANEL):
+        start = max(0, stop - _PANEL)
+        if stop < n:
+            X[start:stop] = (X[start:stop] - matmul_mod(upper[start:stop, stop:], X[stop:], p)) % p
+        for i in range(stop - 1, start, -1):  # row i is final: take it from the rows above in the block
+            X[start:i] = (X[start:i] - upper[start:i, i:i + 1] * X[i]) % p
+    return X
+
+
+def series_matrix_inverse(A, p: int, schoolbook=None) -> np.ndarray:
+    """Inverse mod ``eps^N`` of a square matrix of series whose constant term is invertible mod ``p``.
+
+    Newton's iteration ``X <- X (2 - A X)``, doubling the precision with two
+    :func:`series_matmul` each step.
+
+    Examples
+    --------
+    >>> A = np.array([[[1, 1, 0]]])                      # 1 + eps
+    >>> series_matrix_inverse(A, 7).tolist()             # 1 - eps + eps^2
+    [[[1, 6, 1]]]
+    """
+    A = np.asarray(A, dtype=np.int64) % p
+    size, _, N = A.shape
+    X = np.zeros_like(A)
+    X[:, :, 0] = inverse_mod_p(A[:, :, 0], p)
+    two = np.zeros_like(A)
+    two[np.arange(size), np.arange(size), 0] = 2
+    precision = 1
+    while precision < N:
+        precision = min(N, 2 * precision)
+        correction = (two[..., :precision]
+                      - series_matmul(A[..., :precision], X[..., :precision], p, schoolbook=schoolbook)) % p
+        X[..., :precision] = series_matmul(X[..., :precision], correction, p, schoolbook=schoolbook)
+    return X
+
+
+def compress_rows(M: np.ndarray, rows: int, p: int, rng: np.random.Generator) -> np.ndarray:
+    """``R M`` for ``R`` drawn as ``rng.integers(0, p, size=(rows, M.shape[0]))``, when ``M`` has more rows.
+
+    ``M`` may carry further axes (series coefficients): ``R`` combines its
+    rows.  By Cauchy-Binet every ``r x r`` minor of ``R M`` is a combination
+    of those of ``M`` with the minors of ``R`` as coefficients, so ranks and
+    Smith exponents are unchanged except with probability at most ``r / p``
+    (they can only drop).
+
+    Examples
+    --------
+    >>> M = np.zeros((5, 2, 3), dtype=np.int64); M[0, 0, 1] = 1; M[4, 1, 2] = 1
+    >>> compress_rows(M, 2, 101, np.random.default_rng(0)).shape
+    (2, 2, 3)
+    >>> compress_rows(M, 8, 101, np.random.default_rng(0)) is M
+    True
+    """
+    if M.shape[0] <= rows:
+        return M
+    R = rng.integers(0, p, size=(rows, M.shape[0]))
+    flat = matmul_mod(R, M.reshape(M.shape[0], -1), p)
+    return flat.reshape(rows, *M.shape[1:])
+
+
+class EchelonBasis:
+    """A growing row space over GF(p), kept in reduced echelon form: ``add(rows)`` returns the new rank.
+
+    Parameters
+    ----------
+    columns : int
+        Length of the rows.
+    p : int
+        A prime below ``2**28``.
+
+    Examples
+    --------
+    >>> basis = EchelonBasis(3, 7)
+    >>> basis.add([[1, 2, 3]]), basis.add([[2, 4, 6]]), basis.add([[0, 1, 0], [1, 0, 3]])
+    (1, 1, 2)
+    """
+
+    def __init__(self, columns: int, p: int):
+        self.p = p
+        self.basis = np.zeros((0, columns), dtype=np.int64)  # reduced: basis[:, pivots] = I
+        self.pivots: list[int] = []
+
+    @property
+    def rank(self) -> int:
+        return len(self.pivots)
+
+    def add(self, rows) -> int:
+        p = self.p
+        rows = np.asarray(rows, dtype=np.int64) % p
+        if rows.shape[0] > rows.shape[1]:  # the row space has dimension <= columns
+            rng = np.random.default_rng([rows.shape[0], rows.shape[1], self.rank])
+            rows = compress_rows(rows, rows.shape[1] + 2, p, rng)
+        if self.rank:
+            rows = (rows - matmul_mod(rows[:, self.pivots], self.basis, p)) % p
+        if not rows.any():
+            return self.rank
+        new_rows, new_cols = pivots(rows, p)
+        if not new_rows:
+            return self.rank
+        block = rows[new_rows]
+        block = matmul_mod(inverse_mod_p(block[:, new_cols], p), block, p)
+        if self.rank:  # keep the old rows reduced on the new pivots
+            self.basis = (self.basis - matmul_mod(self.basis[:, new_cols], block, p)) % p
+        self.basis = np.concatenate([self.basis, block])
+        self.pivots = self.pivots + list(new_cols)
+        return self.rank
