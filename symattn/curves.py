@@ -28,6 +28,25 @@ __all__ = ["Curve", "collapse", "collapse_queries", "collapse_keys", "input_scal
 #: The curve parameter.
 EPS = sp.Symbol("eps")
 
+#: Block names, besides ``Q``, that a query collapse scales by ``eps`` (a component registers its own)
+QUERY_LIKE_BLOCKS: set = set()
+
+
+def register_query_like_block(name: str) -> None:
+    """Scale the blocks ``name`` of the collapsed layers with the queries on every collapse curve.
+
+    A component whose step needs a Taylor series at 0 (a feed-forward block's
+    activation) registers its input weights, so that on the collapse curve the
+    argument vanishes at ``eps = 0``.
+
+    Examples
+    --------
+    >>> register_query_like_block("Win")
+    >>> collapse().block_power("Win", 1), collapse_keys().block_power("Win", 1)
+    (1, 0)
+    """
+    QUERY_LIKE_BLOCKS.add(name)
+
 
 @dataclass(frozen=True)
 class Curve:
@@ -72,6 +91,8 @@ class Curve:
 
     def scaled(self, block: str, layer: int) -> bool:
         chosen = {"Q": self.query_layers, "K": self.key_layers}.get(block, ())
+        if block in QUERY_LIKE_BLOCKS:  # a component's block that collapses with the queries
+            chosen = self.query_layers
         return chosen is None or layer in chosen
 
     def block_power(self, block: str, layer: int) -> int | None:

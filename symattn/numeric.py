@@ -76,16 +76,15 @@ def _as_flat_parameters(arch: Architecture, params) -> list:
         if params.layers != len(units):
             what = "layers" if len(units) == arch.layers else "heads"
             raise ShapeError(f"parameters have {params.layers} {what}, the architecture {len(units)}")
+        given = arch.block_map(params)
         flat = []
-        for u, (i, h) in enumerate(units):
-            for name, block in (("Q", params.Q[u]), ("K", params.K[u]), ("V", params.V[u])):
-                rows = block.tolist() if isinstance(block, (sp.MatrixBase, np.ndarray)) else block
-                shape = np.shape(np.array(rows, dtype=object))
-                expected = arch.block_shapes(i)[name]
-                if tuple(shape) != expected:
-                    raise ShapeError(f"{arch.block_label(arch.block_key(name, i, h))} must be {expected[0]} x "
-                                     f"{expected[1]}, got shape {shape}")
-                flat.extend(v for row in rows for v in row)
+        for key, expected in arch.blocks():
+            block = given[key]
+            rows = block.tolist() if isinstance(block, (sp.MatrixBase, np.ndarray)) else block
+            shape = np.shape(np.array(rows, dtype=object))
+            if tuple(shape) != expected:
+                raise ShapeError(f"{arch.block_label(key)} must be {expected[0]} x {expected[1]}, got shape {shape}")
+            flat.extend(v for row in rows for v in row)
         return flat
     flat = list(np.asarray(params, dtype=object).ravel())
     if len(flat) != arch.param_count:

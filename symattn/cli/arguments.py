@@ -265,6 +265,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                      help="causal mask: query k attends to keys j <= k only")
     net.add_argument("--residual", action="store_true",
                      help="residual stream X_i = X_{i-1} + (attention output); needs d_i = d_{i-1}")
+    net.add_argument("--ffn", metavar="M", type=int, default=None,
+                     help="a feed-forward block W_out s(W_in x) of M hidden units on every token after each "
+                          "layer's attention (with --residual it adds its input); W_in scales with the collapse")
+    net.add_argument("--activation", metavar="NAME|EXPR", default="tanh",
+                     help="the feed-forward block's activation s: tanh (default), sigmoid, softplus, gelu, or an "
+                          "expression in x such as 'x + x**3'; real-analytic, not required positive")
     net.add_argument("--assume-positive", action="store_true",
                      help="accept a normalizer whose positivity on R symattn cannot decide "
                           "(s(0) > 0 and finite Taylor coefficients are still required)")
@@ -376,8 +382,21 @@ def architecture_from_args(args: argparse.Namespace) -> "Architecture":
     if isinstance(heads, list) and len(heads) != layers:
         raise ShapeError(f"--heads {','.join(map(str, heads))} lists {len(heads)} layers, the network has "
                          f"{_layers(layers)}; give one integer for every layer or one per layer")
+    residual = bool(getattr(args, "residual", False))
+    extra = ()
+    ffn = getattr(args, "ffn", None)
+    if ffn is not None:
+        from ..model.components import Residual
+        from ..model.feedforward import FeedForward
+
+        if ffn < 1 or ffn > MAX_LAYERS:
+            raise ShapeError(f"--ffn must be a number of hidden units from 1 to {MAX_LAYERS}, got {ffn}")
+        extra = (FeedForward(ffn, getattr(args, "activation", "tanh")),) + ((Residual(),) if residual else ())
+    elif getattr(args, "activation", "tanh") != "tanh":
+        raise ShapeError(f"--activation {args.activation!r:.40} is the activation of a feed-forward block: "
+                         "give --ffn M too")
     return Architecture(widths, ranks, tokens=args.tokens, normalizer=normalizer, heads=heads,
-                        causal=bool(getattr(args, "causal", False)), residual=bool(getattr(args, "residual", False)))
+                        causal=bool(getattr(args, "causal", False)), residual=residual, extra=extra)
 
 
 def parse_command(configure, argv) -> tuple[argparse.Namespace, "Architecture"]:

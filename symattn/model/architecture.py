@@ -255,7 +255,8 @@ class Architecture:
         ``X_i = X_{i-1} + (attention output)``; needs ``d_i = d_{i-1}``.
     extra : tuple of Component, or one tuple per layer
         Components after each layer's attention (and its residual add), e.g.
-        a feed-forward block; they keep the width.
+        a :class:`~symattn.model.feedforward.FeedForward` block; they keep
+        the width.
 
     Raises
     ------
@@ -450,9 +451,14 @@ class Architecture:
 
     @classmethod
     def uniform(cls, layers: int = 3, width: int = 2, rank: int = 1, tokens: int = 3,
-                normalizer="softmax", heads=1, causal: bool = False, residual: bool = False,
-                extra=()) -> "Architecture":
+                normalizer="softmax", heads=1, causal: bool = False, residual: bool = False, ffn=None,
+                activation="tanh", extra=()) -> "Architecture":
         """Constant widths and score ranks (``heads``, ``causal``, ``residual``, ``extra`` as for the class).
+
+        ``ffn=M`` adds a feed-forward block of ``M`` hidden units with
+        ``activation`` after every layer's attention
+        (:class:`~symattn.model.feedforward.FeedForward`; with ``residual``
+        the block has its own residual add).
 
         Examples
         --------
@@ -465,6 +471,10 @@ class Architecture:
             raise ShapeError(f"layers must be a positive integer, got {_short_repr(layers)}")
         if layers > MAX_LAYERS:
             raise ShapeError(f"layers must be at most {MAX_LAYERS}, got {layers}")
+        if ffn is not None:
+            from .feedforward import FeedForward
+
+            extra = tuple(extra) + (FeedForward(ffn, activation),) + ((Residual(),) if residual else ())
         return cls([width] * (layers + 1), [rank] * layers, tokens, normalizer, heads=heads, causal=causal,
                    residual=residual, extra=extra)
 
@@ -586,7 +596,13 @@ class Architecture:
         others = dict(params.others)
         out = {}
         for key, _ in self.blocks():
-            out[key] = others[key] if key in others else next(attention[key[0]])
+            if key in others:
+                out[key] = others[key]
+            elif key[0] in attention and (block := next(attention[key[0]], None)) is not None:
+                out[key] = block
+            else:
+                raise ShapeError(f"the parameters have no block {self.block_label(key)} of {self.describe()}; "
+                                 "build them with parameters_from_blocks or parameters_from_flat")
         return out
 
     @property
@@ -721,10 +737,12 @@ class Architecture:
             parts.append("causal mask")
         if self.residual:
             parts.append("residual stream")
-        extra = [", ".join(c.describe() for c in layer) for layer in self.extra]
+        # a residual add after a component is that component's: "feed-forward block (...) with a residual add"
+        extra = [", ".join(c.describe() for c in layer).replace(", residual stream", " with a residual add")
+                 for layer in self.extra]
         if any(extra):
-            parts.append(f"then {extra[0]} in every layer" if len(set(extra)) == 1 else
-                         "then " + "; ".join(f"layer {i}: {text or 'nothing'}" for i, text in enumerate(extra, 1)))
+            parts.append(f"{extra[0]} in every layer" if len(set(extra)) == 1 else
+                         "; ".join(f"layer {i}: {text or 'attention alone'}" for i, text in enumerate(extra, 1)))
         return ", ".join(parts)
 
     def to_json(self) -> dict:

@@ -86,7 +86,7 @@ def check_normalizer(expr: sp.Expr, name: str, assume_positive: bool = False) ->
     )
 
 
-def _check_domain(expr: sp.Expr, name: str) -> None:
+def _check_domain(expr: sp.Expr, name: str, what: str = "normalizer") -> None:
     if expr.is_polynomial(x):
         return
     try:
@@ -98,7 +98,7 @@ def _check_domain(expr: sp.Expr, name: str) -> None:
     if domain != sp.S.Reals:
         gap = sp.S.Reals - domain
         raise NormalizerError(
-            f"normalizer {name} is not real-analytic on all of R "
-            f"(not defined or not continuous on {gap}); a normalizer must be "
+            f"{what} {name} is not real-analytic on all of R "
+            f"(not defined or not continuous on {gap}); {'an' if what[0] in 'aeiou' else 'a'} {what} must be "
             "analytic at every real number"
         )

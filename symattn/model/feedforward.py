@@ -1,0 +1,229 @@
+r"""A feed-forward block after attention: each token goes through ``W_out s(W_in x)``.
+
+The component of ``--ffn M``: after layer ``i``'s attention (and its
+residual add, when there is one) every token ``x`` (a column of the stream,
+width ``d_i``) becomes ``W_out s(W_in x)`` with ``W_in`` (``M x d_i``),
+``W_out`` (``d_i x M``) and ``s`` a real-analytic activation applied
+entrywise; with a residual stream the block adds its output to its input.
+
+The exact engine evaluates ``s`` from its Taylor series at 0, so the
+certifying curve must send the activation's argument to 0: on the collapse
+curve the input weights scale with the queries and keys, ``W_in,i = eps
+W~_in,i`` (:func:`symattn.curves.register_query_like_block`), and the description of every
+architecture with the block says so.
+
+Symmetries: the hidden units can be permuted (``M!``), and for an odd
+activation each unit's sign flips, ``(w_in,j, w_out,j) -> (-w_in,j,
+-w_out,j)`` (``2^M``); both are discrete.  No continuous symmetry is
+assumed: a change of basis of the block's input stream is absorbed by
+``W_in`` and one of its output stream by ``W_out`` (the hidden gauges of
+:meth:`symattn.model.Architecture.hidden_gauges`), and a polynomial
+activation's own continuous symmetries (``s(x) = x^2``: scale unit ``j``'s
+input by ``c`` and its output by ``c^{-2}``) are found by the exact
+Jacobian's kernel, not claimed here.
+
+Examples
+--------
+>>> from symattn.model import Architecture, forward
+>>> from symattn.model.feedforward import FeedForward, Activation
+>>> block = FeedForward(hidden=2, activation=Activation("x**2"))
+>>> arch = Architecture.uniform(layers=1, width=1, tokens=2, normalizer="1 + x**2", extra=(block,))
+>>> [key for key, _ in arch.blocks()]
+[('Q', 1), ('K', 1), ('V', 1), ('Win', 1), ('Wout', 1)]
+>>> params = arch.parameters_from_flat([1, 1, 1, 1, 2, 1, 1])
+>>> forward(arch, params, [[0, 1]])                       # (1 + 4) * (attention output)^2
+array([[Fraction(5, 4), Fraction(20, 9)]], dtype=object)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import sympy as sp
+
+from ..errors import NormalizerError
+from ..normalizers import Normalizer
+from ..normalizers.checks import _NOT_ANALYTIC, _check_domain
+from ..normalizers.irrational import _exact_taylor, _NotExact
+from ..normalizers.presets import _check_size, x
+from ..normalizers.taylor import _NotRational, _rational_taylor
+from ..parsing import NORMALIZER_LIMITS, parse_expression
+from ..curves import register_query_like_block
+from .components import Component
+from .symbols import register_block_name
+
+__all__ = ["Activation", "FeedForward", "ACTIVATION_PRESETS"]
+
+#: the activations by name: tanh, sigmoid, softplus and gelu in its erf form
+ACTIVATION_PRESETS = {
+    "tanh": sp.tanh(x),
+    "sigmoid": 1 / (1 + sp.exp(-x)),
+    "softplus": sp.log(1 + sp.exp(x)),
+    "gelu": x / 2 * (1 + sp.erf(x / sp.sqrt(2))),
+}
+
+# the collapse curve scales W_in with the queries: the activation's argument vanishes at eps = 0
+register_query_like_block("Win")
+register_block_name("Win", r"W^{\mathrm{in}}")
+register_block_name("Wout", r"W^{\mathrm{out}}")
+
+
+class Activation(Normalizer):
+    """A real-analytic activation ``s`` (not required positive), by preset name or expression in ``x``.
+
+    It has a normalizer's Taylor interface, so every domain of
+    :mod:`symattn.algebra` applies it entrywise (``apply_normalizer``), but
+    :meth:`taylor` gives the coefficients of ``s`` itself (an activation is
+    not divided by ``s(0)``, which may be 0).
+
+    Parameters
+    ----------
+    expression : str or sympy expression
+        A preset (:data:`ACTIVATION_PRESETS`) or an expression in ``x``, read
+        by the package's parser (nothing is executed).
+
+    Raises
+    ------
+    NormalizerError
+        For text that does not parse, a constant, or a function that is not
+        real-analytic on R.
+
+    Examples
+    --------
+    >>> Activation("tanh").taylor(5)
+    [0, 1, 0, -1/3, 0, 2/15]
+    >>> Activation("tanh").is_odd, Activation("sigmoid").is_odd
+    (True, False)
+    >>> Activation("Abs(x)")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.NormalizerError: activation Abs(x) is not real-analytic: it uses Abs; use a preset (tanh, sigmoid, softplus, gelu) or a smooth expression such as x + x**2
+    """
+
+    def __init__(self, expression, name: str | None = None):
+        key = expression.strip().lower() if isinstance(expression, str) else None
+        if key in ACTIVATION_PRESETS:
+            self.expr, self.name = ACTIVATION_PRESETS[key], key
+        elif isinstance(expression, str):
+            if expression.strip().isidentifier() and expression.strip() != "x":
+                raise NormalizerError(f"unknown activation {expression.strip()!r:.80}: presets are "
+                                      f"{', '.join(ACTIVATION_PRESETS)}; or give an expression in x such as 'x + x**2'")
+            self.expr = parse_expression(expression, {}, what="activation", limits=NORMALIZER_LIMITS,
+                                         error=NormalizerError, variable=x)
+            self.name = name or expression.strip()
+        elif isinstance(expression, sp.Expr):
+            self.expr, self.name = expression, name or str(expression)
+        else:
+            raise NormalizerError(f"an activation is a preset ({', '.join(ACTIVATION_PRESETS)}) or an expression "
+                                  f"in x; got {type(expression).__name__} {expression!r:.60}")
+        free = self.expr.free_symbols
+        if free - {x}:
+            raise NormalizerError(f"activation {self.name} must be a function of x alone, got the symbols "
+                                  f"{', '.join(sorted(map(str, free)))}")
+        self.is_generic = False
+        self._symbols = {}
+        self._taylor = []
+        bad = sorted({type(a).__name__ for a in self.expr.atoms(*_NOT_ANALYTIC)})
+        if bad:
+            raise NormalizerError(f"activation {self.name} is not real-analytic: it uses {', '.join(bad)}; use a "
+                                  f"preset ({', '.join(ACTIVATION_PRESETS)}) or a smooth expression such as x + x**2")
+        if not self.expr.has(x) or sp.simplify(sp.diff(self.expr, x)) == 0:
+            raise NormalizerError(f"activation {self.name} is constant: the block would forget its input; give "
+                                  "a nonconstant function of x")
+        _check_size(self.expr, expression)
+        _check_domain(self.expr, self.name, what="activation")
+
+    def _compute_taylor(self, n: int) -> list:
+        try:
+            return [sp.Rational(c.numerator, c.denominator) for c in _rational_taylor(self.expr, n)]
+        except _NotRational:
+            pass
+        # irrational constants: the exact series of 1 + s (or 2 + s), which divides by its value at 0
+        value_at_zero = sp.simplify(self.expr.subs(x, 0))
+        shift = 1 if sp.simplify(value_at_zero + 1) != 0 else 2
+        try:
+            scaled = _exact_taylor(self.expr + shift, n)
+            return [sp.simplify(c * (value_at_zero + shift)) - (shift if m == 0 else 0)
+                    for m, c in enumerate(scaled)]
+        except _NotExact:  # a function without a series rule: sympy's series on the (small) expression
+            series = sp.series(self.expr, x, 0, n).removeO()
+            return [sp.simplify(series.coeff(x, m)) for m in range(n)]
+
+    @cached_property
+    def is_odd(self) -> bool:
+        """Whether ``s(-x) = -s(x)`` (then each hidden unit's sign flip keeps the block)."""
+        return sp.simplify(self.expr.subs(x, -x) + self.expr) == 0
+
+    def function(self) -> sp.Function:
+        """The unevaluated function symbol ``sigma`` used in closed forms."""
+        return sp.Function("sigma")
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "expression": str(self.expr), "odd": self.is_odd}
+
+    def __repr__(self) -> str:
+        return f"Activation({self.name!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Activation) and self.expr == other.expr
+
+    def __hash__(self) -> int:
+        return hash(("activation", self.expr))
+
+
+@dataclass(frozen=True)
+class FeedForward(Component):
+    """``x -> W_out s(W_in x)`` on every token, ``hidden`` units; the stream's width is kept.
+
+    Examples
+    --------
+    >>> block = FeedForward(3, Activation("tanh"))
+    >>> block.parameter_blocks(2, 4)
+    [(('Win', 2), (3, 4)), (('Wout', 2), (4, 3))]
+    >>> block.discrete_group_order(), block.describe()
+    (48, 'feed-forward block (3 hidden units, activation tanh; W_in scales with the collapse)')
+    """
+
+    hidden: int
+    activation: Activation
+    kind = "feed-forward"
+
+    def __post_init__(self):
+        if not isinstance(self.hidden, int) or isinstance(self.hidden, bool) or self.hidden < 1:
+            raise NormalizerError(f"a feed-forward block needs a positive number of hidden units, got "
+                                  f"{self.hidden!r:.40}")
+        if not isinstance(self.activation, Activation):
+            object.__setattr__(self, "activation", Activation(self.activation))
+
+    def parameter_blocks(self, layer: int, d_in: int) -> list:
+        return [(("Win", layer), (self.hidden, d_in)), (("Wout", layer), (d_in, self.hidden))]
+
+    def step(self, domain, stream, blocks: dict, layer: int) -> None:
+        stream.start_block()
+        pre = domain.matmul(blocks[("Win", layer)], stream.hidden)
+        # the domain applies a function entrywise from its Taylor data (for a normalizer, s/s(0); here s)
+        stream.hidden = domain.matmul(blocks[("Wout", layer)], domain.apply_normalizer(pre, self.activation))
+
+    def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
+        return [("Win", layer)], [("Wout", layer)]
+
+    def analytic_functions(self) -> tuple:
+        return (self.activation,)
+
+    def discrete_group_order(self) -> int:
+        """``M!`` permutations of the hidden units, times ``2^M`` sign flips for an odd activation."""
+        return math.factorial(self.hidden) * (2 ** self.hidden if self.activation.is_odd else 1)
+
+    def symmetry_text(self) -> str:
+        return (f"hidden-unit permutations ({self.hidden}!)" + (f" and sign flips (2^{self.hidden})"
+                                                                if self.activation.is_odd else ""))
+
+    def describe(self) -> str:
+        return (f"feed-forward block ({self.hidden} hidden unit{'s' if self.hidden > 1 else ''}, activation "
+                f"{self.activation.name}; W_in scales with the collapse)")
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "hidden": self.hidden, "activation": self.activation.name}
+
