@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .engines import _check_prime_size, _compiled_product, _count_blas_work, _engine, one_blas_thread
+from .engines import _check_prime_size, _compiled_product, _count_blas_work, _engine, _heartbeat, one_blas_thread
 from .limbs import _SCALE_MAX_INNER, _combine_limbs, _limb_plan, _limb_products, _residue_product, _residues
 
 __all__ = ["coefficient_support", "series_matmul", "series_mul_mod", "series_multiply", "series_scale"]
@@ -324,7 +324,9 @@ def series_matmul(A, B, p: int, truncation: int | None = None, schoolbook=None) 
         b = np.zeros((*B.shape[:-1], N), dtype=np.int64)
         a[..., :min(N, A.shape[-1])] = A[..., :N] % p
         b[..., :min(N, B.shape[-1])] = B[..., :N] % p
-        return series_mul_mod(a[..., :, :, None, :], b[..., None, :, :, :], p).sum(axis=-3) % p
+        out = series_mul_mod(a[..., :, :, None, :], b[..., None, :, :, :], p).sum(axis=-3) % p
+        _heartbeat()  # a product for the progress bar too, whichever engine ran it
+        return out
     _check_prime_size(p)
     _count_blas_work(work)
     with one_blas_thread():
