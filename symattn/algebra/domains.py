@@ -414,6 +414,8 @@ def _is_transcendental_atom(atom) -> bool:
     """
     if atom in (sp.pi, sp.E):
         return True
+    if atom.is_Pow and atom.exp.is_Rational and atom.exp != 0 and _is_transcendental_atom(atom.base):
+        return True  # pi^(1/2) (gelu's Taylor coefficients): an algebraic pi^r would make pi algebraic
     if isinstance(atom, (sp.exp, sp.log)) and len(atom.args) == 1:
         (argument,) = atom.args
         try:
@@ -448,7 +450,9 @@ def _constant_atoms(value) -> tuple[set, set, set]:
             stack.append(e.base)
         elif e.is_Pow and e.exp.is_Rational:
             root = sp.Pow(e.base, sp.Rational(1, e.exp.q))
-            if root.is_Pow and root.exp == sp.Rational(1, e.exp.q):
+            if _is_transcendental_atom(root):
+                transcendental.add(root)
+            elif root.is_Pow and root.exp == sp.Rational(1, e.exp.q):
                 inner = _constant_atoms(root.base)
                 if inner[1] or inner[2] or root.base.is_positive is not True:
                     unknown.add(e)
