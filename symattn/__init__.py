@@ -35,26 +35,18 @@ from .errors import ResourceLimitError  # noqa: E402
 
 __version__ = "0.1.0"
 
+from .analyses import top_level_names  # noqa: E402  (names as text: nothing heavy is imported)
+
 #: The public names, imported on first use: public name -> (module, attribute or None for the module).
 #: ``expand``, ``identify``, ``observe`` and ``sweep`` are modules that call their function when called.
+#: The analyses' names come from the one registry (:mod:`symattn.analyses`); the network's are here.
 _LAZY = {
     "Architecture": ("symattn.model", "Architecture"),
     "forward": ("symattn.model", "forward"),
     "closed_form": ("symattn.model", "closed_form"),
     "Normalizer": ("symattn.normalizers", "Normalizer"),
-    "expand": ("symattn.expand", None),
-    "leading_coefficient": ("symattn.expand", "leading_coefficient"),
-    "symbols": ("symattn.expand", "symbols"),
-    "check_expression": ("symattn.check", "check_expression"),
-    "check_claims": ("symattn.check", "check_claims"),
-    "decay_spectrum": ("symattn.spectrum", "decay_spectrum"),
-    "identify": ("symattn.identify", None),
-    "function_space_dimension": ("symattn.identify", "function_space_dimension"),
-    "observe": ("symattn.observe", None),
-    "full_report": ("symattn.report", "full_report"),
-    "sweep": ("symattn.sweep", None),
+    **top_level_names(),
 }
-
 
 def __getattr__(name):
     if name not in _LAZY:
@@ -75,17 +67,7 @@ __all__ = [
     "Normalizer",
     "forward",
     "closed_form",
-    "expand",
-    "leading_coefficient",
-    "symbols",
-    "check_expression",
-    "check_claims",
-    "decay_spectrum",
-    "identify",
-    "function_space_dimension",
-    "observe",
-    "full_report",
-    "sweep",
+    *top_level_names(),
     "SymattnError",
     "NormalizerError",
     "ParseError",

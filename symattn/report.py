@@ -39,6 +39,7 @@ from ._format import (
     markdown_table,
     text_table,
 )
+from .analyses import REGISTRY, registered, resolve
 from .effective import (
     closed_form_result,
     effective_block_dimensions,
@@ -461,7 +462,9 @@ def full_report(arch: Architecture, progress: bool = False, max_memory=None) -> 
     (:func:`~symattn.numeric.sensitivity`), identifiability
     (:func:`~symattn.identify.identify`) and observability under single
     collapses (:func:`~symattn.observe.exceptional_fibers`, with the
-    dependency graph as a figure).  A section that cannot be computed says
+    dependency graph as a figure): the analyses of the registry
+    (:mod:`symattn.analyses`) that make a section, each built by its
+    :class:`~symattn.analyses.ReportUse`.  A section that cannot be computed says
     why and the report goes on: one estimated over the memory limit says
     ``skipped: over the memory limit: ...``.  When the spectrum has no exact
     engine (Taylor coefficients outside Q), the report ends after it.
@@ -495,63 +498,93 @@ def full_report(arch: Architecture, progress: bool = False, max_memory=None) -> 
     """
     from .limits import progress_bar
 
-    # one bar over the four sections, naming the one running (each analysis draws its own bar below it)
-    with memory_limit_set(max_memory), progress_bar(progress, total=4, desc="report", unit="section") as bar:
-        bar.set_postfix_str("decay spectrum")
-        return _full_report(arch, progress, lambda name: (bar.update(), bar.set_postfix_str(name)))
+    uses = [entry.report for entry in registered("report")]
+    # one bar over the sections, naming the one running (each analysis draws its own bar below it)
+    with memory_limit_set(max_memory), progress_bar(progress, total=len(uses), desc="report",
+                                                    unit="section") as bar:
+        bar.set_postfix_str(uses[0].progress)
+        return _full_report(arch, progress, uses, lambda name: (bar.update(), bar.set_postfix_str(name)))
 
 
-def _full_report(arch: Architecture, progress: bool, section=lambda name: None) -> ArchitectureReport:
+def _full_report(arch: Architecture, progress: bool, uses, section=lambda name: None) -> ArchitectureReport:
     report = architecture_report(arch)
-    sections = []
-    spectrum_title = "Decay spectrum near query/key collapse"
-    spectrum = None
+    sections, results = [], {}
+    for number, use in enumerate(uses):
+        if number:
+            section(use.progress)
+        built, results[use.key], last = resolve(use.build)(arch, progress, results)
+        sections.append(built)
+        if last:
+            break
+    return report.with_sections(*sections)
+
+
+def spectrum_section(arch: Architecture, progress: bool, results: dict):
+    """The report's section ``spectrum``: :func:`~symattn.spectrum.decay_spectrum`.
+
+    Returns ``(section, spectrum or None, last)``; ``last`` is true when the
+    normalizer has no exact engine (Taylor coefficients outside Q): the report
+    then ends with this section.
+    """
+    use = REGISTRY["spectrum"].report
     try:
         spectrum = decay_spectrum(arch, progress=progress)
-        sections.append(Section.from_result(spectrum_title, "spectrum", spectrum, markdown=spectrum.to_markdown()))
+        return Section.from_result(use.title, use.key, spectrum, markdown=spectrum.to_markdown()), spectrum, False
     except ResourceLimitError as err:
-        sections.append(_unavailable(spectrum_title, "spectrum", err))
+        return _unavailable(use.title, use.key, err), None, False
     except DomainError as err:  # e.g. Taylor coefficients in Q(log 2): no exact engine
         note = f"not computed exactly: {err}"
-        return report.with_sections(Section(spectrum_title, "spectrum", {"error": note}, note, latex_escape(note),
-                                            note))
+        return Section(use.title, use.key, {"error": note}, note, latex_escape(note), note), None, True
 
-    section("numerical sensitivity (mpmath and float64)")
-    sensitivity_title = "Numerical sensitivity (mpmath and float64)"
+
+def sensitivity_section(arch: Architecture, progress: bool, results: dict):
+    """The report's section ``sensitivity``: :func:`~symattn.numeric.sensitivity`, beside the spectrum.
+
+    Returns ``(section, result or None, False)``; skipped when the spectrum
+    (``results["spectrum"]``) was not computed.
+    """
+    use = REGISTRY["sensitivity"].report
+    spectrum = results.get(REGISTRY["spectrum"].report.key)
     if spectrum is None:
         note = "skipped: it compares with the decay spectrum, which is over the memory limit (see above)"
-        sections.append(Section(sensitivity_title, "sensitivity", {"error": note, "skipped": True}, note,
-                                latex_escape(note), note))
-    else:
-        try:
-            numbers = sensitivity(arch, spectrum=spectrum)
-            sections.append(replace(Section.from_result(sensitivity_title, "sensitivity", numbers,
-                                                        markdown=numbers.to_markdown()),
-                                    figures=(Figure("sensitivity", numbers.plot, numbers.caption(),
-                                                     numbers.caption_latex()),)))
-        except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
-            sections.append(_unavailable(sensitivity_title, "sensitivity", err))
+        return Section(use.title, use.key, {"error": note, "skipped": True}, note, latex_escape(note),
+                       note), None, False
+    try:
+        numbers = sensitivity(arch, spectrum=spectrum)
+        return replace(Section.from_result(use.title, use.key, numbers, markdown=numbers.to_markdown()),
+                       figures=(Figure("sensitivity", numbers.plot, numbers.caption(),
+                                       numbers.caption_latex()),)), numbers, False
+    except SymattnError as err:  # e.g. more digits than the limit: say so, keep the report
+        return _unavailable(use.title, use.key, err), None, False
 
-    section("identifiability")
-    identification_title = "Identifiability: dimension, generic fiber, identification orders"
+
+def identification_section(arch: Architecture, progress: bool, results: dict):
+    """The report's section ``identification``: :func:`~symattn.identify.identify`.
+
+    Returns ``(section, report or None, False)``.
+    """
+    use = REGISTRY["identify"].report
     try:
         identification = identify(arch, progress=progress)
-        sections.append(Section(identification_title, "identification", identification.to_json(),
-                                identification.to_markdown(level=3),
-                                identification._latex_body(heading="subsubsection"), str(identification)))
+        return Section(use.title, use.key, identification.to_json(), identification.to_markdown(level=3),
+                       identification._latex_body(heading="subsubsection"), str(identification)), \
+            identification, False
     except SymattnError as err:
-        sections.append(_unavailable(identification_title, "identification", err))
+        return _unavailable(use.title, use.key, err), None, False
 
-    section("observability")
-    observability_title = "Observability under collapse"
+
+def observability_section(arch: Architecture, progress: bool, results: dict):
+    """The report's section ``observability``: :func:`~symattn.observe.exceptional_fibers` under single collapses.
+
+    Returns ``(section, fibers or None, False)``; the section's figure is the dependency graph.
+    """
+    use = REGISTRY["observe"].report
     try:
         fibers = exceptional_fibers(arch, max_events=1, progress=progress)
-        sections.append(replace(Section.from_result(observability_title, "observability", fibers,
-                                                    markdown=fibers.to_markdown()),
-                                figures=(_graph_figure(arch),)))
+        return replace(Section.from_result(use.title, use.key, fibers, markdown=fibers.to_markdown()),
+                       figures=(_graph_figure(arch),)), fibers, False
     except SymattnError as err:  # e.g. lightning attention or one token: no verdicts to prove
-        sections.append(_unavailable(observability_title, "observability", err))
-    return report.with_sections(*sections)
+        return _unavailable(use.title, use.key, err), None, False
 
 
 def _graph_figure(arch: Architecture) -> Figure:

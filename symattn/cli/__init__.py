@@ -16,8 +16,9 @@ when none is refuted but one is undecided (a command sets ``args.exit_status``).
 Each subcommand lives in its own module of this package (``cli/spectrum.py``,
 ``cli/identify.py``, ...): a ``configure_NAME(parser)`` that adds its own flags,
 a ``run_NAME(args, arch)`` that calls one library function and returns its
-result value, and ``COMMANDS``, the :class:`Subcommand` objects this package
-registers.  The flags every subcommand shares and the Architecture they
+result value, and ``COMMANDS``, its :class:`Subcommand` objects.  Which of
+them ``symattn`` offers, and in which order, is read from the registry of
+analyses (:mod:`symattn.analyses`: each entry's ``command`` and ``command_module``).  The flags every subcommand shares and the Architecture they
 describe are in :mod:`symattn.cli.arguments`.  A subcommand from outside the
 package is one call to :func:`add_subcommand`::
 
@@ -57,9 +58,9 @@ from typing import Sequence
 from .. import __version__
 from .._files import write_atomically
 from .._format import latex_document
+from ..analyses import registered
 from ..errors import SymattnError
 from ..limits import memory_limit_set
-from . import check, expand, identify, observe, report, sensitivity, spectrum, sweep
 from .arguments import add_common_arguments, architecture_from_args, close_options, examples_epilog, width_values
 from .subcommand import Subcommand
 
@@ -367,8 +368,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-# -- the built-in subcommands, in the order ``symattn --help`` lists them -----------------------
-for _module in (report, spectrum, sensitivity, identify, observe, expand, check, sweep):
-    for _command in _module.COMMANDS:
-        add_subcommand(_command.name, _command.help, _command.run, _command.configure, _command.examples)
-del _module, _command
+# -- the built-in subcommands: the analyses of the registry (symattn.analyses), in its order ------
+def _registered_subcommand(entry) -> Subcommand:
+    """The :class:`Subcommand` named by a registered analysis, from the ``COMMANDS`` of its module of this package."""
+    import importlib
+
+    module = importlib.import_module(entry.command_module)
+    for command in module.COMMANDS:
+        if command.name == entry.command:
+            return command
+    raise LookupError(f"{entry.command_module}.COMMANDS has no subcommand {entry.command!r} (symattn.analyses)")
+
+
+for _entry in registered("cli"):
+    _command = _registered_subcommand(_entry)
+    add_subcommand(_command.name, _command.help, _command.run, _command.configure, _command.examples)
+del _entry, _command

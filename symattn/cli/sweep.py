@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from ..analyses import registered
 from ..sweep import DEFAULT_TASK_TIMEOUT, read_grid_file, sweep
 from .arguments import add_renamed_flag, auto_or_int
 from .check import read_claims_file
@@ -97,8 +98,8 @@ def configure_sweep(parser) -> None:
                       help="a TOML file with a [grid] table (and optionally analyses and options); "
                            "grid flags given on the command line replace its fields")
     grid.add_argument("--analysis", metavar="A[,A...]", default=None,
-                      help="analyses per point: dimension, spectrum, orders, observe, check, parameters "
-                           "(default dimension, or the file's)")
+                      help="analyses per point: " + ", ".join(entry.name for entry in registered("sweep"))
+                           + " (default dimension, or the file's)")
     grid.add_argument("--seed", type=int, default=None, help="seed of the random points and banks (default 0)")
     grid.add_argument("--bank", type=auto_or_int("--bank"), default=None, help="spectrum: 'auto' or a bank size")
     grid.add_argument("--truncation", type=auto_or_int("--truncation"), default=None,

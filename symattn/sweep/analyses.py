@@ -6,6 +6,8 @@ Each analysis is one call into the package: :func:`~symattn.identify.function_sp
 :func:`~symattn.observe.observe` with events (``observe``),
 :func:`~symattn.check.check_claims` and :func:`~symattn.expand.check_formula_claim`
 (``check``), and the parameter counts of :mod:`symattn.effective` (``parameters``).
+Which analyses a sweep offers, their options and the functions below that
+run them come from the one registry of analyses (:mod:`symattn.analyses`).
 Its result is kept as the result's own JSON (``to_json()``), with two short
 fields added: ``exactness`` (how it was obtained) and ``bound`` (what the
 numbers are: exact, a lower bound, what stays unresolved).
@@ -23,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..analyses import registered, resolve
 from ..check import ClaimsReport, check_claims, parse_claim
 from ..effective import effective_dimension, gauge_dimension, sign_group_order
 from ..errors import SymattnError
@@ -42,7 +45,8 @@ class Analysis:
     """One analysis of a sweep: its name, what it computes, its options and how it runs.
 
     ``run(arch, options)`` returns the result's JSON; ``sureness(json)``
-    returns ``(exactness, bound)``; ``defaults`` are its options.
+    returns ``(exactness, bound)``; ``defaults`` are its options.  Each is
+    made from an entry of the registry (:class:`symattn.analyses.SweepUse`).
 
     Examples
     --------
@@ -63,11 +67,13 @@ def _primes(json: dict) -> str:
 
 
 # -- dimension -----------------------------------------------------------------------------
-def _dimension(arch: Architecture, options: dict) -> dict:
+def dimension_json(arch: Architecture, options: dict) -> dict:
+    """The JSON of :func:`~symattn.identify.function_space_dimension` (the registry's ``dimension``)."""
     return function_space_dimension(arch, seed=options["seed"]).to_json()
 
 
-def _dimension_sureness(json: dict) -> tuple[str, str]:
+def dimension_sureness(json: dict) -> tuple[str, str]:
+    """``(exactness, bound)`` of a ``dimension`` result's JSON."""
     exactness = f"exact rank over {_primes(json)}: a certified lower bound"
     if json["certified"]:
         return exactness, "exact: lower = upper"
@@ -75,14 +81,16 @@ def _dimension_sureness(json: dict) -> tuple[str, str]:
 
 
 # -- spectrum ------------------------------------------------------------------------------
-def _spectrum(arch: Architecture, options: dict) -> dict:
+def spectrum_json(arch: Architecture, options: dict) -> dict:
+    """The JSON of :func:`~symattn.spectrum.decay_spectrum`, without the architecture (the point's columns say it)."""
     json = decay_spectrum(arch, bank=options["bank"], truncation=options["truncation"], seed=options["seed"],
                           progress=False).to_json()
     json.pop("architecture", None)
     return json
 
 
-def _spectrum_sureness(json: dict) -> tuple[str, str]:
+def spectrum_sureness(json: dict) -> tuple[str, str]:
+    """``(exactness, bound)`` of a ``spectrum`` result's JSON."""
     exactness = f"Smith valuations over {_primes(json)}" + (", confirmed at a second prime" if json.get("confirmed")
                                                              else "")
     open_points = []
@@ -96,7 +104,8 @@ def _spectrum_sureness(json: dict) -> tuple[str, str]:
 
 
 # -- orders --------------------------------------------------------------------------------
-def _orders(arch: Architecture, options: dict) -> dict:
+def orders_json(arch: Architecture, options: dict) -> dict:
+    """The orders, predictions and sharpness of :func:`~symattn.identify.identification_orders`, one key per block."""
     result = identification_orders(arch, seed=options["seed"])
     blocks = (*result.scores, result.values)
     return {
@@ -117,7 +126,8 @@ def _orders(arch: Architecture, options: dict) -> dict:
     }
 
 
-def _orders_sureness(json: dict) -> tuple[str, str]:
+def orders_sureness(json: dict) -> tuple[str, str]:
+    """``(exactness, bound)`` of a ``orders`` result's JSON."""
     exactness = f"ranks over {_primes(json)}"
     unsettled = [block for block, order in json["orders"].items() if order is None]
     if unsettled:
@@ -127,20 +137,27 @@ def _orders_sureness(json: dict) -> tuple[str, str]:
 
 
 # -- observe -------------------------------------------------------------------------------
-def _observe(arch: Architecture, options: dict) -> dict:
+def observe_json(arch: Architecture, options: dict) -> dict:
+    """The JSON of :func:`~symattn.observe.observe` for one event set, without the architecture."""
     json = observe(arch, options["events"], seed=options["seed"], contact=options["contact"]).to_json()
     json.pop("architecture", None)
     return json
 
 
-def _observe_sureness(json: dict) -> tuple[str, str]:
+def observe_sureness(json: dict) -> tuple[str, str]:
+    """``(exactness, bound)`` of a ``observe`` result's JSON."""
     exactness = f"exact ranks over {_primes(json)}" + (", confirmed" if json.get("confirmed") else "")
     return exactness, "graph verdicts proved by the ranks" if json["agrees_with_rank"] else \
         "graph verdicts and ranks disagree: " + "; ".join(json.get("disagreements", []))
 
 
 # -- check ---------------------------------------------------------------------------------
-def _check(arch: Architecture, options: dict) -> dict:
+def check_json(arch: Architecture, options: dict) -> dict:
+    """The JSON of the claims checked, with counts of true, false and unsettled.
+
+    Numbers are checked by :func:`~symattn.check.check_claims`, formulas by
+    :func:`~symattn.expand.check_formula_claim`.
+    """
     claims = list(options["claims"])
     numbers = [c for c in claims if not is_formula_claim(c)]
     checks = dict(zip(numbers, check_claims(arch, numbers, seed=options["seed"]).checks)) if numbers else {}
@@ -154,37 +171,29 @@ def _check(arch: Architecture, options: dict) -> dict:
     return json
 
 
-def _check_sureness(json: dict) -> tuple[str, str]:
+def check_sureness(json: dict) -> tuple[str, str]:
+    """``(exactness, bound)`` of a ``check`` result's JSON."""
     return ("each claim against the engine's certified result",
             f"{json['true']} true, {json['false']} false, {json['unsettled']} unsettled")
 
 
 # -- parameters ----------------------------------------------------------------------------
-def _parameters(arch: Architecture, options: dict) -> dict:
+def parameters_json(arch: Architecture, options: dict) -> dict:
+    """The parameter counts of :mod:`symattn.effective`: native, effective, gauge, sign group."""
     return {"params": arch.param_count, "effective_dim": effective_dimension(arch),
             "gauge_dim": gauge_dimension(arch), "sign_group_order": sign_group_order(arch)}
 
 
-def _parameters_sureness(json: dict) -> tuple[str, str]:
+def parameters_sureness(json: dict) -> tuple[str, str]:
+    """``(exactness, bound)`` of a ``parameters`` result's JSON."""
     return "counted from the architecture", "exact"
 
 
-#: The analyses by name, in the order a sweep's table lists them.
-ANALYSES = {a.name: a for a in (
-    Analysis("dimension", "certified dimension of the function space (lower and upper bound)",
-             {"seed": 0}, _dimension, _dimension_sureness),
-    Analysis("spectrum", "exact decay spectrum near simultaneous query/key collapse",
-             {"seed": 0, "bank": "auto", "truncation": "auto"}, _spectrum, _spectrum_sureness),
-    Analysis("orders", "identification orders of each block along the collapse curve, with sharpness",
-             {"seed": 0}, _orders, _orders_sureness),
-    Analysis("observe", "what each event set hides (dependency graph, proved by exact ranks)",
-             {"seed": 0, "events": [[]], "contact": False}, _observe, _observe_sureness),
-    Analysis("check", "claimed numbers and formulas against the engine",
-             {"seed": 0, "claims": []}, _check, _check_sureness),
-    Analysis("parameters", "native parameters, effective dimension, gauge dimension, sign-group order",
-             {}, _parameters, _parameters_sureness),
-)}
-
+#: The analyses by name, in the order a sweep's table lists them: those of the registry
+#: (:mod:`symattn.analyses`) that sweeps offer, each with its options and functions from there.
+ANALYSES = {entry.name: Analysis(entry.name, entry.summary, dict(entry.sweep.options), resolve(entry.sweep.run),
+                                 resolve(entry.sweep.sureness))
+            for entry in registered("sweep")}
 
 def read_analyses(names) -> list[str]:
     """Analysis names from ``"dimension,spectrum"`` or a list, checked against :data:`ANALYSES`.
