@@ -15,7 +15,6 @@ from ..algebra.valuations import smith_valuations
 from ..curves import Curve, collapse
 from ..effective import (
     effective_block_dimensions,
-    hidden_gauge_layers,
     rank_matrix_dimension,
 )
 from ..errors import SymattnError
@@ -361,8 +360,26 @@ def _variant_block_dimensions(arch: Architecture) -> dict[str, int]:
     dims = {score_block_name(arch, i, h): rank_matrix_dimension(arch.widths[i - 1], arch.widths[i - 1],
                                                                  arch.score_ranks[i - 1])
             for i, h in arch.units()}
+    # a hidden GL(d_i) between attention layers moves only Q, K, V; one shared with another component's blocks
+    # (a feed-forward block's W_in) is not the values' alone, and is not subtracted from them
+    attention = {key for i, d_in, c in arch.components() if c.kind == "attention" for key, _ in
+                 c.parameter_blocks(i, d_in)}
     dims["values"] = (sum(h * arch.widths[i] * arch.widths[i - 1] for i, h in enumerate(arch.heads, start=1))
-                      - sum(arch.widths[i] ** 2 for i in hidden_gauge_layers(arch)))
+                      - sum(width ** 2 for _, width, readers, writers in arch.hidden_gauges()
+                            if set(readers) | set(writers) <= attention))
+    # the groups of other components (a feed-forward block): their entries, less the component's own tangents
+    shapes = dict(arch.blocks())
+    for i, d_in, component in arch.components():
+        own = component.tangents(i, d_in)
+        for key, group in component.block_groups(i, d_in).items():
+            if group not in dims:
+                dims[group] = 0
+            if not group.startswith("scores:") and group != "values":
+                dims[group] += shapes[key][0] * shapes[key][1]
+        for group in {g for g in component.block_groups(i, d_in).values()
+                      if not g.startswith("scores:") and g != "values"}:
+            keys = {k for k, g in component.block_groups(i, d_in).items() if g == group}
+            dims[group] -= sum(1 for t in own if set(t.terms) <= keys)
     return dims
 
 

@@ -338,7 +338,9 @@ def _identification_orders(arch, curve, seed, primes, exact_check, bank, max_tru
     if field_note(arch, primes[:2] if confirmed_orders is not None else primes[:1]):
         method += "; " + field_note(arch, primes[:2] if confirmed_orders is not None else primes[:1])
     return OrdersResult(
-        curve=curve.describe(arch.layers), scores=tuple(results[n] for n in names[:-1]), values=results["values"],
+        # the score blocks, then the groups of other components (a feed-forward block): every block but the values
+        curve=curve.describe(arch.layers), scores=tuple(results[n] for n in names if n != "values"),
+        values=results["values"],
         jet_ranks=tuple(int(r) for r in jet_ranks), effective_dim=int(eff), truncation=int(truncation),
         bank=int(bank_size), primes=primes[:2] if confirmed_orders is not None else primes[:1],
         error_bound=float(bound), method=method, jacobian=J, point=point, coefficient_values=coefficient_values,
@@ -370,10 +372,10 @@ def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_ch
     symbols = params.flat() + list(X) + coefficients
     domain = PolynomialSeriesDomain(truncation, symbols)
 
-    units = arch.units()
-    point = {arch.block_key(name, i, h): np.array(sp.Matrix(matrix).tolist(), dtype=object)
-             for u, (i, h) in enumerate(units)
-             for name, matrix in (("Q", params.Q[u]), ("K", params.K[u]), ("V", params.V[u]))}
+    if any(not f.has_rational_taylor for f in generic_arch.analytic_functions):
+        return out  # an activation's irrational Taylor constants have no place in polynomials over Q
+    blocks = arch.block_map(params)
+    point = {key: np.array(sp.Matrix(matrix).tolist(), dtype=object) for key, matrix in blocks.items()}
     bank = np.array([X.tolist()], dtype=object)
     try:
         coefficient_array = series_output(generic_arch, curve, point, bank, domain)  # (d_l, t, 1, N)
@@ -391,12 +393,8 @@ def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_ch
         order = orders[name]
         if order is None:
             continue
-        if name == "values":
-            block_symbols = [s for V in params.V for s in V]
-        else:
-            parts = name.split(":")  # scores:i, or scores:i:h in a layer with heads
-            u = units.index((int(parts[1]), int(parts[2]) if len(parts) == 3 else 1))
-            block_symbols = list(params.Q[u]) + list(params.K[u])
+        # the block's symbols: every entry of the native blocks in its group (Q and K of a head, every V, ...)
+        block_symbols = [s for key, group in arch.block_groups().items() if group == name for s in blocks[key]]
         positions = [index[str(s)] for s in block_symbols]
         out[name] = bool(all(not degrees[m][positions].any() for m in range(order)))
     return out
