@@ -186,6 +186,10 @@ class Component:
         """The component's continuous symmetries in words (empty when it has none)."""
         return ""
 
+    def grid_fields(self) -> dict:
+        """The fields of a sweep's grid that give this component (``{"ffn": 2, "activation": "tanh"}``)."""
+        return {}
+
     def describe(self) -> str:
         return self.kind
 

@@ -224,6 +224,9 @@ class FeedForward(Component):
         return (f"feed-forward block ({self.hidden} hidden unit{'s' if self.hidden > 1 else ''}, activation "
                 f"{self.activation.name}; W_in scales with the collapse)")
 
+    def grid_fields(self) -> dict:
+        return {"ffn": self.hidden, "activation": self.activation.name}
+
     def to_json(self) -> dict:
         return {"kind": self.kind, "hidden": self.hidden, "activation": self.activation.name}
 

@@ -70,6 +70,8 @@ class GridError(SymattnError):
 GRID_FIELDS = {
     "layers": "int", "width": "int", "widths": "int list", "rank": "int", "ranks": "int list",
     "tokens": "int", "normalizer": "normalizer", "assume_positive": "bool",
+    # a feed-forward block after each attention (symattn.model.feedforward): hidden units and activation
+    "ffn": "int", "activation": "normalizer",
 }
 _ALIASES = {"score_ranks": "ranks", "score_rank": "rank", "normalizers": "normalizer"}
 _BOOL_WORDS = {"yes": True, "true": True, "1": True, "on": True, "no": False, "false": False, "0": False, "off": False}
@@ -80,7 +82,7 @@ MAX_GRID_POINTS = 10_000
 #: The largest integer a field takes (sizes; each analysis has its own, much lower, limits).
 MAX_FIELD_INTEGER = 10**9
 #: Architecture's own keyword arguments handled by the builder (the others pass through unchanged).
-_BUILT = {"widths", "score_ranks", "tokens", "normalizer"}
+_BUILT = {"widths", "score_ranks", "tokens", "normalizer", "extra"}  # extra: built from ffn and activation
 
 
 def _extra_fields() -> dict[str, inspect.Parameter]:
@@ -200,10 +202,11 @@ def _values(field: str, value) -> list:
         return [_boolean(field, value)]
     if kind == "normalizer":
         if not isinstance(value, str):
-            raise GridError(f"normalizer takes names or expressions in x, got {value!r}")
+            raise GridError(f"{field} takes names or expressions in x, got {value!r}")
         names = [part for part in _split_top_level(value, ",") if part]
         if not names:
-            raise GridError("normalizer is empty; give a preset (softmax, cosh, ...) or an expression in x")
+            raise GridError(f"{field} is empty; give a preset (softmax, cosh, ...; tanh, sigmoid, ... for the "
+                            "activation) or an expression in x")
         return names
     if _is_int(value):
         return [_integer(field, value)]
@@ -284,6 +287,14 @@ def read_grid(fields: Mapping[str, Any]) -> dict[str, list]:
             as_normalizer(name, assume_positive=any(read.get("assume_positive", [False])))
         except SymattnError as err:
             raise GridError(f"normalizer {name!r}: {' '.join(str(err).split())}") from None
+    if read.get("activation"):
+        from ..model.feedforward import Activation
+
+        for name in read["activation"]:
+            try:
+                Activation(name)
+            except SymattnError as err:
+                raise GridError(f"activation {name!r}: {' '.join(str(err).split())}") from None
     order = [*GRID_FIELDS, *_extra_fields()]
     return {field: read[field] for field in order if field in read}
 
@@ -423,6 +434,14 @@ def build_architecture(point: Mapping) -> "Architecture":
     normalizer = as_normalizer(point.get("normalizer", defaults["normalizer"].default),
                                assume_positive=bool(point.get("assume_positive", False)))
     extras = {field: value for field, value in point.items() if field in _extra_fields()}
+    if point.get("ffn") is not None:
+        from ..model.components import Residual
+        from ..model.feedforward import FeedForward
+
+        extras["extra"] = (FeedForward(point["ffn"], point.get("activation", "tanh")),) + (
+            (Residual(),) if extras.get("residual") else ())
+    elif point.get("activation") not in (None, "tanh"):
+        raise ShapeError(f"activation {point['activation']} is the activation of a feed-forward block: give ffn too")
     arch = Architecture(widths, ranks, tokens=point.get("tokens", defaults["tokens"].default),
                         normalizer=normalizer, **extras)
     return arch  # the model decides what an architecture is: a point every command computes is computed

@@ -58,6 +58,11 @@ def _architecture_fields(arch) -> dict:
     variants = {name: parameter.default for name, parameter in _extra_fields().items()}  # heads, causal, ...
     variants.update({key: value for key, value in data.items() if key not in _ARCHITECTURE_KEYS})
     for key, value in variants.items():  # one value when every layer has the same
+        if key == "components":  # the components after attention: one cell, and the fields of the grid they take
+            fields[key] = arch.describe_variant()
+            for _, _, component in arch.components():
+                fields.update(component.grid_fields())
+            continue
         fields[key] = value[0] if isinstance(value, list) and value and len(set(value)) == 1 else value
     return fields
 
