@@ -915,7 +915,7 @@ def _formula_names(arch: Architecture, n: int):
 
 def _read_coefficient_claim(arch: Architecture, claim: str):
     """``(n, formula, names)``: the claim read by the package's formula parser (nothing executed)."""
-    from .expand import matrix_formula
+    from .parsing import matrix_formula
 
     n, text = parse_coefficient_claim(claim)
     names = _formula_names(arch, n)

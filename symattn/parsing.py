@@ -10,7 +10,9 @@ numbers, the names the context allows, ``+ - * / **`` (``^`` is read as
 Anything else (attribute access, subscripts, keywords, lambdas,
 comprehensions, strings, calls outside the table, unknown or non-ASCII
 names) is a :class:`~symattn.errors.ParseError` that names the offending
-token and lists what is accepted.
+token and lists what is accepted.  Matrix formulas (a claimed leading
+coefficient ``leading(i) = ...``, a coefficient ``F_n = ...``) are read the
+same way by :func:`matrix_formula`.
 
 Size limits (:class:`ExpressionLimits`) keep a hostile or mistyped
 expression from hanging the program: text length, number of nodes, nesting
@@ -44,7 +46,8 @@ from typing import Mapping
 
 import sympy as sp
 
-from .errors import ParseError
+from .errors import ParseError, ShapeError, SymattnError
+from .languages import FORMULA_LANGUAGE
 
 __all__ = [
     "ACCEPTED_FUNCTIONS",
@@ -62,6 +65,8 @@ __all__ = [
     "parse_number",
     "to_sympy",
     "to_sympy_matrix",
+    "matrix_formula",
+    "MAX_FORMULA_LENGTH",
 ]
 
 #: Functions a user's expression may call, by name, with their number of arguments.
@@ -743,3 +748,219 @@ def to_sympy_matrix(value, symbols: Mapping[str, sp.Basic] | None = None, *, wha
         raise error(f"the {what} has rows of different lengths {lengths}")
     return sp.Matrix([[to_sympy(entry, symbols, what=f"entry of the {what}", error=error, finite=finite)
                        for entry in row] for row in rows])
+
+
+# -- matrix formulas ------------------------------------------------------------------------------
+#: The longest matrix formula read (characters).
+MAX_FORMULA_LENGTH = 5000
+
+
+def canonical_matrix_name(name):
+    """``What_i`` for the old spelling ``What1`` (read on input only); any other name unchanged.
+
+    Examples
+    --------
+    >>> canonical_matrix_name("What1"), canonical_matrix_name("What_1"), canonical_matrix_name("C_2")
+    ('What_1', 'What_1', 'C_2')
+    """
+    if isinstance(name, str) and name.startswith("What") and name[4:].isdigit() and name[4:].isascii():
+        return f"What_{name[4:]}"
+    return name
+
+
+def matrix_formula(text: str, lc: "LeadingCoefficient", target: str | None = None):
+    """A sympy matrix expression from text in the names of ``lc.matrix_form``, read without executing anything.
+
+    ``target`` names what the formula is compared with in a shape error
+    (default: the leading coefficient of ``lc``'s layer).
+
+    The language (:data:`FORMULA_LANGUAGE`): the matrices ``P``, ``X``,
+    ``H``, ``J``, ``C_i`` and ``What_i`` (the old ``What1`` also read) of
+    :attr:`LeadingCoefficient.definitions
+    <symattn.expand.LeadingCoefficient.definitions>`, the scalars ``c_k`` (the
+    normalizer's leading Taylor coefficient, a number for a named normalizer),
+    ``alpha_i`` and ``t`` (the token count), numbers, ``+ - * /``, powers
+    ``**`` or ``^`` (integer powers of scalars and of square matrices),
+    ``A.T`` (transpose), ``hadamard(A, m)`` (entrywise power) and
+    parentheses.  Products are written with ``*`` (or ``@``).  The text is
+    split by :func:`ast.parse` and walked node by node, as
+    :func:`parse_expression` reads scalar expressions.
+
+    Raises
+    ------
+    ParseError
+        Naming the offending token and the accepted names; a product of
+        matrices of the wrong shapes is a ShapeError.
+
+    Examples
+    --------
+    >>> from symattn.expand import leading_coefficient
+    >>> from symattn.model import Architecture
+    >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=2, tokens=3), 2)
+    >>> matrix_formula("c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J", lc) == lc.matrix_form
+    True
+    >>> matrix_formula("P*X*C_1.__class__", lc)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: cannot read the formula 'P*X*C_1.__class__': the attribute '__class__' is not accepted (only A.T, the transpose); accepted: ...
+    """
+    from .algebra.matrix_expressions import entrywise_power
+
+    if not isinstance(text, str):
+        raise ParseError(f"a formula is a string, got {type(text).__name__}")
+    if len(text) > MAX_FORMULA_LENGTH:
+        raise ParseError(f"the formula is too long ({len(text)} characters; at most {MAX_FORMULA_LENGTH})")
+    refuse_unaccepted_characters(text, "formula")  # look-alikes (Ｐ, ℌ) and invisible characters
+    if "#" in text:  # Python would drop the rest of the line as a comment, hiding anything there
+        raise ParseError(f"cannot read the formula {shorten(text)}: the character '#' at position "
+                         f"{text.index('#')} is not accepted (a comment inside a formula); accepted: "
+                         + FORMULA_LANGUAGE)
+    max_digits, max_degree = DEFAULT_LIMITS.max_digits, DEFAULT_LIMITS.max_degree
+    source = text.replace("^", "**")
+
+    def shown(node) -> str:
+        return shorten(ast.get_source_segment(source, node) or ast.unparse(node), 40)
+    t = lc.architecture.tokens
+    names = {}
+    for name, value in lc.symbol_names().items():
+        if isinstance(value, sp.MatrixSymbol) and (name in ("P", "X", "H", "J") or name.startswith(("C_", "What"))):
+            names[name] = value
+        elif isinstance(value, sp.Symbol) and name.startswith("alpha_"):
+            names[name] = value
+    for i, (k, c) in enumerate(zip(lc.ks, lc.coefficients), start=1):
+        names.setdefault(f"c_{k}", c)
+    names["t"] = sp.Integer(t)
+    for i in range(1, lc.layer + 1):  # C_i and What_i of every layer up to this one, even if unused
+        names.setdefault(f"C_{i}", sp.MatrixSymbol(f"C_{i}", t, t))
+    accepted = ("accepted: " + FORMULA_LANGUAGE + "; names here: " + ", ".join(sorted(names)))
+
+    def fail(reason):
+        raise ParseError(f"cannot read the formula {shorten(text)}: {reason}; {accepted}")
+
+    degrees: dict = {}
+
+    def degree_of(value) -> int:
+        """Total degree in the names (matrices and scalars): exponents multiplied through nested powers."""
+        if value in degrees:
+            return degrees[value]
+        if isinstance(value, (sp.MatrixSymbol, sp.Symbol)):
+            out = 1
+        elif not value.args or value.is_Number:
+            out = 0
+        elif isinstance(value, (sp.MatPow, sp.Pow, sp.HadamardPower)) and value.args[1].is_Integer:
+            out = degree_of(value.args[0]) * abs(int(value.args[1]))
+        elif isinstance(value, (sp.MatMul, sp.Mul)):
+            out = sum(degree_of(a) for a in value.args)
+        else:
+            out = max(degree_of(a) for a in value.args)
+        degrees[value] = out
+        return out
+
+    def bounded(value, node):
+        """Refuse a number past the digits limit (``t**100`` multiplied out), before it is printed anywhere."""
+        number = value.args[0] if isinstance(value, (sp.Mul, sp.MatMul)) and value.args else value
+        if isinstance(number, sp.Rational) and max(abs(int(number.p)).bit_length(),
+                                                   int(number.q).bit_length()) * 0.30103 > max_digits:
+            fail(f"{shown(node)} has a number of more than {max_digits} digits (at most {max_digits})")
+        return value
+
+    def check_power(base, exponent: int, node):
+        """Refuse ((t**100)**100)**100 and hadamard(hadamard(A, 100), 100) before computing them."""
+        if isinstance(base, sp.Rational) and base != 0:
+            size = max(abs(int(base.p)).bit_length(), int(base.q).bit_length()) * 0.30103
+            if size * abs(exponent) > max_digits:
+                fail(f"{shown(node)} has a number of more than {max_digits} digits (at most {max_digits})")
+        degree = degree_of(base) * abs(exponent)
+        if degree > max_degree:
+            fail(f"the power {shown(node)} has total degree {degree} (exponents multiplied through nested "
+                 f"powers); at most {max_degree} is accepted")
+
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError as err:
+        if "integer string conversion" in str(err.msg):  # Python refuses int literals past 4300 digits
+            fail("a number of more than 4300 digits (at most 50)")
+        fail("invalid syntax")
+    except (RecursionError, MemoryError):
+        fail("nested too deeply")
+    if sum(1 for _ in ast.walk(tree)) > 2000:
+        fail("more than 2000 nodes")
+
+    def is_matrix(value):
+        return isinstance(value, sp.MatrixExpr)
+
+    def read(node, depth=0):
+        if depth > 100:
+            fail("nested too deeply")
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            if abs(node.value) > 10**50:
+                fail(f"the number {node.value} is too large")
+            return sp.Integer(node.value)
+        if isinstance(node, ast.Name):
+            name = canonical_matrix_name(node.id) if canonical_matrix_name(node.id) in names else node.id  # What1: What_1
+            if name not in names:
+                fail(f"the name {node.id!r} is not known")
+            return names[name]
+        if isinstance(node, ast.Attribute):
+            if node.attr != "T":
+                fail(f"the attribute {node.attr!r} is not accepted (only A.T, the transpose)")
+            value = read(node.value, depth + 1)
+            if not is_matrix(value):
+                fail("a transpose .T of a scalar")
+            return value.T
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = read(node.operand, depth + 1)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id == "hadamard" and len(node.args) == 2
+                    and not node.keywords):
+                fail(f"the call {ast.unparse(node.func)!r} is not accepted (only hadamard(A, m))")
+            base, exponent = read(node.args[0], depth + 1), read(node.args[1], depth + 1)
+            if not is_matrix(base) or not (isinstance(exponent, sp.Integer) and 1 <= int(exponent) <= 100):
+                fail("hadamard(A, m) takes a matrix and an integer 1 <= m <= 100")
+            check_power(base, int(exponent), node)
+            return entrywise_power(base, int(exponent))
+        if isinstance(node, ast.BinOp):
+            left, right = read(node.left, depth + 1), read(node.right, depth + 1)
+            op = node.op
+            try:
+                if isinstance(op, (ast.Add, ast.Sub)):
+                    if is_matrix(left) != is_matrix(right):
+                        fail("a sum of a matrix and a scalar")
+                    return bounded(left + right if isinstance(op, ast.Add) else left - right, node)
+                if isinstance(op, (ast.Mult, ast.MatMult)):
+                    return bounded(left * right, node)
+                if isinstance(op, ast.Div):
+                    if is_matrix(right):
+                        fail("a division by a matrix")
+                    if right == 0:
+                        fail("a division by zero")
+                    return left * (1 / right) if is_matrix(left) else bounded(left / right, node)
+                if isinstance(op, ast.Pow):
+                    if not (isinstance(right, sp.Integer) and abs(int(right)) <= 100):
+                        fail("a power that is not an integer of at most 100")
+                    if is_matrix(left) and int(right) < 1:
+                        fail("a matrix to a power below 1")
+                    check_power(left, int(right), node)
+                    return left ** right
+            except SymattnError:
+                raise
+            except (ValueError, TypeError) as err:  # sympy's ShapeError of a product of mismatched matrices
+                if is_matrix(left) and is_matrix(right):
+                    wanted = lc.matrix_form.shape
+                    raise ShapeError(
+                        f"the formula {text!r}: {ast.unparse(node)!r} combines matrices of shapes "
+                        f"{left.shape[0]} x {left.shape[1]} and {right.shape[0]} x {right.shape[1]}, which do not "
+                        f"fit; the formula must be {wanted[0]} x {wanted[1]}") from None
+                raise ShapeError(f"the formula {text!r}: {err}") from None
+            fail(f"the operator {type(op).__name__} is not accepted")
+        fail(f"{type(node).__name__} {ast.unparse(node)!r} is not accepted")
+
+    value = read(tree.body)
+    if not is_matrix(value):
+        fail("it is a scalar, not a matrix formula")
+    if value.shape != lc.matrix_form.shape:
+        target = target or f"the leading coefficient of layer {lc.layer}"
+        raise ShapeError(f"the formula {text!r} is {value.shape[0]} x {value.shape[1]}; {target} is "
+                         f"{lc.matrix_form.shape[0]} x {lc.matrix_form.shape[1]}")
+    return value
