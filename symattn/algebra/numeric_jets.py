@@ -259,8 +259,12 @@ class NumericJetDomain(Domain):
             function, derivative = self._float_pair(normalizer)
             with np.errstate(over="raise", invalid="raise"):
                 try:
-                    s = np.asarray(function(values), dtype=np.float64) * np.ones_like(values)
-                    ds = np.asarray(derivative(values), dtype=np.float64) * np.ones_like(values)
+                    try:
+                        s = np.asarray(function(values), dtype=np.float64) * np.ones_like(values)
+                        ds = np.asarray(derivative(values), dtype=np.float64) * np.ones_like(values)
+                    except TypeError:  # a function numpy has no array version of (erf is math.erf): entrywise
+                        s = np.vectorize(function, otypes=[np.float64])(values)
+                        ds = np.vectorize(derivative, otypes=[np.float64])(values)
                 except FloatingPointError as err:
                     raise DomainError(f"normalizer {normalizer.name} overflows in float64: {err}") from err
             return s, ds
