@@ -28,24 +28,39 @@ __all__ = ["Curve", "collapse", "collapse_queries", "collapse_keys", "input_scal
 #: The curve parameter.
 EPS = sp.Symbol("eps")
 
-#: Block names, besides ``Q``, that a query collapse scales by ``eps`` (a component registers its own)
-QUERY_LIKE_BLOCKS: set = set()
+#: A component's block names that curves scale by ``eps``: ``name -> (the block it collapses with, "Q" or "K" or
+#: None; whether it scales with the input too)``; a component registers its own (:func:`register_scaled_block`)
+SCALED_BLOCKS: dict = {}
+
+
+def register_scaled_block(name: str, collapses_with: str | None = "Q", with_input: bool = False) -> None:
+    """Scale the blocks ``name`` by ``eps`` with the queries (``"Q"``) or keys (``"K"``) of the collapsed layers.
+
+    A component whose step needs a Taylor series at 0 registers the blocks
+    that make its argument (a feed-forward block's input weights; the query
+    and key biases), so that on the collapse curve the argument vanishes at
+    ``eps = 0``.  ``with_input``: the block also scales on a curve that scales
+    the input (a bias, added to every token like a constant input feature).
+
+    Examples
+    --------
+    >>> register_scaled_block("Win")
+    >>> collapse().block_power("Win", 1), collapse_keys().block_power("Win", 1)
+    (1, 0)
+    """
+    SCALED_BLOCKS[name] = (collapses_with, bool(with_input))
 
 
 def register_query_like_block(name: str) -> None:
-    """Scale the blocks ``name`` of the collapsed layers with the queries on every collapse curve.
-
-    A component whose step needs a Taylor series at 0 (a feed-forward block's
-    activation) registers its input weights, so that on the collapse curve the
-    argument vanishes at ``eps = 0``.
+    """:func:`register_scaled_block` with the queries (the feed-forward block's ``W_in``).
 
     Examples
     --------
     >>> register_query_like_block("Win")
-    >>> collapse().block_power("Win", 1), collapse_keys().block_power("Win", 1)
-    (1, 0)
+    >>> input_scaling().block_power("Win", 1)
+    0
     """
-    QUERY_LIKE_BLOCKS.add(name)
+    register_scaled_block(name, "Q")
 
 
 @dataclass(frozen=True)
@@ -90,9 +105,11 @@ class Curve:
     polynomials: tuple = field(default=())
 
     def scaled(self, block: str, layer: int) -> bool:
-        chosen = {"Q": self.query_layers, "K": self.key_layers}.get(block, ())
-        if block in QUERY_LIKE_BLOCKS:  # a component's block that collapses with the queries
-            chosen = self.query_layers
+        # a component's block that collapses with the queries or keys, and perhaps scales with the input
+        like, with_input = SCALED_BLOCKS.get(block, (block, False))
+        if with_input and self.input_power:
+            return True
+        chosen = {"Q": self.query_layers, "K": self.key_layers}.get(like, ())
         return chosen is None or layer in chosen
 
     def block_power(self, block: str, layer: int) -> int | None:

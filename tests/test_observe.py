@@ -410,7 +410,7 @@ def test_cli_observe_json(capsys):
     assert data["unobservable"] == ["scores:2", "scores:3"] and data["observable"] == ["values"]
     assert data["partial"] == [] and data["agrees_with_rank"] is True and data["fiber_dim_jump"] == 7
     assert data["reasons"]["scores:3"][0]["path"][-1] == "attention:3"
-    code = main(["observe", "--layers", "2", "--bias", "--collapse", "value-rank:1:1", "--json"])
+    code = main(["observe", "--layers", "2", "--bias-input", "--collapse", "value-rank:1:1", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["partial"] == ["scores:1", "scores:2"] and data["agrees_with_rank"]
 
@@ -426,6 +426,6 @@ def test_cli_observe_errors_and_exceptional(capsys, tmp_path):
     out = capsys.readouterr().out
     assert out.startswith("| events |") and "| identical-tokens |" in out
     assert (tmp_path / "observe.graphml").exists()
-    assert main(["observe", "--exceptional", "--bias"]) == 2
+    assert main(["observe", "--exceptional", "--bias-input"]) == 2
     assert main(["observe", "--normalizer", "exp(x) + exp(1)*pi*x**2 + pi", "--collapse", "scores:1"]) == 2
     assert "one transcendental constant" in capsys.readouterr().err

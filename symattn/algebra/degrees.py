@@ -73,6 +73,12 @@ class DegreeBoundDomain(Domain):
     def matmul(self, a, b):
         return self._mul(a[:, None, :], b.swapaxes(0, 1)[None, :, :]).max(axis=2)
 
+    def ones(self, rows: int, cols: int):
+        """Constants: degree 0 at ``eps^0``, no other term."""
+        out = np.full((rows, cols, self.truncation), NONE)
+        out[..., 0] = 0.0
+        return out
+
     def transpose(self, a):
         return a.swapaxes(0, 1)
 

@@ -89,6 +89,16 @@ class Domain:
     def shape(self, a) -> tuple[int, int]:
         return a.shape[0], a.shape[1]
 
+    def ones(self, rows: int, cols: int):
+        """The constant all-ones matrix (``b 1^T`` adds a bias ``b`` to every token).
+
+        Examples
+        --------
+        >>> RationalDomain().ones(1, 2)
+        array([[Fraction(1, 1), Fraction(1, 1)]], dtype=object)
+        """
+        return self.matrix([[1] * cols for _ in range(rows)])
+
     def matmul(self, a, b):
         return a.dot(b)
 

@@ -153,6 +153,10 @@ class ModSeriesDomain(Domain):
                 out[r, c, :, 1 + direction, 0] = 1
         return out
 
+    def ones(self, rows: int, cols: int):
+        """The all-ones matrix: constant series, one batch entry (broadcast against a bank), no jets."""
+        return self.from_coefficients(np.ones((rows, cols, 1, 1), dtype=np.int64))
+
     def coefficients(self, a: np.ndarray) -> np.ndarray:
         """The value part of a matrix: shape ``(rows, cols, batch, N)``."""
         return a[..., 0, :]

@@ -265,6 +265,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                      help="causal mask: query k attends to keys j <= k only")
     net.add_argument("--residual", action="store_true",
                      help="residual stream X_i = X_{i-1} + (attention output); needs d_i = d_{i-1}")
+    net.add_argument("--bias", action="store_true",
+                     help="biases in attention (Q x + b_Q, K x + b_K, V x + b_V) and in the feed-forward block; "
+                          "on every curve b_Q, b_K, b_in collapse with their projections and every bias scales "
+                          "with the input")
     net.add_argument("--ffn", metavar="M", type=int, default=None,
                      help="a feed-forward block W_out s(W_in x) of M hidden units on every token after each "
                           "layer's attention (with --residual it adds its input); W_in scales with the collapse")
@@ -385,18 +389,18 @@ def architecture_from_args(args: argparse.Namespace) -> "Architecture":
     residual = bool(getattr(args, "residual", False))
     extra = ()
     ffn = getattr(args, "ffn", None)
+    bias = bool(getattr(args, "bias", False))
     if ffn is not None:
-        from ..model.components import Residual
-        from ..model.feedforward import FeedForward
+        from ..model import feed_forward_block
 
         if ffn < 1 or ffn > MAX_LAYERS:
             raise ShapeError(f"--ffn must be a number of hidden units from 1 to {MAX_LAYERS}, got {ffn}")
-        extra = (FeedForward(ffn, getattr(args, "activation", "tanh")),) + ((Residual(),) if residual else ())
+        extra = feed_forward_block(ffn, getattr(args, "activation", "tanh"), residual=residual, bias=bias)
     elif getattr(args, "activation", "tanh") != "tanh":
         raise ShapeError(f"--activation {args.activation!r:.40} is the activation of a feed-forward block: "
                          "give --ffn M too")
     return Architecture(widths, ranks, tokens=args.tokens, normalizer=normalizer, heads=heads,
-                        causal=bool(getattr(args, "causal", False)), residual=residual, extra=extra)
+                        causal=bool(getattr(args, "causal", False)), residual=residual, extra=extra, bias=bias)
 
 
 def parse_command(configure, argv) -> tuple[argparse.Namespace, "Architecture"]:

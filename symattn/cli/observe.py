@@ -9,13 +9,14 @@ __all__ = ["COMMANDS", "configure_observe", "run_observe"]
 
 
 def configure_observe(parser) -> None:
-    """The events (``--collapse``, ``--bias``, ``--identical-tokens``), ``--exceptional``, ``--contact``, ...
+    """The events (``--collapse``, ``--bias-input``, ``--identical-tokens``), ``--exceptional``, ``--contact``, ...
 
     Examples
     --------
     >>> from symattn.cli.arguments import parse_command
-    >>> args, _ = parse_command(configure_observe, ["--collapse", "scores:1", "--collapse", "values:2", "--bias"])
-    >>> args.collapse, args.bias, args.identical_tokens, args.exceptional, args.max_events
+    >>> args, _ = parse_command(configure_observe, ["--collapse", "scores:1", "--collapse", "values:2",
+    ...                                             "--bias-input"])
+    >>> args.collapse, args.bias_input, args.identical_tokens, args.exceptional, args.max_events
     (['scores:1', 'values:2'], True, False, False, 2)
     """
     group = parser.add_argument_group("events")
@@ -24,7 +25,9 @@ def configure_observe(parser) -> None:
                             "in a layer with several heads scores:I:H, values:I:H, value-rank:I:R:H hold in head "
                             "H only; "
                             "repeat for several")
-    group.add_argument("--bias", action="store_true", help="inputs with a constant (bias) coordinate")
+    group.add_argument("--bias-input", action="store_true",
+                       help="inputs with a constant (bias) coordinate (the event 'bias'; --bias gives the network "
+                            "biases)")
     group.add_argument("--identical-tokens", action="store_true", help="inputs whose tokens are all equal")
     parser.add_argument("--exceptional", action="store_true",
                         help="classify every single and pairwise event instead (a table)")
@@ -54,8 +57,8 @@ def run_observe(args, arch):
     )
 
     if args.exceptional:
-        if args.collapse or args.bias or args.identical_tokens or args.contact:
-            raise SymattnError("--exceptional goes through all events itself: drop --collapse, --bias, "
+        if args.collapse or args.bias_input or args.identical_tokens or args.contact:
+            raise SymattnError("--exceptional goes through all events itself: drop --collapse, --bias-input, "
                                "--identical-tokens and --contact")
         result = exceptional_fibers(arch, max_events=args.max_events, seed=args.seed, confirm=True,
                                     progress=not args.quiet, max_memory=args.max_memory)
@@ -63,7 +66,7 @@ def run_observe(args, arch):
             _exported(args, export_graph(dependency_graph(arch), args.export))
         return result
     events = [parse_event(spec) for spec in args.collapse]
-    if args.bias:
+    if args.bias_input:
         events.append(bias_coordinate())
     if args.identical_tokens:
         events.append(identical_tokens())

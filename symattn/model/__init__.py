@@ -22,11 +22,11 @@ array([[Fraction(1, 3), Fraction(1, 2)],
 """
 
 from ..limits import MAX_LAYERS
-from .architecture import Architecture, Parameters, require_architecture, require_seed
+from .architecture import Architecture, Parameters, feed_forward_block, require_architecture, require_seed
 from .components import Attention, CausalMask, Component, Residual, Stream, Tangent
 from .forward import DOMAIN_NAMES, closed_form, forward
 from .symbols import EntrySymbol, block_label, entry_latex, entry_name, register_block_name
 
 __all__ = ["Architecture", "Parameters", "forward", "closed_form", "require_architecture", "require_seed",
            "MAX_LAYERS", "EntrySymbol", "entry_latex", "entry_name", "block_label", "register_block_name",
-           "Component", "Attention", "CausalMask", "Residual", "Stream", "Tangent", "DOMAIN_NAMES"]
+           "feed_forward_block", "Component", "Attention", "CausalMask", "Residual", "Stream", "Tangent", "DOMAIN_NAMES"]

@@ -30,7 +30,7 @@ from ..normalizers import normalizers_per_layer
 from .components import Attention, CausalMask, Component, Residual, Tangent, elementary
 from .symbols import EntrySymbol, block_label, entry_name
 
-__all__ = ["Architecture", "Parameters", "require_architecture", "require_seed", "MAX_LAYERS"]
+__all__ = ["Architecture", "Parameters", "require_architecture", "require_seed", "MAX_LAYERS", "feed_forward_block"]
 
 
 def _short_repr(value, limit: int = 60) -> str:
@@ -233,6 +233,24 @@ class Parameters:
         return [others[key] if key in others else next(position) for key in self.layout]
 
 
+def feed_forward_block(hidden: int, activation="tanh", residual: bool = False, bias: bool = False) -> tuple:
+    """The components after attention for ``--ffn hidden --activation ...`` (``--residual``, ``--bias``).
+
+    Examples
+    --------
+    >>> [c.kind for c in feed_forward_block(2, residual=True)]
+    ['feed-forward', 'residual stream']
+    >>> feed_forward_block(2, bias=True)[0].parameter_blocks(1, 2)[2]
+    (('bin', 1), (2, 1))
+    """
+    if bias:
+        from .bias import BiasedFeedForward as kind
+    else:
+        from .feedforward import FeedForward as kind
+    block = kind(hidden, activation)
+    return (block,) + ((Residual(),) if residual else ())
+
+
 class Architecture:
     """Widths, score ranks, token count and normalizers of a deep attention network.
 
@@ -281,7 +299,8 @@ class Architecture:
     """
 
     def __init__(self, widths: Sequence[int], score_ranks: Sequence[int], tokens: int = 3,
-                 normalizer="softmax", heads=1, causal: bool = False, residual: bool = False, extra=()):
+                 normalizer="softmax", heads=1, causal: bool = False, residual: bool = False, extra=(),
+                 bias: bool = False):
         widths = _integer_list(widths, "widths")
         score_ranks = _integer_list(score_ranks, "score ranks")
         if len(widths) < 2:
@@ -306,6 +325,7 @@ class Architecture:
         self.heads = _heads_per_layer(heads, layers)
         self.causal = _flag(causal, "causal")
         self.residual = _flag(residual, "residual")
+        self.bias = _flag(bias, "bias")
         if self.residual:
             for i in range(1, layers + 1):
                 if self.widths[i] != self.widths[i - 1]:
@@ -322,7 +342,10 @@ class Architecture:
 
     def _standard_layer(self, i: int) -> tuple:
         """Layer ``i``'s attention, with its mask before it and its residual add after it."""
-        attention = Attention(self.widths[i], self.score_ranks[i - 1], self.normalizers[i - 1], self.heads[i - 1])
+        kind = Attention
+        if self.bias:
+            from .bias import BiasedAttention as kind
+        attention = kind(self.widths[i], self.score_ranks[i - 1], self.normalizers[i - 1], self.heads[i - 1])
         return ((CausalMask(),) if self.causal else ()) + (attention,) + ((Residual(),) if self.residual else ())
 
     @property
@@ -390,6 +413,47 @@ class Architecture:
         >>> Architecture.uniform(layers=3, residual=True).hidden_gauges()
         []
         """
+        return self._gauge_classes()
+
+    def hidden_translations(self) -> list:
+        """The translations ``X -> X + c 1^T`` of hidden streams that biases absorb: ``[(width, terms)]``.
+
+        Between two computing components ``A`` and ``B`` (in forward order)
+        the stream ``B`` reads can move by ``c 1^T`` when ``A`` adds a bias to
+        its output (``b -> b + c``: the first of them, one is enough), every
+        weight of ``B`` that reads the stream has a bias beside it (``Q h + b_Q``:
+        ``b_Q -> b_Q - Q c``), and, when a residual add sums ``B``'s output with
+        the moved stream, ``B`` adds a bias to its output too (``-> b - c``,
+        so that the sum is back where it was).  With a residual stream this
+        holds between every pair of biased blocks, without one between
+        attention layers; ``terms`` are ``(bias, +1)``, ``(bias, -1)`` and
+        ``(bias, weight)`` entries.
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=2, bias=True).hidden_translations()
+        [(2, [(('bV', 1), 1), (('bQ', 2), ('Q', 2)), (('bK', 2), ('K', 2)), (('bV', 2), ('V', 2))])]
+        >>> len(Architecture.uniform(layers=2, bias=True, ffn=2, residual=True).hidden_translations())
+        3
+        >>> Architecture.uniform(layers=2).hidden_translations()
+        []
+        """
+        computing = []  # (component's translation roles, output width, followed by a residual add)
+        for i, d_in, component in self.components():
+            if component.computes:
+                computing.append([component.translation_roles(i, d_in), component.output_width(d_in), False])
+            elif component.ties_stream() and computing:
+                computing[-1][2] = True
+        out = []
+        for (before, width, _), (after, _, added) in zip(computing, computing[1:]):
+            if before is None or after is None or not before[1] or (added and not after[1]):
+                continue
+            terms = [(before[1][0], 1)] + list(after[0]) + ([(after[1][0], -1)] if added else [])
+            out.append((width, terms))
+        return out
+
+    def _gauge_classes(self) -> list:
+        """Each class of tied hidden streams that carries a gauge: its layer, width, readers and writers."""
         parent = [0]
         width = [self.widths[0]]
         reads, writes, first_layer = {}, {}, [0]
@@ -427,7 +491,8 @@ class Architecture:
         """Tangents of the continuous symmetries, as :class:`~symattn.model.components.Tangent` values.
 
         The components' own (a ``gl(a_i)`` per head, lightning scalings),
-        then a ``gl(width)`` per hidden gauge (:meth:`hidden_gauges`);
+        then a ``gl(width)`` per hidden gauge (:meth:`hidden_gauges`), then
+        the translations biases absorb (:meth:`hidden_translations`);
         ``group`` keeps one kind (``"gauge"``, ``"scaling"``).
 
         Examples
@@ -447,18 +512,27 @@ class Architecture:
                     left = terms.get(key, (None,))[0]
                     terms[key] = (left, -E, None)
                 out.append(Tangent(terms))
+        for width, translation in self.hidden_translations():
+            for r in range(width):  # X -> X + e_r 1^T: a writer's bias shifts, the readers' biases absorb -W e_r
+                e = np.zeros((width, 1), dtype=np.int64)
+                e[r, 0] = 1
+                terms = {}
+                for bias, move in translation:
+                    terms[bias] = (None, None, move * e) if isinstance(move, int) else (None, None, None, (move, -e))
+                out.append(Tangent(terms))
         return [t for t in out if group is None or t.group == group]
 
     @classmethod
     def uniform(cls, layers: int = 3, width: int = 2, rank: int = 1, tokens: int = 3,
                 normalizer="softmax", heads=1, causal: bool = False, residual: bool = False, ffn=None,
-                activation="tanh", extra=()) -> "Architecture":
+                activation="tanh", extra=(), bias: bool = False) -> "Architecture":
         """Constant widths and score ranks (``heads``, ``causal``, ``residual``, ``extra`` as for the class).
 
         ``ffn=M`` adds a feed-forward block of ``M`` hidden units with
         ``activation`` after every layer's attention
         (:class:`~symattn.model.feedforward.FeedForward`; with ``residual``
-        the block has its own residual add).
+        the block has its own residual add); ``bias`` gives attention (and
+        the block) biases (:mod:`symattn.model.bias`).
 
         Examples
         --------
@@ -472,11 +546,9 @@ class Architecture:
         if layers > MAX_LAYERS:
             raise ShapeError(f"layers must be at most {MAX_LAYERS}, got {layers}")
         if ffn is not None:
-            from .feedforward import FeedForward
-
-            extra = tuple(extra) + (FeedForward(ffn, activation),) + ((Residual(),) if residual else ())
+            extra = tuple(extra) + feed_forward_block(ffn, activation, residual=residual, bias=bias)
         return cls([width] * (layers + 1), [rank] * layers, tokens, normalizer, heads=heads, causal=causal,
-                   residual=residual, extra=extra)
+                   residual=residual, extra=extra, bias=bias)
 
     # -- sizes ----------------------------------------------------------------------
     @property
@@ -497,7 +569,8 @@ class Architecture:
         >>> Architecture.uniform(layers=2).is_plain, Architecture.uniform(layers=2, causal=True).is_plain
         (True, False)
         """
-        return not self.causal and not self.residual and all(h == 1 for h in self.heads) and not any(self.extra)
+        return (not self.causal and not self.residual and all(h == 1 for h in self.heads) and not any(self.extra)
+                and not self.bias)
 
     @property
     def factors_through_effective(self) -> bool:
@@ -577,7 +650,7 @@ class Architecture:
         others, layout = [], []
         for key, _ in self.blocks():
             layout.append(key)
-            if key in attention:
+            if key in attention and key[0] in out:  # Q, K, V of a head (its biases are other blocks)
                 out[key[0]].append(blocks[key])
             else:
                 others.append((key, blocks[key]))
@@ -689,22 +762,22 @@ class Architecture:
         Architecture(widths=[3, 3, 3], score_ranks=[2, 2], tokens=3, normalizer=['softmax', 'softmax'], heads=2, causal=True, residual=False)
         """
         unknown = set(changes) - {"widths", "score_ranks", "tokens", "normalizer", "heads", "causal", "residual",
-                                  "extra"}
+                                  "extra", "bias"}
         if unknown:
             raise ShapeError(f"Architecture.replace takes widths, score_ranks, tokens, normalizer, heads, causal, "
-                             f"residual and extra, got {sorted(unknown)}")
+                             f"residual, extra and bias, got {sorted(unknown)}")
         heads = self.heads[0] if len(set(self.heads)) == 1 else list(self.heads)
         values = {"widths": list(self.widths), "score_ranks": list(self.score_ranks), "tokens": self.tokens,
                   "normalizer": list(self.normalizers), "heads": heads, "causal": self.causal,
                   "residual": self.residual,
                   # the same components in every layer follow a change of depth
-                  "extra": self.extra[0] if len(set(self.extra)) == 1 else self.extra, **changes}
+                  "extra": self.extra[0] if len(set(self.extra)) == 1 else self.extra, "bias": self.bias, **changes}
         if "normalizer" not in changes and len(values["score_ranks"]) != self.layers:
             names = {n.name for n in self.normalizers}
             values["normalizer"] = self.normalizers[0] if len(names) == 1 else values["normalizer"]
         return Architecture(values["widths"], values["score_ranks"], values["tokens"], values["normalizer"],
                             heads=values["heads"], causal=values["causal"], residual=values["residual"],
-                            extra=values["extra"])
+                            extra=values["extra"], bias=values["bias"])
 
     def variant_json(self) -> dict:
         """The variant keys of :meth:`to_json`: empty for the plain model (whose JSON stays as it was).
@@ -719,6 +792,8 @@ class Architecture:
         out = {"heads": list(self.heads), "causal": self.causal, "residual": self.residual}
         if any(self.extra):
             out["components"] = [[c.to_json() for c in layer] for layer in self.extra]
+        if self.bias:
+            out["bias"] = True
         return out
 
     def describe_variant(self) -> str:
@@ -737,6 +812,8 @@ class Architecture:
             parts.append("causal mask")
         if self.residual:
             parts.append("residual stream")
+        if self.bias:
+            parts.append("biases")
         # a residual add after a component is that component's: "feed-forward block (...) with a residual add"
         extra = [", ".join(c.describe() for c in layer).replace(", residual stream", " with a residual add")
                  for layer in self.extra]
@@ -766,7 +843,7 @@ class Architecture:
 
     def _identity(self) -> tuple:
         return (self.widths, self.score_ranks, self.tokens, self.normalizers, self.heads, self.causal,
-                self.residual, self.extra)
+                self.residual, self.extra, self.bias)
 
     def __eq__(self, other) -> bool:
         """Equal when every size, normalizer and variant flag is (not only the same object).
@@ -796,6 +873,8 @@ class Architecture:
             extra = f", heads={heads}, causal={self.causal}, residual={self.residual}"
             if any(self.extra):
                 extra += f", extra={[[c.describe() for c in layer] for layer in self.extra]}"
+            if self.bias:
+                extra += ", bias=True"
         return (f"Architecture(widths={list(self.widths)}, score_ranks={list(self.score_ranks)}, "
                 f"tokens={self.tokens}, normalizer={[n.name for n in self.normalizers]}{extra})")
 

@@ -80,7 +80,8 @@ class Tangent:
     """One tangent of a continuous symmetry: ``delta M = L M + M R + C`` for each block ``M`` it moves.
 
     ``terms`` maps a block key to ``(L, R, C)``, each an integer matrix or
-    None (no term).  Integer matrices keep the tangent exact in every ring
+    None (no term), or ``(L, R, C, (source, S))``, which adds ``M_source S``
+    (a bias absorbing a translation through its weight: ``delta b_Q = -Q c``).  Integer matrices keep the tangent exact in every ring
     (GF(p), Q, series over them).  ``group`` names the symmetry: ``"gauge"``
     (a change of basis: ``GL(a_i)`` of a head, ``GL(d_i)`` of a hidden
     stream) or another name (``"scaling"`` of lightning attention).
@@ -160,6 +161,18 @@ class Component:
     def ties_stream(self) -> bool:
         """True when the component adds the current block's input to its output (a residual add)."""
         return False
+
+    def translation_roles(self, layer: int, d_in: int):
+        """``(absorbing, shifting)`` for a translation ``X -> X + c 1^T`` of the streams it reads and writes.
+
+        ``absorbing``: ``(bias, weight)`` pairs, one for each weight that reads
+        the input stream (``b -> b - W c`` undoes it); ``shifting``: the biases
+        added to the output (``b -> b + c``).  None when a weight reads or
+        writes the stream without a bias (no translation passes); a component
+        without blocks passes every translation.
+        """
+        readers, writers = self.stream_roles(layer, d_in)
+        return ([], []) if not readers and not writers else None
 
     def tangents(self, layer: int, d_in: int) -> list:
         """The component's own continuous symmetries as :class:`Tangent` values."""

@@ -45,10 +45,9 @@ import sympy as sp
 
 from ..errors import NormalizerError
 from ..normalizers import Normalizer
-from ..normalizers.checks import _NOT_ANALYTIC, _check_domain
-from ..normalizers.irrational import _exact_taylor, _NotExact
-from ..normalizers.presets import _check_size, x
-from ..normalizers.taylor import _NotRational, _rational_taylor
+from ..normalizers.checks import check_analytic_function
+from ..normalizers.irrational import function_taylor
+from ..normalizers.presets import check_size, x
 from ..parsing import NORMALIZER_LIMITS, parse_expression
 from ..curves import register_query_like_block
 from .components import Component
@@ -99,7 +98,7 @@ class Activation(Normalizer):
     >>> Activation("Abs(x)")
     Traceback (most recent call last):
     ...
-    symattn.errors.NormalizerError: activation Abs(x) is not real-analytic: it uses Abs; use a preset (tanh, sigmoid, softplus, gelu) or a smooth expression such as x + x**2
+    symattn.errors.NormalizerError: activation Abs(x) is not real-analytic: it uses Abs; use a smooth expression such as a preset (tanh, sigmoid, softplus, gelu) or x + x**2
     """
 
     def __init__(self, expression, name: str | None = None):
@@ -125,31 +124,13 @@ class Activation(Normalizer):
         self.is_generic = False
         self._symbols = {}
         self._taylor = []
-        bad = sorted({type(a).__name__ for a in self.expr.atoms(*_NOT_ANALYTIC)})
-        if bad:
-            raise NormalizerError(f"activation {self.name} is not real-analytic: it uses {', '.join(bad)}; use a "
-                                  f"preset ({', '.join(ACTIVATION_PRESETS)}) or a smooth expression such as x + x**2")
-        if not self.expr.has(x) or sp.simplify(sp.diff(self.expr, x)) == 0:
-            raise NormalizerError(f"activation {self.name} is constant: the block would forget its input; give "
-                                  "a nonconstant function of x")
-        _check_size(self.expr, expression)
-        _check_domain(self.expr, self.name, what="activation")
+        check_analytic_function(self.expr, self.name, what="activation",
+                                smooth=f"a preset ({', '.join(ACTIVATION_PRESETS)}) or x + x**2",
+                                constant=": the block would forget its input")
+        check_size(self.expr, expression)
 
     def _compute_taylor(self, n: int) -> list:
-        try:
-            return [sp.Rational(c.numerator, c.denominator) for c in _rational_taylor(self.expr, n)]
-        except _NotRational:
-            pass
-        # irrational constants: the exact series of 1 + s (or 2 + s), which divides by its value at 0
-        value_at_zero = sp.simplify(self.expr.subs(x, 0))
-        shift = 1 if sp.simplify(value_at_zero + 1) != 0 else 2
-        try:
-            scaled = _exact_taylor(self.expr + shift, n)
-            return [sp.simplify(c * (value_at_zero + shift)) - (shift if m == 0 else 0)
-                    for m, c in enumerate(scaled)]
-        except _NotExact:  # a function without a series rule: sympy's series on the (small) expression
-            series = sp.series(self.expr, x, 0, n).removeO()
-            return [sp.simplify(series.coeff(x, m)) for m in range(n)]
+        return function_taylor(self.expr, n)
 
     @cached_property
     def is_odd(self) -> bool:
@@ -229,4 +210,5 @@ class FeedForward(Component):
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "hidden": self.hidden, "activation": self.activation.name}
+
 

@@ -15,7 +15,7 @@ from ..errors import NormalizerError
 from ..positivity import decide_positivity
 from .presets import x
 
-__all__ = ["check_normalizer"]
+__all__ = ["check_normalizer", "check_analytic_function"]
 
 _NOT_ANALYTIC = (
     sp.Abs,
@@ -34,6 +34,35 @@ _NOT_ANALYTIC = (
 )
 
 
+def check_analytic_function(expr: sp.Expr, name: str, what: str = "normalizer",
+                            smooth: str = "exp(x), cosh(x) or 1 + x**2",
+                            constant: str = "; attention with a constant normalizer is uniform") -> None:
+    """Refuse a function of ``x`` that is not real-analytic on R or is constant (a normalizer, an activation).
+
+    ``what`` names it in the messages, ``smooth`` lists what would be
+    accepted instead, ``constant`` says why a constant is refused.
+
+    Examples
+    --------
+    >>> check_analytic_function(sp.tanh(x), "tanh", what="activation")
+    >>> check_analytic_function(sp.Abs(x), "Abs(x)", what="activation", smooth="tanh or x + x**2")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.NormalizerError: activation Abs(x) is not real-analytic: it uses Abs; use a smooth expression such as tanh or x + x**2
+    """
+    bad = sorted({type(a).__name__ for a in expr.atoms(*_NOT_ANALYTIC)} | {
+        type(f).__name__ for f in expr.atoms(sp.Function) if isinstance(f, _NOT_ANALYTIC)
+    })
+    if bad:
+        raise NormalizerError(
+            f"{what} {name} is not real-analytic: it uses {', '.join(bad)}; "
+            f"use a smooth expression such as {smooth}"
+        )
+    if not expr.has(x) or sp.simplify(sp.diff(expr, x)) == 0:
+        raise NormalizerError(f"{what} {name} is constant{constant}: give a nonconstant function of x")
+    _check_domain(expr, name, what)
+
+
 def check_normalizer(expr: sp.Expr, name: str, assume_positive: bool = False) -> None:
     """Raise :class:`~symattn.errors.NormalizerError` unless ``expr`` is a normalizer called ``name``.
 
@@ -49,20 +78,7 @@ def check_normalizer(expr: sp.Expr, name: str, assume_positive: bool = False) ->
     ...
     symattn.errors.NormalizerError: normalizer 1 + x**3 is not positive on R: at x = -2 it equals -7
     """
-    bad = sorted({type(a).__name__ for a in expr.atoms(*_NOT_ANALYTIC)} | {
-        type(f).__name__ for f in expr.atoms(sp.Function) if isinstance(f, _NOT_ANALYTIC)
-    })
-    if bad:
-        raise NormalizerError(
-            f"normalizer {name} is not real-analytic: it uses {', '.join(bad)}; "
-            "use a smooth expression such as exp(x), cosh(x) or 1 + x**2"
-        )
-    if not expr.has(x) or sp.simplify(sp.diff(expr, x)) == 0:
-        raise NormalizerError(
-            f"normalizer {name} is constant; attention with a constant normalizer "
-            "is uniform: give a nonconstant function of x"
-        )
-    _check_domain(expr, name)
+    check_analytic_function(expr, name)
     if assume_positive:
         # S(A) divides by s(0): even an assumed-positive normalizer needs s(0) > 0 exactly
         at_zero = sp.simplify(expr.subs(x, 0))

@@ -18,7 +18,9 @@ import sympy as sp
 from ..algebra.powerseries import series_exp, series_inv, series_log, series_pow
 from ..positivity import approximate_constant
 from .presets import x
-from .taylor import _trig_from_exp
+from .taylor import _NotRational, _rational_taylor, _trig_from_exp
+
+__all__ = ["function_taylor"]
 
 
 class _NotExact(Exception):
@@ -438,3 +440,32 @@ def _simplified(value: sp.Expr, maybe_zero: bool = True) -> sp.Expr:
         return sp.simplify(value)
     return sp.Integer(0) if bool(abs(sp.N(value, 60)) < sp.Float("1e-55")) else value
 
+
+
+def function_taylor(expr: sp.Expr, n: int) -> list:
+    """Taylor coefficients of ``expr`` itself at 0 through degree ``n - 1``, exact (an activation, which may vanish at 0).
+
+    The normalizers' paths give ``s/s(0)``; here the series of ``shift +
+    expr`` (``shift`` 1, or 2 when ``expr(0) = -1``) is scaled back and
+    shifted, and a function without a series rule goes through sympy's
+    ``series`` (the expressions are small: the parser's limits).
+
+    Examples
+    --------
+    >>> function_taylor(sp.tanh(x), 4)
+    [0, 1, 0, -1/3]
+    >>> function_taylor(x / 2 * (1 + sp.erf(x / sp.sqrt(2))), 3)
+    [0, 1/2, sqrt(2)/(2*sqrt(pi))]
+    """
+    try:
+        return [sp.Rational(c.numerator, c.denominator) for c in _rational_taylor(expr, n)]
+    except _NotRational:
+        pass
+    value_at_zero = sp.simplify(expr.subs(x, 0))
+    shift = 1 if sp.simplify(value_at_zero + 1) != 0 else 2
+    try:
+        scaled = _exact_taylor(expr + shift, n)
+    except _NotExact:
+        series = sp.series(expr, x, 0, n).removeO()
+        return [sp.simplify(series.coeff(x, m)) for m in range(n)]
+    return [sp.simplify(c * (value_at_zero + shift)) - (shift if m == 0 else 0) for m, c in enumerate(scaled)]

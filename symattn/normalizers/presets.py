@@ -17,7 +17,7 @@ from ..errors import NormalizerError
 from ..languages import PRESET_SUMMARY
 from ..parsing import NORMALIZER_LIMITS, measure_expression, parse_expression
 
-__all__ = ["PRESETS", "x"]
+__all__ = ["PRESETS", "x", "check_size"]
 
 #: The variable in which normalizers are written.
 x = sp.Symbol("x", real=True)
@@ -83,11 +83,11 @@ def _parse(expression) -> sp.Expr:
     if free and free != {x}:
         (other,) = free
         expr = expr.subs(other, x)
-    _check_size(expr, expression)
+    check_size(expr, expression)
     return expr
 
 
-def _check_size(expr: sp.Expr, given) -> None:
+def check_size(expr: sp.Expr, given) -> None:
     """The limits of :data:`~symattn.parsing.NORMALIZER_LIMITS`, also for expressions not given as text.
 
     Among them the nesting of transcendental functions (at most 3):

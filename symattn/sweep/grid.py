@@ -435,11 +435,10 @@ def build_architecture(point: Mapping) -> "Architecture":
                                assume_positive=bool(point.get("assume_positive", False)))
     extras = {field: value for field, value in point.items() if field in _extra_fields()}
     if point.get("ffn") is not None:
-        from ..model.components import Residual
-        from ..model.feedforward import FeedForward
+        from ..model import feed_forward_block
 
-        extras["extra"] = (FeedForward(point["ffn"], point.get("activation", "tanh")),) + (
-            (Residual(),) if extras.get("residual") else ())
+        extras["extra"] = feed_forward_block(point["ffn"], point.get("activation", "tanh"),
+                                             residual=bool(extras.get("residual")), bias=bool(extras.get("bias")))
     elif point.get("activation") not in (None, "tanh"):
         raise ShapeError(f"activation {point['activation']} is the activation of a feed-forward block: give ffn too")
     arch = Architecture(widths, ranks, tokens=point.get("tokens", defaults["tokens"].default),

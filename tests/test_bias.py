@@ -1,0 +1,192 @@
+"""Biases in attention and in the feed-forward block: derived symmetries, exact actions, independent ranks.
+
+The float64 check differentiates a forward pass written here in plain numpy
+(not the package's) by complex steps and reads the rank off a clear gap of
+the singular values; the symmetry actions are checked exactly over Q with a
+polynomial normalizer and activation, and for softmax's key-bias translation
+at 60 digits.
+"""
+
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+import sympy as sp
+
+from symattn.identify.dimension import function_space_dimension
+from symattn.model import Architecture, forward
+from symattn.spectrum import decay_spectrum
+
+NORMALIZERS = {"softmax": np.exp, "cosh": np.cosh}
+ACTIVATIONS = {"tanh": np.tanh, "sigmoid": lambda z: 1 / (1 + np.exp(-z))}
+
+
+def plain_network(theta, X, layers, width, rank, heads, normalizer, hidden, activation, residual):
+    """Attention with biases (``heads`` heads) and, with ``hidden``, a biased feed-forward block per layer."""
+    position = 0
+
+    def take(rows, cols):
+        nonlocal position
+        block = theta[position:position + rows * cols].reshape(rows, cols)
+        position += rows * cols
+        return block
+
+    s = NORMALIZERS[normalizer]
+    for _ in range(layers):
+        attended = 0
+        for _ in range(heads):
+            Q, K, V = take(rank, width), take(rank, width), take(width, width)
+            bQ, bK, bV = take(rank, 1), take(rank, 1), take(width, 1)
+            scores = (K @ X + bK).T @ (Q @ X + bQ)
+            weights = s(scores - scores.real.max(axis=0)) if normalizer == "softmax" else s(scores)
+            attended = attended + (V @ X + bV) @ (weights / weights.sum(axis=0))
+        X = X + attended if residual else attended
+        if hidden:
+            W_in, W_out, b_in, b_out = take(hidden, width), take(width, hidden), take(hidden, 1), take(width, 1)
+            block = W_out @ ACTIVATIONS[activation](W_in @ X + b_in) + b_out
+            X = X + block if residual else block
+    assert position == len(theta)
+    return X
+
+
+def _count(layers, width, rank, heads, hidden):
+    attention = heads * (2 * rank * width + width * width + 2 * rank + width)
+    return layers * (attention + (2 * hidden * width + hidden + width if hidden else 0))
+
+
+def float64_rank(config, tokens=3, inputs=16, seed=0):
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=_count(*(config[i] for i in (0, 1, 2, 3, 5))))
+    bank = [2 * rng.normal(size=(config[1], tokens)) for _ in range(inputs)]
+    step = 1e-30
+    columns = []
+    for j in range(len(theta)):
+        moved = theta.astype(complex)
+        moved[j] += 1j * step
+        columns.append(np.concatenate([plain_network(moved, X, *config).imag.ravel() / step for X in bank]))
+    singular = np.linalg.svd(np.array(columns).T, compute_uv=False)
+    cut = int(np.argmin(singular[1:] / np.maximum(singular[:-1], 1e-300))) + 1
+    return cut, singular[cut - 1] / singular[cut], singular[cut - 1] / singular[0]
+
+
+CONFIGURATIONS = [
+    # layers, width, rank, heads, normalizer, hidden units, activation, residual
+    (1, 2, 1, 1, "softmax", 0, None, False),
+    (1, 2, 1, 1, "cosh", 0, None, False),
+    (2, 2, 1, 1, "softmax", 0, None, False),
+    (2, 2, 1, 1, "softmax", 0, None, True),
+    (1, 2, 1, 2, "softmax", 0, None, False),
+    (1, 2, 1, 1, "softmax", 2, "tanh", False),
+    (2, 2, 1, 1, "softmax", 2, "tanh", True),
+    (1, 2, 1, 1, "cosh", 3, "sigmoid", True),
+]
+
+
+def _architecture(layers, width, rank, heads, normalizer, hidden, activation, residual):
+    return Architecture.uniform(layers=layers, width=width, rank=rank, tokens=3, heads=heads, normalizer=normalizer,
+                                residual=residual, bias=True, **({"ffn": hidden, "activation": activation}
+                                                                 if hidden else {}))
+
+
+@pytest.mark.blas  # the float64 rank goes through LAPACK: compared with a stated gap, never as a fixture
+@pytest.mark.parametrize("config", CONFIGURATIONS, ids=lambda c: "-".join(map(str, c)))
+def test_certified_dimension_is_the_float64_rank_of_an_independent_forward_pass(config):
+    arch = _architecture(*config)
+    result = function_space_dimension(arch)
+    rank, gap, smallest = float64_rank(config)
+    assert gap > 1e5 and smallest > 1e-10, (config, gap, smallest)
+    assert result.certified and result.lower == rank
+    # and the derived orbit is all: #params minus its dimension
+    assert rank == arch.param_count - len(arch.symmetry_tangents())
+
+
+@pytest.mark.parametrize("config", CONFIGURATIONS[:5], ids=lambda c: "-".join(map(str, c)))
+def test_kernel_of_the_native_jacobian_is_the_orbit(config):
+    arch = _architecture(*config)
+    spectrum = decay_spectrum(arch, progress=False)
+    assert spectrum.kernel == len(arch.symmetry_tangents())
+
+
+def test_the_orbit_by_parts():
+    softmax = Architecture.uniform(layers=2, width=2, rank=1, bias=True)
+    kinds = [t.group for t in softmax.symmetry_tangents()]
+    # GL(1) per layer, b_K translations (softmax), GL(2) between the layers, and the stream's translation
+    assert kinds.count("gauge") == 1 + 1 + 4 + 2 and kinds.count("translation") == 2
+    assert len(softmax.replace(normalizer="cosh").symmetry_tangents()) == 8
+    assert softmax.hidden_translations() == [(2, [(("bV", 1), 1), (("bQ", 2), ("Q", 2)), (("bK", 2), ("K", 2)),
+                                                  (("bV", 2), ("V", 2))])]
+    heads = Architecture.uniform(layers=1, width=2, rank=1, heads=3, bias=True, normalizer="cosh")
+    assert [t.group for t in heads.symmetry_tangents()].count("translation") == 2 * 2  # sum of three b_V
+
+
+# -- the actions, exactly ----------------------------------------------------------------------------------------
+def _rationals(rng, count):
+    return [Fraction(int(rng.integers(-4, 5)), int(rng.integers(1, 3))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gauge_and_translations_keep_the_output_exactly(seed):
+    rng = np.random.default_rng(seed)
+    arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="1 + x**2", bias=True, ffn=2,
+                                activation="x + x**2", residual=True)
+    params = arch.parameters_from_flat(_rationals(rng, arch.param_count))
+    X = [[Fraction(int(v)) for v in row] for row in rng.integers(-2, 3, size=(2, 3))]
+    reference = forward(arch, params, X)
+    blocks = {key: sp.Matrix(m) for key, m in arch.block_map(params).items()}
+    # GL(a) of layer 1 with its biases
+    g = sp.Matrix([[Fraction(int(rng.integers(1, 4)), 2)]])
+    moved = dict(blocks)
+    moved[("Q", 1)], moved[("bQ", 1)] = g * blocks[("Q", 1)], g * blocks[("bQ", 1)]
+    moved[("K", 1)], moved[("bK", 1)] = g.inv().T * blocks[("K", 1)], g.inv().T * blocks[("bK", 1)]
+    assert (forward(arch, arch.parameters_from_blocks(moved), X) == reference).all()
+    # the translation of the stream between layer 1's attention and its block: b_V +c, b_in -W_in c, b_out -c
+    c = sp.Matrix([Fraction(int(rng.integers(-3, 4)), 3), Fraction(int(rng.integers(-3, 4)), 5)])
+    moved = dict(blocks)
+    moved[("bV", 1)] = blocks[("bV", 1)] + c
+    moved[("bin", 1)] = blocks[("bin", 1)] - blocks[("Win", 1)] * c
+    moved[("bout", 1)] = blocks[("bout", 1)] - c
+    assert (forward(arch, arch.parameters_from_blocks(moved), X) == reference).all()
+    # and a move that is not a symmetry changes it
+    moved[("bout", 1)] = blocks[("bout", 1)]
+    assert not (forward(arch, arch.parameters_from_blocks(moved), X) == reference).all()
+
+
+def test_softmax_does_not_see_the_key_bias_and_cosh_does():
+    from symattn.algebra.domains import MpmathDomain
+
+    rng = np.random.default_rng(3)
+    for normalizer, invisible in (("softmax", True), ("cosh", False)):
+        arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3, normalizer=normalizer, bias=True)
+        values = [Fraction(int(v), 3) for v in rng.integers(-3, 4, size=arch.param_count)]
+        params = arch.parameters_from_flat(values)
+        blocks = arch.block_map(params)
+        shifted = {**blocks, ("bK", 1): [[blocks[("bK", 1)][0][0] + 1]]}
+        X = [[1, -1, 2], [0, 2, 1]]
+        with mpmath.workdps(60):
+            a = forward(arch, params, X, MpmathDomain(60))
+            b = forward(arch, arch.parameters_from_blocks(shifted), X, MpmathDomain(60))
+            gap = max(abs(u - v) for u, v in zip(a.ravel(), b.ravel()))
+        assert (gap < mpmath.mpf(10) ** -50) == invisible, (normalizer, gap)
+
+
+def test_bias_blocks_names_and_flags():
+    import argparse
+
+    from symattn.cli.arguments import add_common_arguments, architecture_from_args
+
+    arch = Architecture.uniform(layers=1, width=2, rank=1, bias=True, ffn=2)
+    assert [key for key, _ in arch.blocks()] == [("Q", 1), ("K", 1), ("V", 1), ("bQ", 1), ("bK", 1), ("bV", 1),
+                                                 ("Win", 1), ("Wout", 1), ("bin", 1), ("bout", 1)]
+    names = [str(s) for s in arch.symbols().flat()]
+    assert "bK1_11" in names and "bout1_21" in names
+    assert sp.latex(sp.Symbol("x") * 0 + arch.symbols().others[0][1][0, 0]) == "(b^{Q}_{1})_{11}"
+    assert "biases" in arch.describe() and not arch.is_plain
+    assert arch != Architecture.uniform(layers=1, width=2, rank=1, ffn=2)
+    parser = argparse.ArgumentParser()
+    add_common_arguments(parser)
+    assert architecture_from_args(parser.parse_args(["--layers", "1", "--bias", "--ffn", "2"])) == arch
+    from symattn.curves import collapse, input_scaling
+
+    assert [collapse().block_power(b, 1) for b in ("bQ", "bK", "bV", "bin", "bout")] == [1, 1, 0, 1, 0]
+    assert [input_scaling().block_power(b, 1) for b in ("bQ", "bK", "bV", "bin", "bout")] == [1, 1, 1, 1, 1]
