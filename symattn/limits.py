@@ -9,8 +9,9 @@ computation needs therefore follows from the architecture, the bank and the
 truncation before anything is allocated.  This module
 
 * estimates that peak (:func:`jet_forward_memory`, :func:`spectrum_memory`,
-  :func:`rank_check_memory`, :func:`jet_jacobian_memory`) by walking the
-  shapes of the forward pass, operation by operation;
+  :func:`rank_check_memory`, :func:`jet_jacobian_memory`) by running the
+  forward pass over shapes (:class:`~symattn.algebra.shapes.ShapeDomain`),
+  component by component, operation by operation;
 * compares it with the limit (:func:`memory_limit`: ``max_memory=``, else the
   environment variable ``SYMATTN_MAX_MEMORY``, else half of the machine's
   memory) and raises :class:`~symattn.errors.ResourceLimitError` before any
@@ -54,7 +55,7 @@ Examples
 (536870912, 2684354560)
 >>> estimate = spectrum_memory(Architecture.uniform(layers=2), bank=12, truncation=8)
 >>> format_size(estimate.bytes), estimate.series_order, estimate.jacobian
-('749 KiB', 8, (72, 16))
+('754 KiB', 8, (72, 16))
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .algebra.shapes import (ATTENTION_COPIES, BLAS_OPERAND_COPIES, BLAS_RESULT_COPIES, BROADCAST_PRODUCT_COPIES,
+                             INT64_BYTES, order_text)
 from .errors import ResourceLimitError, SymattnError
 
 __all__ = [
@@ -109,22 +112,17 @@ MAX_BANK = 100_000
 #: ``--layers`` before sympy loads.
 MAX_LAYERS = 100
 
-_INT64 = 8
+_INT64 = INT64_BYTES
 # The limit set by the analysis that is running (its max_memory=), read by the guards inside it.
 _ACTIVE_LIMIT: contextvars.ContextVar = contextvars.ContextVar("symattn_max_memory", default=None)
 _UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
-# Transient cost of one matrix product of jets, in multiples of the array it broadcasts
-# (ModSeriesDomain.matmul: the (r, c, k, batch, width, N) product; the value and the two
-# tangent products, each with the temporary of series_mul_mod, are alive together).
-_BROADCAST_PRODUCT_COPIES = 3
-# Transient cost of one BLAS product (ModSeriesDomain.matmul, algebra.linalg.series_matmul): the
-# (batch, width, N, r, c) result and its reordered copy, plus the reduced copies of both operands
-# (measured with tracemalloc against tests/test_limits.py).
-_BLAS_RESULT_COPIES = 2
-_BLAS_OPERAND_COPIES = 1
-# attention(): s(A), s'(A), the column sums, their reciprocal and the product, per score array.
-_ATTENTION_COPIES = 5
+# The cost model of the estimates (transient copies per product, attention, entrywise function and
+# sum) lives with the shape domain that applies it; the names here are kept for readers of this module.
+_BROADCAST_PRODUCT_COPIES = BROADCAST_PRODUCT_COPIES
+_BLAS_RESULT_COPIES = BLAS_RESULT_COPIES
+_BLAS_OPERAND_COPIES = BLAS_OPERAND_COPIES
+_ATTENTION_COPIES = ATTENTION_COPIES
 
 
 #: The largest file of claims or grid a command reads: far above any hand-written file, so that
@@ -369,31 +367,48 @@ class MemoryEstimate:
                 f"eps^{order_text(self.series_order)}, Jacobian {rows} x {cols}; largest array {self.largest})")
 
 
-def _block_directions(arch, block_directions=None) -> list:
-    """Per layer, the jet widths ``1 + directions`` after ``Q_i``, ``K_i`` and ``V_i``.
+#: The one forward pass, :func:`symattn.model.forward`, registered by the model when it loads: the model
+#: is a floor above (it imports this module), and every Architecture comes with it.
+_FORWARD_PASS: list = []
+
+
+def register_forward_pass(forward: Callable) -> None:
+    """Run the memory estimates with ``forward`` (:func:`symattn.model.forward` registers itself on import).
+
+    Examples
+    --------
+    >>> from symattn.model import forward
+    >>> _FORWARD_PASS == [forward]
+    True
+    """
+    _FORWARD_PASS[:] = [forward]
+
+
+def _shape_blocks(arch, domain, block_directions=None) -> dict:
+    """The parameter blocks as :class:`~symattn.algebra.shapes.Shape` values, jets as wide as their last direction.
 
     Jets are only as long as the last direction an element has met
-    (:meth:`ModSeriesDomain.from_coefficients`), so layer ``i`` carries the
-    directions of layers ``1..i`` only.
+    (:meth:`ModSeriesDomain.from_coefficients`): block ``j`` of
+    :meth:`~symattn.model.Architecture.blocks` is ``1 + (directions of blocks
+    1..j)`` wide, so layer ``i`` carries the directions of layers ``1..i`` only.
+    The blocks, shared by the bank, are not counted (small beside the bank's arrays).
     """
-    widths, used = [], 0
-    for i in range(1, arch.layers + 1):
-        after = {}
-        for h in range(1, arch.heads[i - 1] + 1):  # with heads: the widths after the layer's last head
-            for name, (rows, cols) in arch.block_shapes(i).items():
-                used += rows * cols if block_directions is None else block_directions[arch.block_key(name, i, h)]
-                after[name] = 1 + used
-        widths.append(after)
-    return widths
+    blocks, used = {}, 0
+    for key, (rows, cols) in arch.blocks():
+        used += rows * cols if block_directions is None else block_directions.get(key, 0)
+        blocks[key] = domain.array(rows, cols, width=1 + used, counted=False, block=key)
+    return blocks
 
 
 def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadcast",
                        block_directions=None) -> tuple[int, str]:
     """Peak bytes of one forward pass over jets of truncated series: ``(bytes, largest array)``.
 
-    Walks :func:`symattn.model.forward` layer by layer with the shapes of
-    :class:`~symattn.algebra.modseries.ModSeriesDomain`: each element of a
-    matrix is ``(batch, width, N)`` int64.  ``products="broadcast"``: the
+    Runs :func:`symattn.model.forward` over a :class:`~symattn.algebra.shapes.ShapeDomain`,
+    whose elements carry the shapes of :class:`~symattn.algebra.modseries.ModSeriesDomain`
+    (each element of a matrix is ``(batch, width, N)`` int64), so every
+    component of every layer (attention, a feed-forward block, a residual add)
+    enters the estimate with its own step.  ``products="broadcast"``: the
     parent's ``matmul`` materializes the ``(r, c, k, batch, width, N)``
     elementwise product before summing over ``k`` (the schoolbook baseline);
     ``"blas"`` (the default products of the domain) keeps only the
@@ -409,8 +424,8 @@ def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadc
         ``N``.
     products : {"broadcast", "blas"}
     block_directions : dict, optional
-        ``(name, layer) -> number of jet directions`` of each block (default:
-        every entry, as for the native Jacobian).
+        ``block key -> number of jet directions`` of each block (default:
+        every entry, as for the native Jacobian; a block not named has none).
 
     Examples
     --------
@@ -419,52 +434,17 @@ def jet_forward_memory(arch, bank: int, truncation: int, products: str = "broadc
     >>> larger, _ = jet_forward_memory(Architecture.uniform(layers=2), 8, 8)
     >>> small < larger
     True
+    >>> with_block, largest = jet_forward_memory(Architecture.uniform(layers=2, ffn=3), 4, 8)
+    >>> small < with_block
+    True
     """
-    if products not in ("broadcast", "blas"):
-        raise SymattnError(f"products must be 'broadcast' or 'blas', got {products!r}")
-    t, B, N = arch.tokens, bank, truncation
-    peak, largest = 0, ""
-    hidden = arch.widths[0] * t * B * 1 * N  # the input carries no jets
-    previous_layer = 0  # keys, queries, scores and weights of the last layer stay alive in forward()
-    jet_widths = _block_directions(arch, block_directions)
-    for i, width in enumerate(jet_widths, start=1):
-        d_in, d_out, a = arch.widths[i - 1], arch.widths[i], arch.score_ranks[i - 1]
-        w_hidden = 1 if i == 1 else jet_widths[i - 2]["V"]
-        w_keys, w_queries = max(width["K"], w_hidden), max(width["Q"], w_hidden)
-        w_values = max(width["V"], w_hidden)
-        # (name, r, c, k, width of the result, jets of the left factor: width and batch (the
-        # parameters are shared by the bank), width of the right factor)
-        operations = [
-            ("keys", a, t, d_in, w_keys, (width["K"], 1), w_hidden),
-            ("queries", a, t, d_in, w_queries, (width["Q"], 1), w_hidden),
-            ("scores", t, t, a, width["K"], (w_keys, B), w_queries),
-            ("values", d_out, t, d_in, width["V"], (width["V"], 1), w_hidden),
-            ("outputs", d_out, t, t, width["V"], (w_values, B), width["K"]),
-        ]
-        live = hidden + previous_layer
-        results = {}
-        for name, r, c, k, w, (w_left, batch_left), w_right in operations:
-            result = r * c * B * w * N
-            if products == "broadcast":
-                transient = _BROADCAST_PRODUCT_COPIES * r * c * k * B * w * N
-                shape = f"({r}, {c}, {k}, {B}, {w}, {order_text(N)}) int64"
-            else:
-                operands = (r * k * w_left * batch_left + k * c * w_right * B) * N
-                transient = _BLAS_RESULT_COPIES * result + _BLAS_OPERAND_COPIES * operands
-                shape = f"({B}, {w}, {order_text(N)}, {r}, {c}) int64"
-            if live + transient > peak:
-                peak, largest = live + transient, f"{shape} for the {name} of layer {i}"
-            results[name] = result
-            live += result
-            if name == "scores":  # the normalized weights
-                attention = _ATTENTION_COPIES * result
-                if live + attention > peak:
-                    peak, largest = live + attention, f"({t}, {t}, {B}, {w}, {order_text(N)}) int64 for the attention of layer {i}"
-                live += result
-                results["weights"] = result
-        previous_layer = results["keys"] + results["queries"] + results["scores"] + results["weights"]
-        hidden = results["outputs"]
-    return peak * _INT64, largest
+    from .algebra.shapes import ShapeDomain
+
+    domain = ShapeDomain(truncation, products)
+    blocks = _shape_blocks(arch, domain, block_directions)
+    X = domain.array(arch.widths[0], arch.tokens, batch=bank, label="input")  # the input carries no jets
+    _FORWARD_PASS[0](arch, arch.parameters_from_blocks(blocks), X, domain, convert=False)
+    return domain.peak_bytes, domain.largest
 
 
 def _products() -> str:
@@ -568,22 +548,6 @@ def jet_jacobian_memory(arch, bank: int, truncation: int, directions: int | None
 
 
 # -- the check ----------------------------------------------------------------------------------
-def order_text(order: int) -> str:
-    """A series order for a message: its digits, or its size when it has more than 30 of them.
-
-    Deep networks ask for orders such as ``2 * 3^9999``, whose digits Python
-    refuses to print (past 4,300) and no reader wants.
-
-    Examples
-    --------
-    >>> order_text(55), order_text(2 * 3**9999 + 1)
-    ('55', '(about 10^4771)')
-    """
-    if order.bit_length() <= 100:
-        return str(order)
-    return f"(about 10^{int(order.bit_length() * math.log10(2))})"
-
-
 def _flags(arch) -> str:
     parts = [f"--layers {arch.layers}"]
     widths, ranks = arch.widths, arch.score_ranks
@@ -677,7 +641,7 @@ def check_memory(estimate: MemoryEstimate, max_memory=None, arch=None, estimate_
     >>> check_memory(estimate_for(arch), max_memory="10M", arch=arch, estimate_for=estimate_for, bank=60)
     Traceback (most recent call last):
     ...
-    symattn.errors.ResourceLimitError: --layers 2 --width 4 --rank 1 --tokens 6 needs about 36.5 MiB for the decay spectrum (bank 60 inputs, series to eps^8, Jacobian 1440 x 48; largest array (60, 49, 8, 4, 6) int64 for the outputs of layer 2), over the limit of 10.0 MiB; --bank <= 16, --tokens <= 2 or --width <= 1 fits in 10.0 MiB; --max-memory SIZE (or max_memory=, SYMATTN_MAX_MEMORY) raises the limit
+    symattn.errors.ResourceLimitError: --layers 2 --width 4 --rank 1 --tokens 6 needs about 36.6 MiB for the decay spectrum (bank 60 inputs, series to eps^8, Jacobian 1440 x 48; largest array (60, 49, 8, 4, 6) int64 for the outputs of layer 2), over the limit of 10.0 MiB; --bank <= 16, --tokens <= 2 or --width <= 1 fits in 10.0 MiB; --max-memory SIZE (or max_memory=, SYMATTN_MAX_MEMORY) raises the limit
     """
     limit = memory_limit(max_memory)
     who = _flags(arch) + " " if arch is not None else ""

@@ -25,6 +25,7 @@ import numpy as np
 import sympy as sp
 
 from ..errors import ShapeError, SymattnError
+from ..limits import register_forward_pass
 from .architecture import Architecture, Parameters
 from .components import Stream
 
@@ -112,6 +113,9 @@ def forward(arch: Architecture, params: Parameters, X, domain="QQ", convert: boo
         for component in components:
             component.step(domain, stream, blocks, layer)
     return stream.hidden
+
+
+register_forward_pass(forward)  # the memory estimates (symattn.limits, a floor below) run this pass over shapes
 
 
 def closed_form(arch: Architecture, unevaluated_normalizer: bool = False, engine: str = "sympy",
