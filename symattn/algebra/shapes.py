@@ -314,6 +314,10 @@ class ShapeDomain:
         """A masked copy."""
         return self._entrywise(a, a.batch, a.width, a.layer, "causal mask", 1)
 
+    def ones(self, rows: int, cols: int) -> Shape:
+        """The constant all-ones matrix: one batch entry, no jets."""
+        return self.array(rows, cols, label="constant")
+
     def apply_normalizer(self, a: Shape, normalizer) -> Shape:
         """A function applied entrywise (an activation), charging :data:`ENTRYWISE_COPIES` results."""
         return self._entrywise(a, a.batch, a.width, a.layer, "activation", ENTRYWISE_COPIES)
