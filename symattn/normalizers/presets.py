@@ -92,6 +92,14 @@ def check_size(expr: sp.Expr, given) -> None:
 
     Among them the nesting of transcendental functions (at most 3):
     ``exp(exp(exp(exp(x))))`` is refused before any series is computed.
+
+    Examples
+    --------
+    >>> check_size(sp.exp(sp.exp(x)), "exp(exp(x))")
+    >>> check_size(sp.exp(sp.exp(sp.exp(sp.exp(x)))), "exp(exp(exp(exp(x))))")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.NormalizerError: the normalizer 'exp(exp(exp(exp(x))))' nests 4 functions or powers with a non-constant exponent; at most 3 are accepted
     """
     limits = NORMALIZER_LIMITS
     if sp.count_ops(expr) > limits.max_nodes:
