@@ -1,0 +1,200 @@
+"""Tangents of the symmetry orbits along a curve, and the upper bounds of the rank they give.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..algebra.modseries import ModSeriesDomain
+from ..curves import Curve, collapse
+from ..effective import hidden_gauge_layers
+from ..model import Architecture
+from .columns import parameter_columns
+from .points import DEFAULT_PRIMES, field_primes, random_point
+
+__all__ = ["gauge_tangent_series", "scaling_tangent_series", "symmetry_tangent_series", "symmetry_orbit_bound", "effective_dimension_of", "native_rank_bound"]
+
+
+# -- tangents of the symmetry orbits ----------------------------------------------------------------
+def gauge_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
+    """Tangent vectors of the gauge orbit at ``theta_eps``: shape ``(gauge_dim, #params, N)``.
+
+    One vector per basis element of ``gl(a_i)`` (``Q_i -> G Q_i``,
+    ``K_i -> G^{-T} K_i``) and of ``gl(d_i)``, ``i < l`` (``V_i -> H V_i``,
+    layer ``i + 1`` blocks ``-> (.) H^{-1}``), all exact mod ``(p, eps^N)``.
+    With heads, one ``gl(a_i)`` per head, and ``H_i`` acts on every head's
+    ``V_{i,h}`` and on every head of layer ``i + 1``; a residual stream has
+    no ``gl(d_i)`` part (:func:`symattn.effective.gauge_dimension`).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=2, width=2, rank=1)
+    >>> point, _ = random_point(arch, 101, 0)
+    >>> gauge_tangent_series(arch, collapse(), point, 101, 3).shape    # a_1^2 + a_2^2 + d_1^2
+    (6, 16, 3)
+    """
+    return symmetry_tangent_series(arch, curve, point, p, truncation, "gauge")
+
+
+def scaling_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int) -> np.ndarray:
+    """Tangents of ``Q_i -> c Q_i, V_i -> V_i / c`` for each lightning head: shape ``(m, #params, N)``.
+
+    Lightning attention has no normalization, so these scalings keep the
+    output: they join the gauge tangents in the kernel of ``J(eps)``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, normalizer="lightning")
+    >>> point = {("Q", 1): np.array([[2]]), ("K", 1): np.array([[3]]), ("V", 1): np.array([[5]])}
+    >>> scaling_tangent_series(arch, collapse(), point, 101, 2)[0].tolist()   # (eps Qt, 0, -Vt)
+    [[0, 2], [0, 0], [96, 0]]
+    """
+    return symmetry_tangent_series(arch, curve, point, p, truncation, "scaling")
+
+
+def symmetry_tangent_series(arch: Architecture, curve: Curve, point, p: int, truncation: int,
+                            group: str | None = None) -> np.ndarray:
+    """The symmetry tangents of the components at ``theta_eps``, exact mod ``(p, eps^N)``: ``(m, #params, N)``.
+
+    Each :class:`~symattn.model.components.Tangent` of
+    :meth:`~symattn.model.Architecture.symmetry_tangents` (of ``group``, or
+    all) moves a block ``M`` by ``L M + M R + C``, evaluated here on the
+    block's series along ``curve``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=1, width=1, rank=1, normalizer="lightning")
+    >>> point = {("Q", 1): np.array([[2]]), ("K", 1): np.array([[3]]), ("V", 1): np.array([[5]])}
+    >>> symmetry_tangent_series(arch, collapse(), point, 101, 2)[:, :, 1].tolist()   # gl(1), then the scaling
+    [[2, 98, 0], [2, 0, 0]]
+    """
+    residue = ModSeriesDomain(p, truncation).residue
+    series = {key: curve.block_coefficients(key[0], key[1], point[key], residue, truncation)
+              for key, _ in arch.blocks()}
+    columns = parameter_columns(arch)
+    tangents = arch.symmetry_tangents(group)
+    out = np.zeros((len(tangents), arch.param_count, truncation), dtype=np.int64)
+    for row, tangent in enumerate(tangents):
+        for key, (left, right, constant, *source) in tangent.terms.items():
+            M = series[key]
+            move = np.zeros_like(M)
+            if source and source[0] is not None:  # a bias moved through its weight: M_source S
+                other, S = source[0]
+                move = move + np.einsum("abn,bc->acn", series[other], np.asarray(S, dtype=np.int64) % p)
+            if left is not None:
+                move = move + np.einsum("ab,bcn->acn", np.asarray(left, dtype=np.int64) % p, M)
+            if right is not None:
+                move = move + np.einsum("abn,bc->acn", M, np.asarray(right, dtype=np.int64) % p)
+            if constant is not None:
+                move[..., 0] += np.asarray(constant, dtype=np.int64)
+            positions = columns[key]
+            out[row, positions] = (out[row, positions] + move.reshape(len(positions), truncation)) % p
+    return out
+
+
+def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: int = 0) -> int:
+    """An upper bound of the rank of the native Jacobian: ``#params`` minus the symmetry orbit's dimension.
+
+    The gauge orbit (and the scalings of lightning heads) lies in every
+    fiber, so its tangents lie in the kernel of the native Jacobian: the rank
+    of ``J`` is at most ``#params`` minus their rank at a random point mod
+    ``p`` (at most the generic rank, so the bound stays a bound).  With a
+    causal mask and one head per layer without a residual stream, ``F = P X
+    M_l`` still holds (the mask acts on the scores, which are
+    ``M^T X^T What_i X M`` in input coordinates), so the effective dimension
+    bounds the rank too, and the smaller bound is returned.  It is the rank
+    the variants are compared with (no formula is claimed for them).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> symmetry_orbit_bound(Architecture.uniform(layers=2, width=2, rank=1))        # 16 - 6
+    10
+    >>> symmetry_orbit_bound(Architecture.uniform(layers=2, width=2, rank=1, residual=True))   # 16 - 2
+    14
+    >>> symmetry_orbit_bound(Architecture([2, 3, 3], [1, 1], causal=True))   # 25 - 11 = 14 > 12 = dim (What, P)
+    12
+    """
+    from ..algebra.valuations import smith_valuations
+    from ..effective import effective_dimension
+
+    p = field_primes(arch, (p,))[0]  # random_point needs a root of the normalizers' field (sqrt(3))
+    point, _ = random_point(arch, p, seed)
+    still = Curve("a random point (no curve)")
+    tangents = symmetry_tangent_series(arch, still, point, p, 1)
+    bound = arch.param_count - (smith_valuations(tangents, p).resolved_rank if len(tangents) else 0)
+    if arch.factors_through_effective and not any(n.is_lightning for n in arch.normalizers):
+        bound = min(bound, effective_dimension(arch))  # F = P X M_l: a mask alone keeps the effective parameters
+    return bound
+
+
+@functools.lru_cache(maxsize=256)
+def effective_dimension_of(widths: tuple, score_ranks: tuple) -> int:
+    """:func:`symattn.effective.effective_dimension` of a shape, computed once (with a bottleneck it is a rank).
+
+    Examples
+    --------
+    >>> effective_dimension_of((2, 2, 2), (1, 1))
+    10
+    """
+    from ..effective import effective_dimension
+
+    return effective_dimension(Architecture(widths, score_ranks))
+
+
+def native_rank_bound(arch: Architecture) -> tuple[int, str]:
+    """A proven upper bound of the rank of the native Jacobian at any point, and why it holds.
+
+    The effective dimension for the model of the paper (``F`` factors
+    through ``(What_1, ..., What_l, P)``), less one for each lightning layer
+    (its scaling keeps ``F``); the value map's dimension with one token (every
+    ``S(A)`` is the constant 1, so ``F = P X``); for the variants
+    :func:`symmetry_orbit_bound`.  A computed rank that reaches it is the
+    rank: the directions left unresolved are kernel.
+
+    Examples
+    --------
+    >>> native_rank_bound(Architecture.uniform(layers=2))[0]
+    10
+    >>> bound, reason = native_rank_bound(Architecture.uniform(layers=2, tokens=1))
+    >>> bound, reason.split(":")[0]
+    (4, 'one token')
+    >>> native_rank_bound(Architecture.uniform(layers=2, normalizer="lightning"))[0]
+    8
+    """
+    from ..effective import effective_block_dimensions
+
+    lightning = [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
+    if arch.degenerate and not lightning:
+        values = (effective_block_dimensions(arch)["values"] if arch.is_plain
+                  else arch.widths[-1] * arch.widths[0])
+        bound = values if arch.is_plain else min(values, symmetry_orbit_bound(arch))
+        return bound, ("one token: every S(A) is the 1 x 1 matrix 1, so F is linear in X through the value "
+                       f"maps only (dimension at most {bound})")
+    if not arch.is_plain:
+        return symmetry_orbit_bound(arch), (
+            f"#params minus the dimension of the symmetry orbit of {arch.describe_variant()} (one GL(a_i) per "
+            "head" + (", GL(d_i) per hidden layer" if hidden_gauge_layers(arch) else
+                      ", no hidden GL(d_i): a residual stream breaks it" if arch.residual else "")
+            + (", the scalings of lightning heads" if lightning else "")
+            + "), a rank at a random point mod p; the orbit lies in every fiber"
+            + ("; with one head per layer and no residual stream F = P X M_l still holds, so at most the "
+               "dimension of (What_1, ..., What_l, P)" if all(h == 1 for h in arch.heads) and not arch.residual
+               else ""))
+    eff = effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
+    reason = ("the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
+              + (" (an exact Jacobian rank at a random integer point: a hidden width is a bottleneck)"
+                 if min(arch.widths[1:-1], default=arch.widths[0]) < arch.widths[0] else ""))
+    if lightning:
+        reason += (f", minus {len(lightning)}: each lightning layer i has the scaling Q_i -> c Q_i, "
+                   "V_i -> V_i / c, which acts on the effective parameters with a free orbit and keeps F")
+        return eff - len(lightning), reason
+    return eff, reason
