@@ -212,15 +212,17 @@ class Component:
         States: ``zero`` (every token is 0), ``identical`` (all tokens of an
         input are equal), ``input-independent`` (the tokens do not depend on
         the input), ``constant-coordinate``.  ``origin`` is the component's
-        node, for states it creates.  The default forces nothing: a component
-        with parameters may map any input anywhere.
+        node, for states it creates.  The default rules of the ``observe_*``
+        methods are those of an invertible linear map of each token (``x ->
+        L x``): every state is kept; a component that is not one overrides them.
 
         Examples
         --------
-        >>> Residual().observe_stream({"zero": "values:1"}, "x")
-        {}
+        >>> Component().observe_stream({"zero": "values:1", "rank<=1": "values:1"}, "x")
+        {'zero': 'values:1'}
         """
-        return {}
+        return {state: states[state] for state in ("zero", "identical", "input-independent", "constant-coordinate")
+                if state in states}
 
     def observe_span(self, span: int, width: int, states: dict) -> int:
         """The dimension of the span of the output tokens (over every input) from that of the input tokens.
@@ -272,13 +274,15 @@ class Component:
         (:meth:`observe_reach`).  The graph has already checked that a path
         from the block to the output is not forced to zero (else:
         unobservable).  The default: observable, a block with parameters on a
-        live path.
+        live path, unless its input is zero (a linear map of 0 is 0).
 
         Examples
         --------
-        >>> Component().observe_verdict({}, 2, 2)[0]
-        'observable'
+        >>> Component().observe_verdict({}, 2, 2)[0], Component().observe_verdict({"zero": "values:1"}, 0, 2)[0]
+        ('observable', 'unobservable')
         """
+        if "zero" in states:
+            return "unobservable", "zero-input", "its input is zero: the block multiplies 0"
         return "observable", "live-path", "a path to the output through nodes that nothing forces"
 
     def observe_tie(self, block_input: tuple, output: tuple, width: int) -> tuple:

@@ -314,7 +314,7 @@ class FeedForward(Component):
         if reach is not None and generic_reach is not None and reach < generic_reach:
             return ("partial", "narrow-reach", f"the rest of the network reads only {reach} functional(s) of its "
                     f"output (generic {generic_reach}): only that part of W_out reaches the output")
-        return super().observe_verdict(states, span, generic_span, reach, generic_reach)
+        return "observable", "live-path", "a path to the output through nodes that nothing forces"
 
     def discrete_group_order(self) -> int:
         """``M!`` permutations of the hidden units, times ``2^M`` sign flips for an odd activation."""

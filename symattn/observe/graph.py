@@ -348,7 +348,9 @@ def _reaches(arch: Architecture, spans: dict, uniform=frozenset(), value_ranks=N
         seen = reach[_attention_output(arch, i)]
         d_in, a = arch.widths[i - 1], arch.score_ranks[i - 1]
         heads = range(1, arch.heads[i - 1] + 1)
-        through_values = sum(min(value_ranks.get((i, h), min(width, d_in)), seen) for h in heads)
+        ranks = [value_ranks.get((i, h), min(width, d_in)) for h in heads]
+        # a forced attention is shared by every head: only sum_h V_{i,h} reads the layer's input
+        through_values = min(sum(ranks), width, d_in, seen) if i in uniform else sum(min(r, seen) for r in ranks)
         through_scores = 0 if i in uniform or seen == 0 else \
             sum(2 * min(a, spans[i]) for h in heads if h not in dead_heads.get(i, ()))
         reach["input" if i == 1 else f"tokens:{i - 1}"] = min(
@@ -640,6 +642,8 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         if ("zero" in states[values] and not arch.residual) or "zero" in prev:
             states[tokens]["zero"] = states[values].get("zero", prev.get("zero"))
         else:
+            if "input-independent" in prev:  # tokens that do not depend on the input (a component made them)
+                states[tokens]["input-independent"] = prev["input-independent"]
             if "identical" in prev:
                 states[tokens]["identical"] = prev["identical"]
             elif "uniform" in states[attention] and not arch.causal and not arch.residual:
