@@ -203,6 +203,118 @@ class Component:
         """The fields of a sweep's grid that give this component (``{"ffn": 2, "activation": "tanh"}``)."""
         return {}
 
+    # -- observability rules (read by :mod:`symattn.observe`, which never branches on a component's kind) --
+    def observe_node(self, layer: int, d_in: int) -> dict | None:
+        """The node the component adds to the dependency graph, or None (a mask, a residual add: no node).
+
+        The default, for a component with parameters: one node ``kind:layer``
+        holding them, whose block of observability is ``kind:layer`` (its
+        :meth:`block_groups`).  Attention's nodes are the graph's own.
+
+        Examples
+        --------
+        >>> Residual().observe_node(1, 2) is None
+        True
+        """
+        blocks = self.parameter_blocks(layer, d_in)
+        if not blocks:
+            return None
+        groups = list(dict.fromkeys(self.block_groups(layer, d_in).values()))
+        return {"name": groups[0], "kind": self.kind, "block": groups[0], "keys": [key for key, _ in blocks],
+                "label": f"{self.kind} {layer}", "latex": rf"\mathrm{{{self.kind}}}_{{{layer}}}"}
+
+    def observe_stream(self, states: dict, origin: str) -> dict:
+        """The forced states of the stream after the component, from those of its input (``state -> origin``).
+
+        States: ``zero`` (every token is 0), ``identical`` (all tokens of an
+        input are equal), ``input-independent`` (the tokens do not depend on
+        the input), ``constant-coordinate``.  ``origin`` is the component's
+        node, for states it creates.  The default rules of the ``observe_*``
+        methods are those of an invertible linear map of each token (``x ->
+        L x``): every state is kept; a component that is not one overrides them.
+
+        Examples
+        --------
+        >>> Component().observe_stream({"zero": "values:1", "rank<=1": "values:1"}, "x")
+        {'zero': 'values:1'}
+        """
+        return {state: states[state] for state in ("zero", "identical", "input-independent", "constant-coordinate")
+                if state in states}
+
+    def observe_span(self, span: int, width: int, states: dict) -> int:
+        """The dimension of the span of the output tokens (over every input) from that of the input tokens.
+
+        ``states`` are the input's forced states.  The default keeps the span
+        (a component acting linearly on each token).
+
+        Examples
+        --------
+        >>> Component().observe_span(2, 3, {})
+        2
+        """
+        return min(span, width)
+
+    def observe_reach(self, reach: int, width: int) -> int:
+        """How many independent functionals of its input stream the rest of the network reads, from its output's.
+
+        ``reach`` is that number for the component's output stream (the
+        output reads all of ``X_l``).  The default passes it on.
+
+        Examples
+        --------
+        >>> Component().observe_reach(1, 3)
+        1
+        """
+        return min(reach, width)
+
+    def observe_commutant(self, width: int) -> int:
+        """The dimension of the linear maps ``G`` of its stream with ``G o block = block o G`` (0: none claimed).
+
+        Between two residual layers whose attention averages with fixed weights
+        such a ``G`` moves ``I + V_i`` and ``I + V_{i+1}`` together.
+
+        Examples
+        --------
+        >>> Component().observe_commutant(2)
+        0
+        """
+        return 0
+
+    def observe_verdict(self, states: dict, span: int, generic_span: int, reach: int | None = None,
+                        generic_reach: int | None = None) -> tuple:
+        """``(status, rule, text)``: what the output sees of the component's block, from its input stream.
+
+        ``states`` are the input stream's forced states, ``span`` and
+        ``generic_span`` the dimension of its tokens' span on the set and at
+        a generic point, ``reach`` and ``generic_reach`` how many independent
+        functionals of its output the rest of the network reads
+        (:meth:`observe_reach`).  The graph has already checked that a path
+        from the block to the output is not forced to zero (else:
+        unobservable).  The default: observable, a block with parameters on a
+        live path, unless its input is zero (a linear map of 0 is 0).
+
+        Examples
+        --------
+        >>> Component().observe_verdict({}, 2, 2)[0], Component().observe_verdict({"zero": "values:1"}, 0, 2)[0]
+        ('observable', 'unobservable')
+        """
+        if "zero" in states:
+            return "unobservable", "zero-input", "its input is zero: the block multiplies 0"
+        return "observable", "live-path", "a path to the output through nodes that nothing forces"
+
+    def observe_tie(self, block_input: tuple, output: tuple, width: int) -> tuple:
+        """``(states, span)`` of a stream that a tying component (:meth:`ties_stream`) sums with its block's input.
+
+        ``block_input`` and ``output`` are ``(states, span)`` of the two
+        summands.  The default claims nothing forced and a full span.
+
+        Examples
+        --------
+        >>> Component().observe_tie(({}, 1), ({}, 1), 3)
+        ({}, 3)
+        """
+        return {}, width
+
     def describe(self) -> str:
         return self.kind
 
@@ -363,3 +475,21 @@ class Residual(Component):
 
     def ties_stream(self) -> bool:
         return True
+
+    def observe_tie(self, block_input: tuple, output: tuple, width: int) -> tuple:
+        """The sum of two streams: a zero summand leaves the other; equal or input-independent tokens stay so.
+
+        Examples
+        --------
+        >>> Residual().observe_tie(({"zero": "values:1"}, 0), ({"identical": "ffn"}, 1), 2)
+        ({'identical': 'ffn'}, 1)
+        >>> Residual().observe_tie(({"identical": "input"}, 2), ({}, 1), 2)
+        ({}, 2)
+        """
+        (a, span_a), (b, span_b) = block_input, output
+        if "zero" in a:
+            return dict(b), span_b
+        if "zero" in b:
+            return dict(a), span_a
+        kept = {state: a[state] for state in ("identical", "input-independent") if state in a and state in b}
+        return kept, min(width, span_a + span_b)

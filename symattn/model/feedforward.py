@@ -193,6 +193,110 @@ class FeedForward(Component):
     def analytic_functions(self) -> tuple:
         return (self.activation,)
 
+    # -- observability rules (symattn.observe): the block acts token by token, W_out s(W_in x) --
+    @cached_property
+    def _value_at_zero(self):
+        return self.activation.taylor(1)[0]
+
+    def observe_node(self, layer: int, d_in: int) -> dict:
+        """The graph's node ``feed-forward:i``, holding ``W_in,i`` and ``W_out,i``.
+
+        Examples
+        --------
+        >>> FeedForward(2, Activation("tanh")).observe_node(1, 2)["label"]
+        'W_out,1 s(W_in,1 x)'
+        """
+        node = super().observe_node(layer, d_in)
+        node.update(label=f"W_out,{layer} s(W_in,{layer} x)",
+                    latex=rf"W^{{\mathrm{{out}}}}_{{{layer}}} \sigma(W^{{\mathrm{{in}}}}_{{{layer}}} x)")
+        return node
+
+    def observe_stream(self, states: dict, origin: str) -> dict:
+        """Token by token: equal tokens stay equal, input-independent ones stay so; zero ones become ``W_out s(0)``.
+
+        A zero input gives the tokens ``W_out s(0)``: zero when ``s(0) = 0``
+        (``tanh``), else one vector, the same for every token and input
+        (``sigmoid``).  Nothing else survives the nonlinearity (a constant
+        coordinate, a subspace).
+
+        Examples
+        --------
+        >>> FeedForward(1, Activation("tanh")).observe_stream({"zero": "values:1"}, "feed-forward:1")
+        {'zero': 'values:1'}
+        >>> FeedForward(1, Activation("sigmoid")).observe_stream({"zero": "values:1"}, "feed-forward:1")
+        {'identical': 'values:1', 'input-independent': 'values:1'}
+        >>> FeedForward(1, Activation("tanh")).observe_stream({"identical": "scores:1", "rank<=1": "values:1"}, "f")
+        {'identical': 'scores:1'}
+        """
+        if "zero" in states:
+            if self._value_at_zero == 0:
+                return {"zero": states["zero"]}
+            return {"identical": states["zero"], "input-independent": states["zero"]}
+        return {state: states[state] for state in ("identical", "input-independent") if state in states}
+
+    def observe_span(self, span: int, width: int, states: dict) -> int:
+        """``min(d_i, M)``: the tokens ``W_out s(W_in x)`` span the image of ``W_out`` (one vector for a fixed input).
+
+        Examples
+        --------
+        >>> block = FeedForward(2, Activation("sigmoid"))
+        >>> block.observe_span(1, 3, {}), block.observe_span(0, 3, {"zero": "values:1"})
+        (2, 1)
+        """
+        if "zero" in states:
+            return 0 if self._value_at_zero == 0 else 1
+        if "input-independent" in states or span == 0:
+            return min(span, 1)
+        return min(width, self.hidden)
+
+    def observe_reach(self, reach: int, width: int) -> int:
+        """``min(d_i, M)``: a functional of the output reads every row of ``W_in`` (each unit its own ``s'``).
+
+        Examples
+        --------
+        >>> FeedForward(1, Activation("tanh")).observe_reach(2, 3), FeedForward(4, Activation("tanh")).observe_reach(1, 3)
+        (1, 3)
+        """
+        return min(width, self.hidden) if reach > 0 else 0
+
+    def observe_commutant(self, width: int) -> int:
+        """``(d_i - M)^2``: ``G = I + N`` with ``W_in N = 0`` and ``N W_out = 0`` commutes with the block.
+
+        Examples
+        --------
+        >>> FeedForward(1, Activation("tanh")).observe_commutant(3), FeedForward(2, Activation("tanh")).observe_commutant(2)
+        (4, 0)
+        """
+        return max(0, width - self.hidden) ** 2
+
+    def observe_verdict(self, states: dict, span: int, generic_span: int, reach: int | None = None,
+                        generic_reach: int | None = None) -> tuple:
+        """``W_in,i`` and ``W_out,i`` are seen when the block's input is neither zero, fixed, nor confined.
+
+        Examples
+        --------
+        >>> FeedForward(1, Activation("sigmoid")).observe_verdict({"zero": "values:1"}, 0, 2)[:2]
+        ('partial', 'zero-input')
+        >>> FeedForward(1, Activation("tanh")).observe_verdict({}, 1, 2)[:2]
+        ('partial', 'low-rank-input')
+        """
+        if "zero" in states:
+            if self._value_at_zero == 0:
+                return ("unobservable", "zero-input", "its input is zero and s(0) = 0: the block outputs 0 "
+                        "whatever W_in, W_out are")
+            return ("partial", "zero-input", "its input is zero: W_in multiplies 0 and only W_out s(0) "
+                    "reaches the output")
+        if "input-independent" in states:
+            return ("partial", "fixed-input", "its input is the same vector for every input: the block is "
+                    "seen at one point only")
+        if span < generic_span:
+            return ("partial", "low-rank-input", f"its input tokens lie in a {span}-dimensional subspace (generic "
+                    f"{generic_span}): only W_in restricted to it reaches the output")
+        if reach is not None and generic_reach is not None and reach < generic_reach:
+            return ("partial", "narrow-reach", f"the rest of the network reads only {reach} functional(s) of its "
+                    f"output (generic {generic_reach}): only that part of W_out reaches the output")
+        return "observable", "live-path", "a path to the output through nodes that nothing forces"
+
     def discrete_group_order(self) -> int:
         """``M!`` permutations of the hidden units, times ``2^M`` sign flips for an odd activation."""
         return math.factorial(self.hidden) * (2 ** self.hidden if self.activation.is_odd else 1)

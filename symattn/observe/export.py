@@ -34,10 +34,10 @@ def _node_status(graph, verdict, node):
     if verdict is None:
         return None
     block = graph.nodes[node].get("block")
-    if graph.nodes[node]["kind"] == "scores":
-        return verdict.verdicts[block].status
     if graph.nodes[node]["kind"] == "values":
         return verdict.verdicts["values"].status
+    if block in verdict.verdicts:  # scores, and the blocks of the components after attention
+        return verdict.verdicts[block].status
     return None
 
 

@@ -26,8 +26,89 @@ from .events import (
 __all__ = ["BlockVerdict", "Observability", "Reason", "dependency_graph", "minimal_collapses", "propagate"]
 
 
-def _blocks(layers: int) -> list[str]:
-    return [f"scores:{i}" for i in range(1, layers + 1)] + ["values"]
+def _block_of_group(group: str) -> str:
+    """The block of observability of a component's group: ``scores:i:h`` belongs to ``scores:i`` (every head)."""
+    parts = group.split(":")
+    return ":".join(parts[:2]) if parts[0] == "scores" else group
+
+
+def _blocks(arch: Architecture) -> list[str]:
+    """The blocks of observability, read off the components: attention's ``scores:i`` (every head of layer
+    ``i``) and the other components' own groups (``feed-forward:i``) in parameter order, then ``values``.
+
+    Examples
+    --------
+    >>> _blocks(Architecture.uniform(layers=2, heads=2))
+    ['scores:1', 'scores:2', 'values']
+    >>> _blocks(Architecture.uniform(layers=2, ffn=1))
+    ['scores:1', 'feed-forward:1', 'scores:2', 'feed-forward:2', 'values']
+    """
+    blocks = list(dict.fromkeys(_block_of_group(g) for g in arch.block_groups().values()))
+    return [b for b in blocks if b != "values"] + ["values"]
+
+
+def _attention_output(arch: Architecture, layer: int) -> str:
+    """The node of the tokens leaving layer ``layer``'s attention (and its residual add): ``tokens:i``, or
+    ``attended:i`` when components with parameters follow it in the layer."""
+    return f"attended:{layer}" if any(c.computes for c in arch.extra[layer - 1]) else f"tokens:{layer}"
+
+
+def _layer_steps(arch: Architecture, layer: int) -> list[dict]:
+    """The components after layer ``layer``'s attention as steps of the graph, in forward order.
+
+    A computing component reads the stream ``input`` and writes ``output``
+    (the last one writes ``tokens:i``) through its node ``node`` (None for
+    one without parameters); a tying component (a residual add) sums its
+    block's input ``block_input`` into ``output``.
+    """
+    extra = arch.extra[layer - 1]
+    width = arch.widths[layer]
+    computing = [j for j, c in enumerate(extra) if c.computes]
+    stream = block_input = _attention_output(arch, layer)
+    steps = []
+    for j, component in enumerate(extra):
+        if component.computes:
+            spec = component.observe_node(layer, width)
+            name = spec["name"] if spec else f"{component.kind}:{layer}:{j}"
+            output = f"tokens:{layer}" if j == computing[-1] else f"{name}:tokens"
+            steps.append({"component": component, "node": spec and spec["name"], "spec": spec, "input": stream,
+                          "output": output})
+            block_input, stream = stream, output
+        elif component.ties_stream():
+            steps.append({"component": component, "tie": True, "block_input": block_input, "output": stream})
+    return steps
+
+
+def _generic_spans(arch: Architecture) -> dict:
+    """The dimension of the span of the tokens (over every input) of each stream node at a generic point.
+
+    One head per layer, without components after attention: ``min(d_0, ...,
+    d_i)``.  With ``h_i`` heads the tokens of layer ``i`` lie in the sum of
+    ``h_i`` images of those of layer ``i - 1`` (plus that layer's own with a
+    residual stream), at most ``d_i``; a component after attention says what
+    it makes of the span (:meth:`~symattn.model.Component.observe_span`: a
+    feed-forward block's tokens span the image of ``W_out``).
+
+    Examples
+    --------
+    >>> _generic_spans(Architecture([3, 2, 3], [1, 1]))
+    {'input': 3, 'tokens:1': 2, 'tokens:2': 2}
+    >>> _generic_spans(Architecture.uniform(layers=1, width=3, ffn=1))
+    {'input': 3, 'attended:1': 3, 'tokens:1': 1}
+    """
+    spans = {"input": arch.widths[0]}
+    bound = arch.widths[0]
+    for i in range(1, arch.layers + 1):
+        bound = min(arch.widths[i], (arch.heads[i - 1] + (1 if arch.residual else 0)) * bound)
+        spans[_attention_output(arch, i)] = bound
+        for step in _layer_steps(arch, i):
+            if step.get("tie"):
+                _, spans[step["output"]] = step["component"].observe_tie(
+                    ({}, spans[step["block_input"]]), ({}, spans[step["output"]]), arch.widths[i])
+            else:
+                spans[step["output"]] = step["component"].observe_span(spans[step["input"]], arch.widths[i], {})
+        bound = spans[f"tokens:{i}"]
+    return spans
 
 
 def dependency_graph(arch: Architecture) -> nx.DiGraph:
@@ -106,13 +187,33 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
                    shape=(arch.widths[i], t), heads=heads)
         G.add_node(f"tokens:{i}", kind="tokens", layer=i, params=(), block="", label=f"X_{i}",
                    latex=rf"X_{{{i}}}", shape=(arch.widths[i], t))
+        attended = _attention_output(arch, i)
+        if attended != f"tokens:{i}":  # components after attention: its output is a stream of its own
+            G.add_node(attended, kind="stream", layer=i, params=(), block="", label=f"Y_{i}",
+                       latex=rf"Y_{{{i}}}", shape=(arch.widths[i], t))
         G.add_edge(previous, f"scores:{i}", kind="compute")
         G.add_edge(f"scores:{i}", f"attention:{i}", kind="compute")
         G.add_edge(previous, f"values:{i}", kind="compute")
-        G.add_edge(f"values:{i}", f"tokens:{i}", kind="compute")
-        G.add_edge(f"attention:{i}", f"tokens:{i}", kind="compute")
+        G.add_edge(f"values:{i}", attended, kind="compute")
+        G.add_edge(f"attention:{i}", attended, kind="compute")
         if arch.residual:  # X_i = X_{i-1} + (attention output): the stream itself
-            G.add_edge(previous, f"tokens:{i}", kind="residual")
+            G.add_edge(previous, attended, kind="residual")
+        for step in _layer_steps(arch, i):  # the components after attention add their own nodes
+            if step.get("tie"):
+                G.add_edge(step["block_input"], step["output"], kind="residual")
+                continue
+            if step["output"] not in G:
+                G.add_node(step["output"], kind="stream", layer=i, params=(), block="",
+                           label=step["output"], latex=latex_escape(step["output"]), shape=(arch.widths[i], t))
+            spec = step["spec"]
+            if spec is None:
+                G.add_edge(step["input"], step["output"], kind="compute")
+                continue
+            G.add_node(spec["name"], kind=spec["kind"], layer=i, params=tuple(arch.block_label(k) for k in spec["keys"]),
+                       block=spec["block"], effective=spec["block"], label=spec["label"], latex=spec["latex"],
+                       shape=(arch.widths[i], t), component=True)
+            G.add_edge(step["input"], spec["name"], kind="compute")
+            G.add_edge(spec["name"], step["output"], kind="compute")
         previous = f"tokens:{i}"
     G.add_node("output", kind="output", layer=arch.layers + 1, params=(), block="", label="F",
                latex=r"F_\theta(X)", shape=(arch.widths[-1], t))
@@ -215,17 +316,55 @@ def _normalizer_properties(graph: nx.DiGraph, normalizer) -> list[dict]:
     return out
 
 
-def _bottleneck(arch: Architecture, upto: int) -> int:
-    """Generic rank bound of the tokens ``X_upto`` in input coordinates (``P_upto = V_upto ... V_1``).
+def _reaches(arch: Architecture, spans: dict, uniform=frozenset(), value_ranks=None, dead_heads=None) -> dict:
+    """How many independent functionals of each stream node the output reads (backward from ``X_l``).
 
-    One head per layer: ``min(d_0, ..., d_upto)``.  With ``h_i`` heads the
-    tokens of layer ``i`` lie in the sum of ``h_i`` images of those of layer
-    ``i - 1`` (plus that layer's own with a residual stream), at most ``d_i``.
+    The output reads all of ``X_l``; a component after attention says what
+    it reads of its input (:meth:`~symattn.model.Component.observe_reach`), a
+    residual add adds its output's reach to its block's input; layer ``i``'s
+    attention reads its input through each head's ``V_{i,h}^T`` (of the
+    functionals its output's readers use) and, unless its attention is
+    forced (``uniform``) or a head is dead (``dead_heads``), through
+    ``Q_{i,h}`` and ``K_{i,h}`` (``2 min(a_i, span)`` per head, ``span`` the
+    dimension of the tokens entering, from ``spans``: layer -> span).
+    ``value_ranks`` maps ``(layer, head)`` to the rank of ``V_{i,h}`` on the set.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=2, ffn=1)
+    >>> _reaches(arch, {1: 2, 2: 1})["tokens:1"], _reaches(arch, {1: 2, 2: 1}, uniform={2})["tokens:1"]
+    (2, 1)
     """
-    bound = arch.widths[0]
-    for i in range(1, upto + 1):
-        bound = min(arch.widths[i], (arch.heads[i - 1] + (1 if arch.residual else 0)) * bound)
-    return bound
+    value_ranks, dead_heads = value_ranks or {}, dead_heads or {}
+    reach = {f"tokens:{arch.layers}": arch.widths[-1]}
+    for i in range(arch.layers, 0, -1):
+        width, pending = arch.widths[i], {}
+        for step in reversed(_layer_steps(arch, i)):
+            if step.get("tie"):
+                pending[step["block_input"]] = pending.get(step["block_input"], 0) + reach[step["output"]]
+            else:
+                reach[step["input"]] = min(width, step["component"].observe_reach(reach[step["output"]], width)
+                                           + pending.pop(step["input"], 0))
+        seen = reach[_attention_output(arch, i)]
+        d_in, a = arch.widths[i - 1], arch.score_ranks[i - 1]
+        heads = range(1, arch.heads[i - 1] + 1)
+        ranks = [value_ranks.get((i, h), min(width, d_in)) for h in heads]
+        # a forced attention is shared by every head: only sum_h V_{i,h} reads the layer's input
+        through_values = min(sum(ranks), width, d_in, seen) if i in uniform else sum(min(r, seen) for r in ranks)
+        through_scores = 0 if i in uniform or seen == 0 else \
+            sum(2 * min(a, spans[i]) for h in heads if h not in dead_heads.get(i, ()))
+        reach["input" if i == 1 else f"tokens:{i - 1}"] = min(
+            d_in, through_values + through_scores + (seen if arch.residual else 0))
+    return reach
+
+
+def _bottleneck(arch: Architecture, upto: int) -> int:
+    """Generic dimension of the span of the tokens ``X_upto`` (the tokens entering layer ``upto + 1``).
+
+    One head per layer: ``min(d_0, ..., d_upto)``, the rank of ``P_upto`` in
+    input coordinates; see :func:`_generic_spans` for heads and components.
+    """
+    return _generic_spans(arch)["input" if upto == 0 else f"tokens:{upto}"]
 
 
 @dataclass(frozen=True)
@@ -467,11 +606,15 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     if BIAS in kinds:
         states["input"]["constant-coordinate"] = "input"
     rank_bound = {0: (arch.widths[0], None)}  # tokens index -> (rank bound of P_i, origin)
+    generic_spans = _generic_spans(arch)
+    steps = {i: _layer_steps(arch, i) for i in range(1, arch.layers + 1)}
+    component_inputs: dict[str, tuple] = {}  # a component's node -> (step, input states, span, generic span)
     causes: dict[int, str] = {}  # tokens index -> why their span is smaller than the generic one (variants)
     previous = "input"
     for i in range(1, arch.layers + 1):
         prev = states[previous]
-        scores, attention, values, tokens = f"scores:{i}", f"attention:{i}", f"values:{i}", f"tokens:{i}"
+        # tokens: the attention's output (tokens:i, or attended:i when components follow it in the layer)
+        scores, attention, values, tokens = f"scores:{i}", f"attention:{i}", f"values:{i}", _attention_output(arch, i)
         if i in scores_collapsed:
             states[scores]["collapsed"] = scores
         elif "zero" in prev:
@@ -499,6 +642,8 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         if ("zero" in states[values] and not arch.residual) or "zero" in prev:
             states[tokens]["zero"] = states[values].get("zero", prev.get("zero"))
         else:
+            if "input-independent" in prev:  # tokens that do not depend on the input (a component made them)
+                states[tokens]["input-independent"] = prev["input-independent"]
             if "identical" in prev:
                 states[tokens]["identical"] = prev["identical"]
             elif "uniform" in states[attention] and not arch.causal and not arch.residual:
@@ -508,7 +653,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 # every head collapsed or silenced: the collapsed ones add V_{i,h} X J/t, equal tokens
                 states[tokens]["identical"] = scores
         bound, origin = rank_bound[i - 1]
-        generic = _bottleneck(arch, i)
+        generic = generic_spans[tokens]
         heads = arch.heads[i - 1] - len(head_values.get(i, {}))  # the heads that add something (V_{i,h} != 0)
         if arch.is_plain:
             if i in values_rank and values_rank[i].rank < min(bound, generic):
@@ -552,7 +697,34 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                             for h in live_heads[i])
             if live_span < arch.widths[i]:
                 states[tokens]["constant-coordinate"] = scores
-        previous = tokens
+        if tokens != f"tokens:{i}":
+            # the components after attention: each says what it makes of its input's states and span
+            spans = {tokens: rank_bound[i]}
+            for step in steps[i]:
+                component, output = step["component"], step["output"]
+                if step.get("tie"):
+                    summed, span = component.observe_tie(
+                        (states[step["block_input"]], spans[step["block_input"]][0]),
+                        (states[output], spans[output][0]), arch.widths[i])
+                    origin = spans[output][1] or spans[step["block_input"]][1]
+                    states[output] = dict(summed)
+                else:
+                    incoming, (span_in, origin) = states[step["input"]], spans[step["input"]]
+                    node = step["node"] or output
+                    component_inputs[node] = (step, incoming, span_in, generic_spans[step["input"]])
+                    states[output] = dict(component.observe_stream(incoming, node))
+                    span = component.observe_span(span_in, arch.widths[i], incoming)
+                    if origin is None and span < generic_spans[output]:
+                        origin = incoming.get("zero") or incoming.get("input-independent") or node
+                if span >= generic_spans[output]:
+                    origin = None
+                spans[output] = (span, origin)
+            rank_bound[i] = spans[f"tokens:{i}"]
+            if rank_bound[i][1] is None:
+                causes.pop(i, None)
+            elif "zero" not in states[f"tokens:{i}"]:
+                states[f"tokens:{i}"][f"rank<={rank_bound[i][0]}"] = rank_bound[i][1]
+        previous = f"tokens:{i}"
     if "zero" in states[previous]:
         states["output"]["zero"] = states[previous]["zero"]
     elif "identical" in states[previous]:
@@ -561,9 +733,9 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     def path(source, target):
         return tuple(nx.shortest_path(graph, source, target))
 
-    zero_nodes = {n for n, s in states.items() if "zero" in s and graph.nodes[n]["kind"] == "tokens"}
+    zero_nodes = {n for n, s in states.items() if "zero" in s and graph.nodes[n]["kind"] in ("tokens", "stream")}
     # V_i = 0 on a residual stream: the attention output V_i X S(A_i) is zero, the stream goes on
-    dead_edges = {(f"attention:{i}", f"tokens:{i}") for i in values_zero if arch.residual}
+    dead_edges = {(f"attention:{i}", _attention_output(arch, i)) for i in values_zero if arch.residual}
     dims = None if has_bottleneck(arch) or not arch.is_plain else effective_block_dimensions(arch)
     verdicts = {}
     for i in range(1, arch.layers + 1):
@@ -585,10 +757,11 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 path(origin, attention)),), 0)
             continue
         live = nx.restricted_view(graph, zero_nodes, dead_edges)
-        if dead_edges and not nx.has_path(live, scores, "output") and (attention, f"tokens:{i}") in dead_edges:
+        if dead_edges and not nx.has_path(live, scores, "output") and (attention, _attention_output(arch, i)) \
+                in dead_edges:
             verdicts[block] = BlockVerdict(block, UNOBSERVABLE, (Reason(
                 "zero-values", f"V_{i} = 0: the layer adds nothing to the residual stream, so S(A_{i}) is "
-                "multiplied by zero", (scores, attention, f"tokens:{i}")),), 0)
+                "multiplied by zero", (scores, attention, _attention_output(arch, i))),), 0)
             continue
         if not nx.has_path(live, scores, "output"):
             blocker = min((n for n in zero_nodes if nx.has_path(graph, scores, n)),
@@ -631,6 +804,40 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         verdicts[block] = BlockVerdict(block, OBSERVABLE, (Reason(
             "live-path", "a path to the output through nodes that nothing forces",
             path(scores, "output")),), ref)
+    live = nx.restricted_view(graph, zero_nodes, dead_edges)
+    if component_inputs:  # what the rest of the network reads of each stream, at a generic point and on the set
+        generic_reach = _reaches(arch, {i: _bottleneck(arch, i - 1) for i in range(1, arch.layers + 1)})
+        value_ranks = {}
+        for i in range(1, arch.layers + 1):
+            for h in range(1, arch.heads[i - 1] + 1):
+                if i in values_zero or h in head_values.get(i, {}):
+                    value_ranks[(i, h)] = 0
+                elif i in values_rank or h in head_ranks.get(i, {}):
+                    value_ranks[(i, h)] = (values_rank[i] if i in values_rank else head_ranks[i][h]).rank
+        reach = _reaches(arch, {i: rank_bound[i - 1][0] for i in range(1, arch.layers + 1)},
+                         uniform={i for i in range(1, arch.layers + 1) if "uniform" in states[f"attention:{i}"]},
+                         value_ranks=value_ranks,
+                         dead_heads={i: set(head_scores.get(i, {})) | set(head_values.get(i, {}))
+                                     for i in range(1, arch.layers + 1)})
+    for node, (step, incoming, span, generic) in component_inputs.items():
+        if step["spec"] is None:
+            continue  # a computing component without parameters: no block of its own
+        block = step["spec"]["block"]
+        status, rule, text = step["component"].observe_verdict(incoming, span, generic, reach[step["output"]],
+                                                               generic_reach[step["output"]])
+        origin = incoming.get("zero") or incoming.get("input-independent")
+        if status != UNOBSERVABLE and not nx.has_path(live, node, "output"):
+            blocker = min((n for n in zero_nodes if nx.has_path(graph, node, n)), key=lambda n: graph.nodes[n]["layer"])
+            status, rule, text, trail = UNOBSERVABLE, "zero-tokens", (f"every path to the output passes {blocker} "
+                                                                       f"= 0 ({states[blocker]['zero']} = 0)"), \
+                path(node, blocker)
+        elif status == OBSERVABLE:
+            trail = path(node, "output")
+        else:  # from what forces the block's input (a zero, a fixed vector, a subspace) to the block
+            origin = origin or next((o for state, o in incoming.items() if state.startswith("rank<=")), None)
+            trail = path(origin, node) if origin and nx.has_path(graph, origin, node) else (step["input"], node)
+        verdicts[block] = BlockVerdict(block, status, (Reason(rule, text, trail),),
+                                       None if status != UNOBSERVABLE else 0)
     value_events = [e for e in events if e.kind in (VALUE_COLLAPSE, VALUE_RANK)]
     if value_events:
         if arch.factors_through_effective:
@@ -700,7 +907,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         marked.nodes[n]["state"] = tuple(sorted(s))
     return Observability(
         architecture=arch.to_json(), events=events, normalizers=tuple(props),
-        states={n: tuple(sorted(s)) for n, s in states.items()}, verdicts=verdicts,
+        states={n: tuple(sorted(s)) for n, s in states.items()}, verdicts={b: verdicts[b] for b in _blocks(arch)},
         normal_first_order=normal, sign_components=2 ** len(seen),
         generic_sign_components=2 ** sum(h for h, p in zip(arch.heads, props) if p["even"]), notes=tuple(notes),
         graph=marked)
@@ -749,7 +956,7 @@ def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, 
         return min(bound, ranks.get(h, bound))
 
     span = span_with(lowered)
-    generic = _bottleneck(arch, i)
+    generic = _generic_spans(arch)[_attention_output(arch, i)]
     if span >= generic:
         return generic, None, None
     if span >= min(arch.widths[i], (arch.heads[i - 1] + (1 if arch.residual else 0)) * bound) and origin is not None:
@@ -818,7 +1025,7 @@ def _shared_value_reasons(arch: Architecture, states: dict) -> list:
             reasons.append(Reason(
                 "shared-attention", f"the {arch.heads[i - 1]} heads of layer {i} share the forced attention "
                 f"S(A_{i}): only the sum of their value maps V_{{{i},h}} reaches the output",
-                (f"values:{i}", f"tokens:{i}")))
+                (f"values:{i}", _attention_output(arch, i))))
         forced = [int(state.rsplit(" ", 1)[1]) for state in states[f"scores:{i}"]
                   if state.startswith("collapsed in head")]
         forced = [h for h in forced if f"zero in head {h}" not in states[f"values:{i}"]]
@@ -827,12 +1034,12 @@ def _shared_value_reasons(arch: Architecture, states: dict) -> list:
             reasons.append(Reason(
                 "shared-attention", f"heads {heads} of layer {i} share the forced attention of their collapsed "
                 f"scores: only the sum of their value maps V_{{{i},h}} reaches the output",
-                (f"values:{i}", f"tokens:{i}")))
+                (f"values:{i}", _attention_output(arch, i))))
         if arch.heads[i - 1] > 1 and "constant-coordinate" in states[before]:
             reasons.append(Reason(
                 "shared-bias", f"the tokens entering layer {i} keep a constant coordinate and every column of "
                 f"S sums to 1: only the sum over the {arch.heads[i - 1]} heads of the columns of V_{{{i},h}} on "
-                "that coordinate reaches the output", (before, f"values:{i}", f"tokens:{i}")))
+                "that coordinate reaches the output", (before, f"values:{i}", _attention_output(arch, i))))
         if "identical" in states[before] or ("uniform" in attention and not arch.causal):
             flat.append(i)
         if arch.residual and i < arch.layers and "constant-coordinate" in states[before] \
@@ -844,7 +1051,17 @@ def _shared_value_reasons(arch: Architecture, states: dict) -> list:
                 (before, f"tokens:{i}", f"tokens:{i + 1}")))
     if arch.residual:
         for i in flat:
-            if i + 1 in flat:
+            between = [c for c in arch.extra[i - 1] if c.computes]
+            commutant = min((c.observe_commutant(arch.widths[i]) for c in between), default=0)
+            if i + 1 in flat and between and commutant:
+                # components between the two attentions: only the G that commute with them move the V's together
+                before = "input" if i == 1 else f"tokens:{i - 1}"
+                reasons.append(Reason(
+                    "residual-commutant", f"layers {i} and {i + 1} average the tokens with weights that do not "
+                    f"depend on their scores, and the {commutant}-dimensional maps G = I + N commuting with the "
+                    f"components between them ({', '.join(c.kind for c in between)}) give (I + V_{i + 1}) G^-1 and "
+                    f"G (I + V_{i}) the same output", (before, _attention_output(arch, i), f"tokens:{i + 1}")))
+            if i + 1 in flat and not between:
                 before = "input" if i == 1 else f"tokens:{i - 1}"
                 reasons.append(Reason(
                     "residual-product", f"layers {i} and {i + 1} average the tokens with weights that do not "
@@ -891,8 +1108,8 @@ def minimal_collapses(graph: nx.DiGraph, block: str, max_size: int = 2, level: s
     []
     """
     arch = _architecture(graph)
-    if block not in _blocks(arch.layers):
-        raise SymattnError(f"block {block!r} is not one of {', '.join(_blocks(arch.layers))}")
+    if block not in _blocks(arch):
+        raise SymattnError(f"block {block!r} is not one of {', '.join(_blocks(arch))}")
     if level not in (UNOBSERVABLE, PARTIAL):
         raise SymattnError(f"level must be 'unobservable' or 'partial', got {level!r}")
     hiding = {UNOBSERVABLE} if level == UNOBSERVABLE else {UNOBSERVABLE, PARTIAL}

@@ -36,7 +36,7 @@ from .events import (
     BIAS, COLLAPSED, Event, IDENTICAL_TOKENS, OBSERVABLE, PARTIAL, SCORE_COLLAPSE, UNOBSERVABLE, VALUE_COLLAPSE,
     VALUE_RANK, _events,
 )
-from .graph import _blocks, _display_with_caption
+from .graph import _block_of_group, _blocks, _display_with_caption
 
 __all__ = ["ContactOrders", "RankCheck", "clear_rank_cache", "contact_orders", "first_rank_memory", "rank_check"]
 
@@ -135,8 +135,9 @@ def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     fixed = {key for e in events if e.kind == SCORE_COLLAPSE for key in _event_keys(arch, "Q", e)}
     fixed |= {key for e in events if e.kind == VALUE_COLLAPSE for key in _event_keys(arch, "V", e)}
     pieces, owner = [], []  # tangent columns of the set and the block each belongs to
+    groups = _observability_groups(arch)
     for key, _ in arch.blocks():  # the blocks of observability are per layer: every head of layer i
-        block = "values" if key[0] == "V" else f"scores:{key[1]}"
+        block = groups[key]
         if key in fixed:
             continue
         if key in tangents:
@@ -149,13 +150,12 @@ def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     T = np.concatenate(pieces, axis=1)
     owner = np.array(owner)
     blocks = {}
-    score_mask = owner != "values"
-    for block in _blocks(arch.layers):
+    for block in _blocks(arch):
         if block == "values":
             continue
         blocks[block] = _rank(T[:, owner == block, :], p)
     tangent_total = _rank(T, p)
-    blocks["values"] = tangent_total - _rank(T[:, score_mask, :], p)
+    blocks["values"] = _values_rank(T, owner, p, tangent_total)
     normal = {}
     for layer in sorted({e.layer for e in events if e.kind == SCORE_COLLAPSE}):
         # the directions leaving the set: the collapsed Q blocks of the layer (one head's, or every head's)
@@ -167,6 +167,41 @@ def _set_ranks(arch, events, p, seed, bank_size, truncation) -> dict:
     full = smith_valuations(J, p)
     return {"blocks": blocks, "normal": normal, "total": full.resolved_rank, "tangent_total": tangent_total,
             "deepest": (max(full.exponents) + 1) if full.exponents else 0}
+
+
+def _observability_groups(arch: Architecture) -> dict:
+    """``{block key: block of observability}`` from the components (:meth:`~symattn.model.Architecture.block_groups`).
+
+    Attention's ``scores:i:h`` count in ``scores:i`` (every head of layer
+    ``i``), its value maps in ``values``, another component's blocks in its own
+    groups (``feed-forward:i``).
+
+    Examples
+    --------
+    >>> _observability_groups(Architecture.uniform(layers=1, width=1, heads=2, ffn=1))[("Q", 1, 2)]
+    'scores:1'
+    >>> _observability_groups(Architecture.uniform(layers=1, width=1, ffn=1))[("Wout", 1)]
+    'feed-forward:1'
+    """
+    return {key: _block_of_group(group) for key, group in arch.block_groups().items()}
+
+
+def _is_score_block(block: str) -> bool:
+    return block.startswith("scores:")
+
+
+def _values_rank(T, owner, p, total=None) -> int:
+    """The rank the value maps' columns add to those of every score block (the plain model's ``dim P``).
+
+    The other components' blocks are ranked by their own columns and are
+    not in the reference (with a feed-forward block each ``V_i`` moves with
+    ``W_in,i`` by the hidden gauge: the rank added to them is 0).
+    """
+    scores = np.array([_is_score_block(b) for b in owner], dtype=bool)
+    values = owner == "values"
+    if total is not None and not (~scores & ~values).any():
+        return total - _rank(T[:, scores, :], p)
+    return _rank(T[:, scores | values, :], p) - _rank(T[:, scores, :], p)
 
 
 def _same_ranks(a: dict, b: dict) -> bool:
@@ -627,12 +662,18 @@ def _near_set_exponents(arch, event, m, p, seed, size, N):
         series[key] = moved
     J = jacobian_from_series(arch, series, inputs, p, N, coefficient_values)
     columns = parameter_columns(arch)
-    out, score_columns = {}, []
-    for i in range(1, arch.layers + 1):
-        own = [c for name in ("Q", "K") for key in _layer_keys(arch, name, i) for c in columns[key]]
-        score_columns += own
-        out[f"scores:{i}"] = list(smith_valuations(J[:, own, :], p).exponents)
-    everything = list(smith_valuations(J, p).exponents)
+    groups = _observability_groups(arch)
+    out, score_columns, value_columns = {}, [], []
+    for block in _blocks(arch):
+        own = [c for key, _ in arch.blocks() if groups[key] == block for c in columns[key]]
+        if block == "values":
+            value_columns = own
+            continue
+        if _is_score_block(block):
+            score_columns += own
+        out[block] = list(smith_valuations(J[:, own, :], p).exponents)
+    # the values: what their columns add to those of every score block, as in the ranks
+    everything = list(smith_valuations(J[:, sorted(score_columns + value_columns), :], p).exponents)
     scores_only = list(smith_valuations(J[:, score_columns, :], p).exponents)
     for e in scores_only:
         everything.remove(e)
