@@ -394,6 +394,16 @@ class Architecture:
         """
         return {key: group for i, d_in, c in self.components() for key, group in c.block_groups(i, d_in).items()}
 
+    def observe_groups(self) -> dict:
+        """``{block key: group}`` for observability (:meth:`~symattn.model.Component.observe_groups`).
+
+        Examples
+        --------
+        >>> Architecture.uniform(layers=1, width=1, bias=True).observe_groups()[("bK", 1)]
+        'scores:1'
+        """
+        return {key: group for i, d_in, c in self.components() for key, group in c.observe_groups(i, d_in).items()}
+
     # -- symmetries read off the components ---------------------------------------
     def hidden_gauges(self) -> list:
         """The changes of basis of hidden streams that keep ``F``: ``[(layer, width, readers, writers), ...]``.

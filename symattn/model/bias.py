@@ -153,6 +153,15 @@ class BiasedAttention(Attention):
                 out[self.block_key(name, layer, h)] = f"bias:{layer}"
         return out
 
+    def observe_groups(self, layer: int, d_in: int) -> dict:
+        # what decides the scores (Q, K, b_Q, b_K) and what carries the values (V, b_V), as observability asks
+        groups = super().block_groups(layer, d_in)
+        for h in range(1, self.heads + 1):
+            for name in ("bQ", "bK"):
+                groups[self.block_key(name, layer, h)] = self.score_group(layer, h)
+            groups[self.block_key("bV", layer, h)] = "values"
+        return groups
+
     def symmetry_text(self) -> str:
         return super().symmetry_text() + (", the translations of b_K (an exponential normalizer)"
                                           if self.normalizer.is_exponential else "")

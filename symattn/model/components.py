@@ -195,6 +195,10 @@ class Component:
         """
         return {key: f"{self.kind}:{layer}" for key, _ in self.parameter_blocks(layer, d_in)}
 
+    def observe_groups(self, layer: int, d_in: int) -> dict:
+        """``{block key: group}`` for observability: :meth:`block_groups` unless a component says otherwise."""
+        return self.block_groups(layer, d_in)
+
     def symmetry_text(self) -> str:
         """The component's continuous symmetries in words (empty when it has none)."""
         return ""

@@ -43,7 +43,7 @@ def _blocks(arch: Architecture) -> list[str]:
     >>> _blocks(Architecture.uniform(layers=2, ffn=1))
     ['scores:1', 'feed-forward:1', 'scores:2', 'feed-forward:2', 'values']
     """
-    blocks = list(dict.fromkeys(_block_of_group(g) for g in arch.block_groups().values()))
+    blocks = list(dict.fromkeys(_block_of_group(g) for g in arch.observe_groups().values()))
     return [b for b in blocks if b != "values"] + ["values"]
 
 

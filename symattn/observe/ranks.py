@@ -183,7 +183,7 @@ def _observability_groups(arch: Architecture) -> dict:
     >>> _observability_groups(Architecture.uniform(layers=1, width=1, ffn=1))[("Wout", 1)]
     'feed-forward:1'
     """
-    return {key: _block_of_group(group) for key, group in arch.block_groups().items()}
+    return {key: _block_of_group(group) for key, group in arch.observe_groups().items()}
 
 
 def _is_score_block(block: str) -> bool:
