@@ -190,3 +190,31 @@ def test_bias_blocks_names_and_flags():
 
     assert [collapse().block_power(b, 1) for b in ("bQ", "bK", "bV", "bin", "bout")] == [1, 1, 0, 1, 0]
     assert [input_scaling().block_power(b, 1) for b in ("bQ", "bK", "bV", "bin", "bout")] == [1, 1, 1, 1, 1]
+
+
+# -- observability: the graph's verdicts against exact ranks -----------------------------------------------------
+O, U, C = "observable", "unobservable", "collapsed"
+OBSERVE_CASES = [
+    # (architecture, events, verdicts, ranks on the set, generic ranks) over the blocks scores:i ..., values
+    (dict(layers=2), [], [O, O, O], [4, 4, 6], [4, 4, 6]),                   # softmax: b_K unseen (4 = 5 - 1)
+    (dict(layers=2, normalizer="cosh"), [], [O, O, O], [5, 5, 6], [5, 5, 6]),
+    # What_1 = 0 leaves the bias terms of layer 1 (rank 2 on the set) but makes the tokens equal
+    (dict(layers=2), ["scores:1"], [C, U, O], [2, 0, 6], [4, 4, 6]),
+    # V_1 = 0: the tokens are b_V 1^T S, all equal, and the scores of both layers are lost
+    (dict(layers=2), ["values:1"], [U, U, C], [0, 0, 2], [4, 4, 6]),
+    (dict(layers=1), ["identical-tokens"], [U, O], [0, 6], [4, 6]),
+]
+
+
+@pytest.mark.parametrize("arch, events, expected, on_set, generic", OBSERVE_CASES)
+def test_observe_verdicts_agree_with_exact_ranks(arch, events, expected, on_set, generic):
+    from symattn.observe import observe
+    from symattn.observe.graph import _blocks
+
+    architecture = Architecture.uniform(width=2, rank=1, tokens=3, bias=True, **arch)
+    result = observe(architecture, events, confirm=False)
+    blocks = _blocks(architecture)
+    assert [result.observability.verdicts[b].status for b in blocks] == expected
+    assert [result.rank.on_set[b] for b in blocks] == on_set
+    assert [result.rank.generic[b] for b in blocks] == generic
+    assert result.agrees_with_rank
