@@ -268,3 +268,16 @@ def test_command_line_flags():
         architecture_from_args(parser.parse_args(["--activation", "gelu"]))
     with pytest.raises(ShapeError, match="--ffn must be"):
         architecture_from_args(parser.parse_args(["--ffn", "0"]))
+
+
+def test_expansion_of_a_block_after_attention():
+    # tanh(eps W~_in z) = eps W~_in z + O(eps^3) and attention at eps = 0 averages the tokens: F_1 = W_out W_in V X J/t
+    from symattn.expand import expand
+
+    arch = Architecture.uniform(layers=1, width=1, rank=1, tokens=2, ffn=1, activation="tanh")
+    F = expand(arch, truncation=3)
+    names = {s.name: s for s in F[1].free_symbols}
+    mean = (names["x_11"] + names["x_12"]) / 2
+    expected = names["Vt1_11"] * names["Wint1_11"] * names["Woutt1_11"] * mean
+    assert sp.simplify(F[0]) == sp.zeros(1, 2)
+    assert sp.expand(F[1] - sp.Matrix([[expected, expected]])) == sp.zeros(1, 2)

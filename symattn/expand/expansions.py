@@ -28,7 +28,7 @@ from .._format import FormattedResult, latex_document, markdown_table
 from ..curves import Curve, collapse
 from ..errors import DomainError, ShapeError, SymattnError, TruncationError
 from ..jacobian import series_output
-from ..model import Architecture, Parameters
+from ..model import Architecture
 from ..normalizers import Normalizer
 from ..parsing import to_sympy
 from .document import _ExpansionLatex
@@ -741,9 +741,9 @@ def _series_coefficients(used: Architecture, curve: Curve, truncation: int, valu
     ``ring`` fixes the polynomial ring's symbols (to compare several runs in one ring);
     ``layer_done()`` is called as each normalized layer's attention is computed (progress).
     """
-    base = curve_symbols(used)
+    blocks = used.block_map(curve_symbols(used))  # every component's blocks (attention, a feed-forward block, biases)
     X = used.input_symbols()
-    by_name = {s.name: s for m in (*base.Q, *base.K, *base.V, X) for s in m}
+    by_name = {s.name: s for m in (*blocks.values(), X) for s in m}
     coefficient_names = _normalizer_symbols(used, truncation)
     unknown = sorted(set(values) - set(by_name) - set(coefficient_names))
     if unknown:
@@ -751,15 +751,14 @@ def _series_coefficients(used: Architecture, curve: Curve, truncation: int, valu
                            f"{next(iter(by_name))}, x_11 and c_1 (normalizer coefficients)")
     substitution = {by_name[n]: v for n, v in values.items() if n in by_name}
     coefficient_values = {coefficient_names[n]: v for n, v in values.items() if n in coefficient_names}
-    base = Parameters(*(tuple(sp.ImmutableMatrix(m.xreplace(substitution)) for m in blocks)
-                        for blocks in (base.Q, base.K, base.V)))
+    blocks = {key: sp.ImmutableMatrix(m.xreplace(substitution)) for key, m in blocks.items()}
     X = sp.ImmutableMatrix(X.xreplace(substitution))
 
-    free = set().union(*(m.free_symbols for m in (*base.Q, *base.K, *base.V, X)))
+    free = set().union(*(m.free_symbols for m in (*blocks.values(), X)))
     generic_left = any(n.is_generic for n in used.normalizers) and \
         len(coefficient_values) < len(coefficient_names)
     all_rational = ring is None and not free and not generic_left and all(
-        n.is_generic or n.is_lightning or n.has_rational_taylor for n in used.normalizers) and all(
+        f.has_rational_taylor for f in used.analytic_functions) and all(
         to_sympy(v).is_Rational for v in substitution.values())
     description = f"of {used.param_count} parameters modulo eps^{truncation} "
     if all_rational:
@@ -772,10 +771,7 @@ def _series_coefficients(used: Architecture, curve: Curve, truncation: int, valu
                                           max_bytes=max_bytes)]
         domains.append(SymbolicSeriesDomain(truncation, coefficient_values, max(1, max_terms // 200),
                                              description, max_bytes=max_bytes))
-    keys = {name: [key for key, _ in used.blocks() if key[0] == name] for name in "QKV"}  # one per head
-    point = {key: np.array(matrix.tolist(), dtype=object)
-             for name, blocks in (("Q", base.Q), ("K", base.K), ("V", base.V))
-             for key, matrix in zip(keys[name], blocks)}
+    point = {key: np.array(matrix.tolist(), dtype=object) for key, matrix in blocks.items()}
     bank = np.array([X.tolist()], dtype=object)
     for attempt, domain in enumerate(domains):
         if layer_done is not None:

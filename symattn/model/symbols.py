@@ -75,7 +75,8 @@ def _entry_parts(name: str):
     letter, layer, head = match["letter"], match["layer"], match["head"]
     sub = layer if head is None else f"{layer},{head}"
     latex = BLOCK_LETTERS[letter]
-    tex = rf"\tilde{{{latex}}}" if match["marker"] else latex
+    base, hat, superscript = latex.partition("^")  # the tilde over the letter of W^{in}, not its superscript
+    tex = rf"\tilde{{{base}}}{hat}{superscript}" if match["marker"] else latex
     text = letter + ("\u0303" if match["marker"] else "")  # combining tilde: K̃
     return rf"({tex}_{{{sub}}})", f"({text}{sub.translate(_SUBSCRIPTS)})", match["index"]
 
