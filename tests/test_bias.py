@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from float_reference import BlockReader, complex_step_rank
 from symattn.identify.dimension import function_space_dimension
 from symattn.model import Architecture, forward
 from symattn.spectrum import decay_spectrum
@@ -24,14 +25,8 @@ ACTIVATIONS = {"tanh": np.tanh, "sigmoid": lambda z: 1 / (1 + np.exp(-z))}
 
 def plain_network(theta, X, layers, width, rank, heads, normalizer, hidden, activation, residual):
     """Attention with biases (``heads`` heads) and, with ``hidden``, a biased feed-forward block per layer."""
-    position = 0
-
-    def take(rows, cols):
-        nonlocal position
-        block = theta[position:position + rows * cols].reshape(rows, cols)
-        position += rows * cols
-        return block
-
+    blocks = BlockReader(theta)
+    take = blocks.take
     s = NORMALIZERS[normalizer]
     for _ in range(layers):
         attended = 0
@@ -46,7 +41,7 @@ def plain_network(theta, X, layers, width, rank, heads, normalizer, hidden, acti
             W_in, W_out, b_in, b_out = take(hidden, width), take(width, hidden), take(hidden, 1), take(width, 1)
             block = W_out @ ACTIVATIONS[activation](W_in @ X + b_in) + b_out
             X = X + block if residual else block
-    assert position == len(theta)
+    assert blocks.done()
     return X
 
 
@@ -55,19 +50,10 @@ def _count(layers, width, rank, heads, hidden):
     return layers * (attention + (2 * hidden * width + hidden + width if hidden else 0))
 
 
-def float64_rank(config, tokens=3, inputs=16, seed=0):
-    rng = np.random.default_rng(seed)
-    theta = rng.normal(size=_count(*(config[i] for i in (0, 1, 2, 3, 5))))
-    bank = [2 * rng.normal(size=(config[1], tokens)) for _ in range(inputs)]
-    step = 1e-30
-    columns = []
-    for j in range(len(theta)):
-        moved = theta.astype(complex)
-        moved[j] += 1j * step
-        columns.append(np.concatenate([plain_network(moved, X, *config).imag.ravel() / step for X in bank]))
-    singular = np.linalg.svd(np.array(columns).T, compute_uv=False)
-    cut = int(np.argmin(singular[1:] / np.maximum(singular[:-1], 1e-300))) + 1
-    return cut, singular[cut - 1] / singular[cut], singular[cut - 1] / singular[0]
+def float64_rank(config):
+    """``(rank, gap, smallest)`` of the complex-step Jacobian on a random bank (:mod:`float_reference`)."""
+    count = _count(*(config[i] for i in (0, 1, 2, 3, 5)))
+    return complex_step_rank(lambda theta, X: plain_network(theta, X, *config), count, config[1])
 
 
 CONFIGURATIONS = [

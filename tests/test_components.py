@@ -11,36 +11,17 @@ import numpy as np
 import pytest
 
 from symattn.identify.dimension import function_space_dimension
-from symattn.model import Architecture, Component, forward
+from symattn.model import Architecture, forward
+from toy_components import Gain
 from symattn.spectrum import decay_spectrum
 
 
-class LinearMap(Component):
-    kind = "linear map"
-
-    def parameter_blocks(self, layer, d_in):
-        return [(("L", layer), (d_in, d_in))]
-
-    def step(self, domain, stream, blocks, layer):
-        stream.start_block()
-        stream.hidden = domain.matmul(blocks[("L", layer)], stream.hidden)
-
-    def stream_roles(self, layer, d_in):
-        return [("L", layer)], [("L", layer)]
-
-    def __eq__(self, other):
-        return type(other) is type(self)
-
-    def __hash__(self):
-        return hash(self.kind)
-
-
 def _arch(layers=2, residual=False):
-    return Architecture.uniform(layers=layers, width=2, rank=1, tokens=3, residual=residual, extra=(LinearMap(),))
+    return Architecture.uniform(layers=layers, width=2, rank=1, tokens=3, residual=residual, extra=(Gain(),))
 
 
 def test_forward_applies_the_map_after_attention():
-    arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3, normalizer="1 + x**2", extra=(LinearMap(),))
+    arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3, normalizer="1 + x**2", extra=(Gain(),))
     plain = Architecture.uniform(layers=1, width=2, rank=1, tokens=3, normalizer="1 + x**2")
     values = list(range(1, 9))
     X = [[1, 0, 2], [0, 1, 1]]

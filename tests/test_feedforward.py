@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from float_reference import BlockReader, complex_step_rank
 from symattn.errors import NormalizerError, ShapeError
 from symattn.identify.dimension import function_space_dimension
 from symattn.model import Architecture, forward
@@ -41,18 +42,11 @@ ACTIVATIONS = {
 
 def plain_network(theta, X, layers, width, rank, hidden, activation, residual):
     """``F(X)`` of attention (softmax) then ``W_out s(W_in x)`` per layer, from a flat parameter vector."""
-    position = 0
-
-    def take(rows, cols):
-        nonlocal position
-        block = theta[position:position + rows * cols].reshape(rows, cols)
-        position += rows * cols
-        return block
-
+    blocks = BlockReader(theta)
     s = ACTIVATIONS[activation]
     for _ in range(layers):
-        Q, K, V = take(rank, width), take(rank, width), take(width, width)
-        W_in, W_out = take(hidden, width), take(width, hidden)
+        Q, K, V = blocks.take(rank, width), blocks.take(rank, width), blocks.take(width, width)
+        W_in, W_out = blocks.take(hidden, width), blocks.take(width, hidden)
         scores = (K @ X).T @ (Q @ X)
         weights = np.exp(scores - scores.real.max(axis=0))
         weights = weights / weights.sum(axis=0)
@@ -60,26 +54,15 @@ def plain_network(theta, X, layers, width, rank, hidden, activation, residual):
         X = X + attended if residual else attended
         block = W_out @ s(W_in @ X)
         X = X + block if residual else block
+    assert blocks.done()
     return X
 
 
-def float64_rank(layers, width, rank, hidden, activation, residual, tokens=3, inputs=16, seed=0):
-    """``(rank, gap)``: the rank of the complex-step Jacobian on a random bank, and the gap it was read at."""
-    rng = np.random.default_rng(seed)
+def float64_rank(layers, width, rank, hidden, activation, residual):
+    """``(rank, gap, smallest)`` of the complex-step Jacobian on a random bank (:mod:`float_reference`)."""
     count = layers * (2 * rank * width + width * width + 2 * hidden * width)
-    theta = rng.normal(size=count)
-    bank = [2 * rng.normal(size=(width, tokens)) for _ in range(inputs)]
-    step = 1e-30
-    columns = []
-    for j in range(count):
-        moved = theta.astype(complex)
-        moved[j] += 1j * step
-        columns.append(np.concatenate([plain_network(moved, X, layers, width, rank, hidden, activation,
-                                                     residual).imag.ravel() / step for X in bank]))
-    singular = np.linalg.svd(np.array(columns).T, compute_uv=False)
-    ratios = singular[1:] / np.maximum(singular[:-1], 1e-300)
-    cut = int(np.argmin(ratios)) + 1  # the largest relative drop
-    return cut, (singular[cut - 1] / singular[cut] if cut < len(singular) else np.inf), singular[cut - 1] / singular[0]
+    return complex_step_rank(lambda theta, X: plain_network(theta, X, layers, width, rank, hidden, activation,
+                                                            residual), count, width)
 
 
 CONFIGURATIONS = [

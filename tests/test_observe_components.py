@@ -6,9 +6,10 @@ the collapsed set and at a generic point, and that the two agree.
 
 import pytest
 
-from symattn.model import Architecture, Component
+from symattn.model import Architecture
 from symattn.observe import dependency_graph, exceptional_fibers, observe, propagate, rank_check
 from symattn.observe.graph import _blocks
+from toy_components import Gain
 
 O, P, U, C = "observable", "partial", "unobservable", "collapsed"
 
@@ -135,22 +136,6 @@ def test_plain_model_unchanged():
     assert check.generic == {"scores:1": 3, "scores:2": 3, "values": 4}
     assert check.on_set == {"scores:1": 0, "scores:2": 0, "values": 4}
     assert propagate(G, ["scores:1"]).unobservable == ["scores:2"]
-
-
-class Gain(Component):
-    """A learned linear map of each token: the default rules of a component."""
-
-    kind = "gain"
-
-    def parameter_blocks(self, layer, d_in):
-        return [(("L", layer), (d_in, d_in))]
-
-    def step(self, domain, stream, blocks, layer):
-        stream.start_block()
-        stream.hidden = domain.matmul(blocks[("L", layer)], stream.hidden)
-
-    def stream_roles(self, layer, d_in):
-        return [("L", layer)], [("L", layer)]
 
 
 @pytest.mark.parametrize("events, expected", [
