@@ -699,7 +699,7 @@ def expand(arch: Architecture, curve: Curve | None = None, *, truncation: int | 
     start = time.perf_counter()
     from ..limits import progress_bar
 
-    normalized = sum(1 for n in used.normalizers if not n.is_lightning)
+    normalized = sum(1 for a in used.attention if a.normalized)
     with progress_bar(progress, total=normalized + truncation, desc="expand", unit="step") as bar:
         bar.set_postfix_str("forward pass")
         domain, raw, symbolic = _series_coefficients(used, curve, truncation, values, max_terms,
@@ -759,7 +759,7 @@ def _series_coefficients(used: Architecture, curve: Curve, truncation: int, valu
     generic_left = any(n.is_generic for n in used.normalizers) and \
         len(coefficient_values) < len(coefficient_names)
     all_rational = ring is None and not free and not generic_left and all(
-        n.is_generic or n.is_lightning or n.has_rational_taylor for n in used.normalizers) and all(
+        not a.normalized or a.normalizer.is_generic or a.normalizer.has_rational_taylor for a in used.attention) and all(
         to_sympy(v).is_Rational for v in substitution.values())
     description = f"of {used.param_count} parameters modulo eps^{truncation} "
     if all_rational:
