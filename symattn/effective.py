@@ -38,6 +38,7 @@ __all__ = [
     "hidden_gauge_layers",
     "head_permutation",
     "head_permutation_order",
+    "hidden_gauge_text",
     "sign_flip",
     "effective_dimension",
     "effective_jacobian_rank",
@@ -250,24 +251,29 @@ def closed_form_result(arch: Architecture) -> ClosedForm:
         )
     lines.append(r"\widehat W_i = P_{i-1}^\top K_i^\top Q_i P_{i-1},\quad P_i = V_i \cdots V_1,\quad P = P_{%d}"
                  % arch.layers)
-    if arch.causal:
-        lines.append(r"S(A)_{jk} = \frac{s(A_{jk})}{\sum_{j' \le k} s(A_{j'k})}\ (j \le k),\quad S(A)_{jk} = 0\ (j > k)")
-        text = str(ClosedForm(arch.layers, ())) + ", with the causal mask S(A)_jk = 0 for j > k"
-        return ClosedForm(arch.layers, tuple(lines), text)
+    # the components' own lines (a causal mask's S(A)), once each
+    extra = tuple(dict.fromkeys(line for _, _, c in arch.components() for line in c.closed_form_latex()))
+    note = "".join(dict.fromkeys(c.closed_form_note() for _, _, c in arch.components()))
+    if extra or note:
+        return ClosedForm(arch.layers, tuple(lines) + extra, str(ClosedForm(arch.layers, ())) + note)
     return ClosedForm(arch.layers, tuple(lines))
+
+
+def _ties_stream(arch: Architecture, layer: int | None = None) -> bool:
+    """Whether a component of ``layer`` (of any layer when None) adds its block's input to its output."""
+    return any(c.ties_stream() for i, _, c in arch.components() if layer is None or i == layer)
 
 
 def _variant_closed_form(arch: Architecture) -> ClosedForm:
     """The layer map of a network with heads or a residual stream (no closed form in effective parameters)."""
-    several = any(h > 1 for h in arch.heads)
-    stream, stream_latex = ("X_{i-1} + ", "X_{i-1} + ") if arch.residual else ("", "")
+    several = any(a.discrete_group_order() > 1 for a in arch.attention)  # a head sum (its heads permute)
+    stream, stream_latex = ("X_{i-1} + ", "X_{i-1} + ") if _ties_stream(arch) else ("", "")
     head = "sum_h V_{i,h} X_{i-1} S(X_{i-1}^T K_{i,h}^T Q_{i,h} X_{i-1})" if several else \
         "V_i X_{i-1} S(X_{i-1}^T K_i^T Q_i X_{i-1})"
     head_latex = (r"\sum_{h=1}^{h_i} V_{i,h} X_{i-1}\, S\!\left(X_{i-1}^\top K_{i,h}^\top Q_{i,h} X_{i-1}\right)"
                   if several else r"V_i X_{i-1}\, S\!\left(X_{i-1}^\top K_i^\top Q_i X_{i-1}\right)")
     lines = [r"F_\theta(X) = X_{%d}" % arch.layers, r"X_0 = X", r"X_i = " + stream_latex + head_latex]
-    if arch.causal:
-        lines.append(r"S(A)_{jk} = \frac{s(A_{jk})}{\sum_{j' \le k} s(A_{j'k})}\ (j \le k),\quad S(A)_{jk} = 0\ (j > k)")
+    lines += list(dict.fromkeys(line for _, _, c in arch.components() for line in c.closed_form_latex()))
     text = (f"F = X_{arch.layers}, X_0 = X, X_i = {stream}{head} ({arch.describe_variant()}; no closed form in "
             "effective parameters is derived)")
     return ClosedForm(arch.layers, tuple(lines), text)
@@ -293,6 +299,43 @@ def hidden_gauge_layers(arch: Architecture) -> list[int]:
     # read off the components: the streams a layer's output belongs to, if any carries a gauge
     return sorted({layer for layer, width, _, writers in arch.hidden_gauges()
                    if any(key[0] == "V" for key in writers)})
+
+
+def hidden_gauge_text(arch: Architecture) -> tuple[str, str, str]:
+    """``(kind, words, translations)``: the hidden symmetries read off :meth:`~symattn.model.Architecture.hidden_gauges`.
+
+    ``kind`` is ``"layers"`` when every hidden gauge sits between two
+    attention layers (one ``GL(d_i)`` per hidden layer, the model of the
+    paper; also when there is no hidden layer), ``"tied"`` when there is
+    none and a residual add ties the streams, and ``"streams"`` when
+    another component (a feed-forward block) reads or writes a gauged stream;
+    ``words`` say it; ``translations`` names the translations biases absorb
+    (:meth:`~symattn.model.Architecture.hidden_translations`), empty without them.
+
+    Examples
+    --------
+    >>> hidden_gauge_text(Architecture.uniform(layers=2))
+    ('layers', 'one GL(d_i) per hidden layer', '')
+    >>> hidden_gauge_text(Architecture.uniform(layers=2, ffn=2))[:2]
+    ('streams', 'one GL(d) per hidden stream between two computing blocks (3: GL(2)^3)')
+    >>> hidden_gauge_text(Architecture.uniform(layers=1, ffn=2, bias=True, residual=True))
+    ('tied', 'none on the hidden widths: a residual stream fixes them', 'the translations X -> X + c 1^T of 1 hidden stream absorbed by the biases')
+    """
+    gauges = arch.hidden_gauges()
+    attention = {key for i, a in enumerate(arch.attention, start=1) for key, _ in a.parameter_blocks(i, arch.widths[i - 1])}
+    if not gauges and _ties_stream(arch):
+        kind, words = "tied", "none on the hidden widths: a residual stream fixes them"
+    elif all(set(readers) | set(writers) <= attention for _, _, readers, writers in gauges):
+        kind, words = "layers", "one GL(d_i) per hidden layer"
+    else:
+        widths = [width for _, width, _, _ in gauges]
+        groups = " x ".join(f"GL({w})^{widths.count(w)}" if widths.count(w) > 1 else f"GL({w})"
+                            for w in dict.fromkeys(widths))
+        kind, words = "streams", f"one GL(d) per hidden stream between two computing blocks ({len(gauges)}: {groups})"
+    translations = arch.hidden_translations()
+    moved = (f"the translations X -> X + c 1^T of {len(translations)} hidden stream"
+             f"{'s' if len(translations) > 1 else ''} absorbed by the biases") if translations else ""
+    return kind, words, moved
 
 
 def gauge_action(params: Parameters, G, H, arch: Architecture | None = None) -> Parameters:
@@ -337,7 +380,7 @@ def gauge_action(params: Parameters, G, H, arch: Architecture | None = None) -> 
     H = [_mat(h) for h in H]
     if len(G) != len(units) or len(H) != len(hidden) or params.layers != len(units):
         per_head = "" if len(units) == len({i for i, _ in units}) else " (one per head)"
-        residual = " (none with a residual stream)" if arch is not None and arch.residual else ""
+        residual = " (none with a residual stream)" if arch is not None and _ties_stream(arch) else ""
         raise ShapeError(f"need {len(units)} matrices G_i{per_head} and {len(hidden)} matrices H_i{residual}, "
                          f"got {len(G)} and {len(H)}")
     by_layer = dict(zip(hidden, H))
@@ -387,7 +430,7 @@ def head_permutation(arch: Architecture, params: Parameters, layer: int, permuta
 
 
 def head_permutation_order(arch: Architecture) -> int:
-    """The order of the group of head permutations: ``prod_i h_i!``.
+    """The order of the group of head permutations: ``prod_i h_i!``, the attention components' discrete orders.
 
     Examples
     --------
@@ -396,7 +439,7 @@ def head_permutation_order(arch: Architecture) -> int:
     """
     import math
 
-    return math.prod(math.factorial(h) for h in arch.heads)
+    return math.prod(a.discrete_group_order() for a in arch.attention)
 
 
 def sign_flip(params: Parameters, layers) -> Parameters:
@@ -542,11 +585,11 @@ def _sign_flip_layers(arch: Architecture) -> tuple[list[int], list[int]]:
     """
     free, lightning = [], []
     for u, (i, h) in enumerate(arch.units(), start=1):
-        n = arch.normalizers[i - 1]
-        if n.is_lightning:
-            if h == 1 and not arch.residual:
+        attention = arch.attention[i - 1]
+        if not attention.normalized:
+            if h == 1 and not _ties_stream(arch, i):
                 lightning.append(i)
-        elif n.is_even or arch.degenerate:
+        elif attention.normalizer.is_even or arch.degenerate:
             free.append(u)
     return free, lightning
 

@@ -46,6 +46,7 @@ from .effective import (
     effective_closed_form_latex,
     effective_dimension,
     gauge_dimension,
+    hidden_gauge_text,
     sign_group_order,
 )
 from .errors import DomainError, ResourceLimitError, SymattnError
@@ -70,17 +71,29 @@ def _method(arch: Architecture) -> str:
     """:data:`METHOD` for the plain model; for a variant, the gauge group and symmetries it has."""
     if arch.is_plain:
         return METHOD
-    gauge = ("one GL(a_i) per head" if arch.residual else
-             "the product of one GL(a_i) per head and one GL(d_i) per hidden layer")
+    # read off the components: their own gauges, the hidden streams' (effective.hidden_gauge_text), the rest
+    own = " and ".join(dict.fromkeys(c.gauge_text() for _, _, c in arch.components() if c.gauge_text()))
+    kind, hidden, moved = hidden_gauge_text(arch)
+    gauge = (f"the product of {own} and {hidden}" if kind != "tied" else f"{own} ({hidden})") \
+        + (f", {moved}" if moved else "")
+    # the biases' own translations (b_K under an exponential normalizer, the heads' b_V beyond their sum)
+    translations = len(arch.symmetry_tangents("translation"))
+    discrete = [c.discrete_symmetry_text() for _, _, c in arch.components() if c.discrete_symmetry_text()]
     factors = arch.factors_through_effective
+    # the variants the text was written for: several heads or a residual stream (biases and other components
+    # are named by their own descriptions)
+    obstacles = sorted({f"a {c.kind} block" for _, _, c in arch.components() if not c.keeps_effective_form
+                        and c.kind not in ("attention", "residual stream")} | ({"biases"} if arch.bias else set()))
     return ("exact closed formulas: native parameter count, "
             + ("dimensions of the rank-bounded effective blocks, " if factors else "")
             + f"gauge group {gauge}"
-            + (" (none on the hidden widths: a residual stream fixes them)" if arch.residual else "")
-            + (", head permutations" if max(arch.heads) > 1 else "")
+            + (f", {translations} bias translation{'s' if translations > 1 else ''} (symattn.model.bias)"
+               if translations else "")
+            + "".join(f", {text}" for text in dict.fromkeys(discrete))
             + ", sign flips of even normalizers (effective.sign_group_order)"
             + ("" if factors else "; no effective dimension claimed (F does not factor through What_i and P "
-                                  "with several heads or a residual stream)"))
+                                  "with several heads or a residual stream"
+                                  + "".join(f", or with {text}" for text in obstacles) + ")"))
 
 
 def _quantity_tabular(rows) -> str:

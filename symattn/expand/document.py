@@ -194,7 +194,7 @@ class _ExpansionLatex:
         t = F.architecture.tokens
         parts = [self.header()]
         whole, partial = {}, []
-        if F.architecture.is_plain and all(not n.is_lightning for n in F.architecture.normalizers) \
+        if F.architecture.is_plain and all(a.normalized for a in F.architecture.attention) \
                 and self._agrees(0, self._mean_form):
             whole[0] = _matrix_latex(sp.Rational(1, t) * matrix_symbols(F.architecture)["P"]
                                      * matrix_symbols(F.architecture)["X"] * matrix_symbols(F.architecture)["J"])

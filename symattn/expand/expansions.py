@@ -699,7 +699,7 @@ def expand(arch: Architecture, curve: Curve | None = None, *, truncation: int | 
     start = time.perf_counter()
     from ..limits import progress_bar
 
-    normalized = sum(1 for n in used.normalizers if not n.is_lightning)
+    normalized = sum(1 for a in used.attention if a.normalized)
     with progress_bar(progress, total=normalized + truncation, desc="expand", unit="step") as bar:
         bar.set_postfix_str("forward pass")
         domain, raw, symbolic = _series_coefficients(used, curve, truncation, values, max_terms,

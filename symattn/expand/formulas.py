@@ -20,8 +20,9 @@ from .names import matrix_symbols
 # -- the leading coefficients in matrix form --------------------------------------------------
 def _layer_k(arch: Architecture) -> list[int]:
     ks = []
-    for i, n in enumerate(arch.normalizers, start=1):
-        if n.is_lightning:
+    for i, attention in enumerate(arch.attention, start=1):
+        n = attention.normalizer
+        if not attention.normalized:
             raise NormalizerError(f"layer {i} is lightning attention (no normalization): the leading "
                                   "coefficients are derived for normalizers; expand it entrywise instead")
         ks.append(int(n.k))

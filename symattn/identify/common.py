@@ -218,7 +218,7 @@ def _check_estimate(estimate):
 
 
 def _is_polynomial_arch(arch: Architecture) -> bool:
-    return all(n.is_lightning or n.is_polynomial for n in arch.normalizers)
+    return all(a.polynomial_weights for a in arch.attention)
 
 
 def _check_exact_taylor(arch: Architecture) -> None:
@@ -272,7 +272,7 @@ def _orbit_bound(arch: Architecture) -> int:
 
 
 def _lightning_layers(arch: Architecture) -> list[int]:
-    return [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
+    return [i for i, a in enumerate(arch.attention, start=1) if not a.normalized]
 
 
 _upper_bound = native_rank_bound  # the one rank bound, shared with the spectrum
@@ -364,7 +364,8 @@ def _variant_block_dimensions(arch: Architecture) -> dict[str, int]:
     # (a feed-forward block's W_in) is not the values' alone, and is not subtracted from them
     attention = {key for i, d_in, c in arch.components() if c.kind == "attention" for key, _ in
                  c.parameter_blocks(i, d_in)}
-    dims["values"] = (sum(h * arch.widths[i] * arch.widths[i - 1] for i, h in enumerate(arch.heads, start=1))
+    groups = arch.block_groups()
+    dims["values"] = (sum(r * c for key, (r, c) in arch.blocks() if groups[key] == "values")
                       - sum(width ** 2 for _, width, readers, writers in arch.hidden_gauges()
                             if set(readers) | set(writers) <= attention))
     # the groups of other components (a feed-forward block): their entries, less the component's own tangents

@@ -15,6 +15,7 @@ from ..curves import Curve
 from ..effective import (
     flip_preserves_output,
     hidden_gauge_layers,
+    hidden_gauge_text,
     gauge_dimension,
     sign_flip,
     sign_group_order,
@@ -97,6 +98,15 @@ def _flip_subsets(arch: Architecture) -> list[tuple]:
     return sorted(subsets, key=lambda s: (len(s), s))
 
 
+def _hidden_gauge_words(arch: Architecture) -> str:
+    """The hidden gauges in the method text, read off the components (:func:`~symattn.effective.hidden_gauge_text`)."""
+    kind, words, translations = hidden_gauge_text(arch)
+    text = {"layers": ", H_i in GL(d_i)" if hidden_gauge_layers(arch) else "",
+            "tied": " (no hidden GL(d_i): residual stream)",
+            "streams": ", " + words.replace("one GL(d) per", "H in GL(d) on each")}[kind]
+    return text + (f", {translations}" if translations else "")
+
+
 def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int = 0,
                      p: int = DEFAULT_PRIMES[0], max_truncation: int = MAX_TRUNCATION, **renamed) -> tuple:
     """Check every sign flip ``Q_i -> -Q_i`` (every nonempty set of layers, up to 4 layers).
@@ -132,7 +142,7 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
     seed = _check_seed(seed)
     point, bank = small_integer_point(arch, seed)
     subsets = _flip_subsets(arch)
-    needs_series = any(not (n.is_lightning or (n.is_even and n.is_polynomial)) for n in arch.normalizers)
+    needs_series = any(a.normalized and not (a.normalizer.is_even and a.polynomial_weights) for a in arch.attention)
     if needs_series:
         _check_exact_taylor(arch)
     p = field_primes(arch, (p,))[0]  # algebraic Taylor coefficients: a prime with a root of their field
@@ -158,8 +168,9 @@ def sign_flip_checks(arch: Architecture, curve: Curve | None = None, seed: int =
         # lightning layers in pairs
         expected = flip_preserves_output(arch, subset)
         flipped = _flip_point(arch, point, subset)
-        flipped_normalizers = [arch.normalizers[arch.units()[u - 1][0] - 1] for u in subset]
-        use_rational = all(n.is_lightning or (n.is_even and n.is_polynomial) for n in flipped_normalizers) and \
+        flipped_attention = [arch.attention[arch.units()[u - 1][0] - 1] for u in subset]
+        use_rational = all(not a.normalized or (a.normalizer.is_even and a.polynomial_weights)
+                           for a in flipped_attention) and \
             _is_polynomial_arch(arch) and all(c.is_Rational for n in arch.normalizers  # sqrt(2): over GF(p)
                                               for c in n.polynomial_coefficients)
         if use_rational:
@@ -366,8 +377,7 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     method = (f"ranks over GF({p})((eps)) resolved below eps^{native_truncation} at the random point of the "
               f"orders (native Jacobian on {bank_size} inputs, rows compressed); gauge tangents of "
               + ("G_i in GL(a_i), H_i in GL(d_i)" if arch.is_plain else
-                 "G_{i,h} in GL(a_i) per head" + (", H_i in GL(d_i)" if hidden_gauge_layers(arch) else
-                                                  " (no hidden GL(d_i): residual stream)" if arch.residual else ""))
+                 "G_{i,h} in GL(a_i) per head" + _hidden_gauge_words(arch))
               + (", and the scalings of lightning layers" if scaling_count else "")
               + "; their product with J(eps) computed exactly; the kernel equals the orbit's tangent space when "
                 "rank J + rank(tangents) = #params")

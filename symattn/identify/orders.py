@@ -352,7 +352,7 @@ def _exact_independence(arch: Architecture, curve: Curve, orders: dict, exact_ch
     """``block -> bool``: F_0..F_{order-1} are free of the block's symbols, exactly (``None``: not checked)."""
     names = list(orders)
     out = {name: None for name in names}
-    if exact_check is False or curve.polynomials or any(n.is_lightning for n in arch.normalizers) \
+    if exact_check is False or curve.polynomials or any(not a.normalized for a in arch.attention) \
             or len(set(arch.normalizers)) != 1:
         return out
     deepest = max((o for o in orders.values() if o is not None), default=0)

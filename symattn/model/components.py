@@ -39,6 +39,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -201,6 +202,56 @@ class Component:
 
     def symmetry_text(self) -> str:
         """The component's continuous symmetries in words (empty when it has none)."""
+        return ""
+
+    def gauge_text(self) -> str:
+        """The component's changes of basis (its ``"gauge"`` tangents) in words; empty when it has none.
+
+        Examples
+        --------
+        >>> Residual().gauge_text()
+        ''
+        """
+        return ""
+
+    def discrete_group_order(self) -> int:
+        """The order of the component's own discrete symmetries (permutations of its parts, sign flips).
+
+        Examples
+        --------
+        >>> Residual().discrete_group_order()
+        1
+        """
+        return 1
+
+    def discrete_symmetry_text(self) -> str:
+        """The component's discrete symmetries in words (empty when it has none).
+
+        Examples
+        --------
+        >>> CausalMask().discrete_symmetry_text()
+        ''
+        """
+        return ""
+
+    def closed_form_latex(self) -> tuple:
+        """Lines the component adds to the closed form's LaTeX (a mask's ``S(A)``); empty by default.
+
+        Examples
+        --------
+        >>> Residual().closed_form_latex()
+        ()
+        """
+        return ()
+
+    def closed_form_note(self) -> str:
+        """Words the component adds to the closed form's text (``, with the causal mask ...``); empty by default.
+
+        Examples
+        --------
+        >>> Residual().closed_form_note()
+        ''
+        """
         return ""
 
     def grid_fields(self) -> dict:
@@ -426,9 +477,65 @@ class Attention(Component):
             out[self.block_key("V", layer, h)] = "values"
         return out
 
+    @property
+    def normalized(self) -> bool:
+        """Whether the scores go through a normalizer ``S`` (False for lightning attention, ``S(A) = A``).
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> Attention(2, 1, Normalizer.preset("softmax")).normalized, Attention(2, 1, Normalizer.preset("lightning")).normalized
+        (True, False)
+        """
+        return not self.normalizer.is_lightning
+
+    @property
+    def polynomial_weights(self) -> bool:
+        """Whether the attention weights are polynomial in the scores (lightning, or a polynomial normalizer's ``s``).
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> Attention(2, 1, Normalizer.preset("softmax")).polynomial_weights, Attention(2, 1, Normalizer.preset("lightning")).polynomial_weights
+        (False, True)
+        """
+        return bool(self.normalizer.is_lightning or self.normalizer.is_polynomial)
+
+    def discrete_group_order(self) -> int:
+        """``h!``: the heads' outputs are summed, so any permutation of the heads keeps the layer.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> Attention(2, 1, Normalizer.preset("softmax"), heads=3).discrete_group_order()
+        6
+        """
+        return math.factorial(self.heads)
+
+    def discrete_symmetry_text(self) -> str:
+        """``head permutations`` with several heads, else empty.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> Attention(2, 1, Normalizer.preset("softmax"), heads=2).discrete_symmetry_text()
+        'head permutations'
+        """
+        return "head permutations" if self.heads > 1 else ""
+
+    def gauge_text(self) -> str:
+        """``one GL(a_i) per head``: ``Q -> G Q``, ``K -> G^{-T} K`` in every head.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> Attention(2, 1, Normalizer.preset("softmax")).gauge_text()
+        'one GL(a_i) per head'
+        """
+        return "one GL(a_i) per head"
+
     def symmetry_text(self) -> str:
-        return "one GL(a_i) per head" + (", the scaling of each lightning head" if self.normalizer.is_lightning
-                                         else "")
+        return self.gauge_text() + (", the scaling of each lightning head" if self.normalizer.is_lightning else "")
 
     def describe(self) -> str:
         heads = f"{self.heads} heads, " if self.heads > 1 else ""
@@ -452,6 +559,26 @@ class CausalMask(Component):
     kind = "causal mask"
     keeps_effective_form = True
     computes = False
+
+    def closed_form_latex(self) -> tuple:
+        """The masked normalization ``S(A)``, a line of the closed form.
+
+        Examples
+        --------
+        >>> CausalMask().closed_form_latex()[0].startswith("S(A)_{jk} = ")
+        True
+        """
+        return (r"S(A)_{jk} = \frac{s(A_{jk})}{\sum_{j' \le k} s(A_{j'k})}\ (j \le k),\quad S(A)_{jk} = 0\ (j > k)",)
+
+    def closed_form_note(self) -> str:
+        """``, with the causal mask S(A)_jk = 0 for j > k``.
+
+        Examples
+        --------
+        >>> CausalMask().closed_form_note()
+        ', with the causal mask S(A)_jk = 0 for j > k'
+        """
+        return ", with the causal mask S(A)_jk = 0 for j > k"
 
     def step(self, domain, stream: Stream, blocks: dict, layer: int) -> None:
         stream.mask = "causal"

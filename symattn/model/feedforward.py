@@ -301,7 +301,14 @@ class FeedForward(Component):
         """``M!`` permutations of the hidden units, times ``2^M`` sign flips for an odd activation."""
         return math.factorial(self.hidden) * (2 ** self.hidden if self.activation.is_odd else 1)
 
-    def symmetry_text(self) -> str:
+    def discrete_symmetry_text(self) -> str:
+        """The ``M!`` permutations of the hidden units, and the ``2^M`` sign flips of an odd activation.
+
+        Examples
+        --------
+        >>> FeedForward(2, Activation("tanh")).discrete_symmetry_text()
+        'hidden-unit permutations (2!) and sign flips (2^2)'
+        """
         return (f"hidden-unit permutations ({self.hidden}!)" + (f" and sign flips (2^{self.hidden})"
                                                                 if self.activation.is_odd else ""))
 
