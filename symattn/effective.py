@@ -565,7 +565,7 @@ def gauge_dimension(arch: Architecture) -> int:
     >>> gauge_dimension(Architecture.uniform(layers=3, width=2, rank=1, heads=2, residual=True))
     6
     """
-    return len(arch.symmetry_tangents("gauge"))
+    return arch.symmetry_dimension("gauge")
 
 
 def _sign_flip_layers(arch: Architecture) -> tuple[list[int], list[int]]:

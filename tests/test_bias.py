@@ -204,3 +204,15 @@ def test_observe_verdicts_agree_with_exact_ranks(arch, events, expected, on_set,
     assert [result.rank.on_set[b] for b in blocks] == on_set
     assert [result.rank.generic[b] for b in blocks] == generic
     assert result.agrees_with_rank
+
+
+@pytest.mark.parametrize("kw", [dict(normalizer="lightning"), dict(normalizer="lightning", heads=2),
+                                dict(heads=2, causal=True), dict(normalizer="1 + x**2", residual=True),
+                                dict(normalizer="lightning", ffn=2)],
+                         ids=["lightning", "lightning-heads", "heads-causal", "quadratic-residual", "lightning-ffn"])
+def test_the_derived_orbit_is_the_kernel(kw):
+    # lightning's S(A) = A has no columns summing to 1: no translation of a stream, no trade between heads' b_V
+    arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, bias=True, **kw)
+    assert arch.symmetry_dimension() == len(arch.symmetry_tangents())
+    result = function_space_dimension(arch)
+    assert result.certified and result.lower == arch.param_count - arch.symmetry_dimension()

@@ -348,6 +348,13 @@ class ModSeriesDomain(Domain):
         Scores of valuation ``v >= 1`` need the terms up to ``(N - 1) / v``.
         """
         if self._any_nonzero(value[..., 0]):
+            if getattr(normalizer, "is_activation", False):
+                raise DomainError(
+                    f"the argument of activation {normalizer.name} does not vanish at eps = 0 (a feed-forward "
+                    "block whose input weights do not collapse on this curve, or a point with no curve): its "
+                    f"Taylor expansion at a nonzero point is not exact over GF(p). Use a curve that collapses "
+                    "every layer (its W_in with it) or scales the input, a polynomial activation, or the "
+                    "numerical slopes of symattn.numeric")
             raise DomainError(
                 f"scores that do not vanish at eps = 0 (a layer that does not collapse on this curve) "
                 f"need the Taylor expansion of {normalizer.name} at a nonzero point, which is not exact "

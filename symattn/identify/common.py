@@ -218,7 +218,8 @@ def _check_estimate(estimate):
 
 
 def _is_polynomial_arch(arch: Architecture) -> bool:
-    return all(a.polynomial_weights for a in arch.attention)
+    # every weight polynomial (lightning, a polynomial normalizer) and every other function too (an activation)
+    return all(a.polynomial_weights for a in arch.attention) and all(f.is_polynomial for f in arch.analytic_functions)
 
 
 def _check_exact_taylor(arch: Architecture) -> None:

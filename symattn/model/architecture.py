@@ -532,6 +532,24 @@ class Architecture:
                 out.append(Tangent(terms))
         return [t for t in out if group is None or t.group == group]
 
+    def symmetry_dimension(self, group: str | None = None) -> int:
+        """The number of :meth:`symmetry_tangents` (of ``group``, or all), counted without building them.
+
+        Examples
+        --------
+        >>> arch = Architecture.uniform(layers=3, width=500, rank=500)
+        >>> arch.symmetry_dimension()                      # 3 * 500^2 + 2 * 500^2, at once
+        1250000
+        >>> small = Architecture.uniform(layers=2, bias=True, ffn=2, residual=True)
+        >>> small.symmetry_dimension() == len(small.symmetry_tangents())
+        True
+        """
+        own = sum(c.tangent_count(i, d_in, group) for i, d_in, c in self.components())
+        if group not in (None, "gauge"):
+            return own
+        return (own + sum(width ** 2 for _, width, _, _ in self.hidden_gauges())
+                + sum(width for width, _ in self.hidden_translations()))
+
     @classmethod
     def uniform(cls, layers: int = 3, width: int = 2, rank: int = 1, tokens: int = 3,
                 normalizer="softmax", heads=1, causal: bool = False, residual: bool = False, ffn=None,

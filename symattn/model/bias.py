@@ -15,10 +15,12 @@ Jacobian (``tests/test_bias.py``):
   into it (``b_V``, ``b_out``: ``b -> H b``) and leaves those inside a block
   (``b_Q``, ``b_K``, ``b_in``) alone;
 - with several heads only the sum of their ``b_V`` reaches the output:
-  ``b_{V,1} -> b_{V,1} + c``, ``b_{V,h} -> b_{V,h} - c``;
+  ``b_{V,1} -> b_{V,1} + c``, ``b_{V,h} -> b_{V,h} - c`` (``b_V 1^T S = b_V 1^T``:
+  not for lightning attention, whose ``S(A) = A`` has no columns summing to 1);
 - a hidden stream can move by ``c 1^T`` when the biases around it absorb it
   (:meth:`symattn.model.Architecture.hidden_translations`): the hidden gauge
-  becomes affine, also inside a residual stream, between any two biased blocks;
+  becomes affine, also inside a residual stream, between any two biased blocks
+  (again not after lightning attention);
 - for an exponential normalizer (softmax), ``S(A + 1 u^T) = S(A)``: the score
   terms ``b_K^T (Q x_k + b_Q)`` are constant along each column (they depend
   on the query only), so ``b_K`` is invisible: its ``a_i`` translations
@@ -118,8 +120,10 @@ class BiasedAttention(Attention):
 
     def translation_roles(self, layer: int, d_in: int):
         heads = range(1, self.heads + 1)
+        # b_V 1^T S = b_V 1^T because the columns of S sum to 1: lightning's S(A) = A does not shift its output
+        shifting = [] if self.normalizer.is_lightning else [self.block_key("bV", layer, h) for h in heads]
         return ([(self.block_key("b" + name, layer, h), self.block_key(name, layer, h)) for h in heads
-                 for name in ("Q", "K", "V")], [self.block_key("bV", layer, h) for h in heads])
+                 for name in ("Q", "K", "V")], shifting)
 
     def tangents(self, layer: int, d_in: int) -> list:
         out = []
@@ -130,14 +134,20 @@ class BiasedAttention(Attention):
                 terms[keys["bQ"]] = terms[keys["Q"]]
                 terms[keys["bK"]] = terms[keys["K"]]
                 out.append(Tangent(terms))
-        for h in range(2, self.heads + 1):  # the heads' outputs are summed: only the sum of their b_V is seen
+        for h in range(2 if not self.normalizer.is_lightning else self.heads + 1, self.heads + 1):
+            # the heads' outputs are summed and b_V 1^T S = b_V 1^T: only the sum of their b_V is seen
             for r in range(self.width):
                 e = np.zeros((self.width, 1), dtype=np.int64)
                 e[r, 0] = 1
                 out.append(Tangent({self.block_key("bV", layer, 1): (None, None, e),
                                     self.block_key("bV", layer, h): (None, None, -e)}, group="translation"))
-        if self.normalizer.is_lightning:
-            out += [t for t in super().tangents(layer, d_in) if t.group == "scaling"]
+        if self.normalizer.is_lightning:  # no normalization: (Q, b_Q) -> c (Q, b_Q), (V, b_V) -> (V, b_V) / c
+            for tangent in (t for t in super().tangents(layer, d_in) if t.group == "scaling"):
+                terms = dict(tangent.terms)
+                head = next(k for k in terms if k[0] == "Q")[2:]  # () with one head, (h,) with several
+                terms[("bQ", layer, *head)] = terms[("Q", layer, *head)]
+                terms[("bV", layer, *head)] = terms[("V", layer, *head)]
+                out.append(Tangent(terms, group="scaling"))
         elif self.normalizer.is_exponential:  # S(A + 1 u^T) = S(A): b_K only adds column constants
             for h in range(1, self.heads + 1):
                 for r in range(self.rank):
@@ -145,6 +155,13 @@ class BiasedAttention(Attention):
                     shift[r, 0] = 1
                     out.append(Tangent({self.block_key("bK", layer, h): (None, None, shift)}, group="translation"))
         return out
+
+    def tangent_count(self, layer: int, d_in: int, group: str | None = None) -> int:
+        translations = (0 if self.normalizer.is_lightning else (self.heads - 1) * self.width) + (
+            self.heads * self.rank if self.normalizer.is_exponential and not self.normalizer.is_lightning else 0)
+        counts = {"gauge": self.heads * self.rank ** 2, "scaling": self.heads if self.normalizer.is_lightning else 0,
+                  "translation": translations}
+        return sum(counts.values()) if group is None else counts.get(group, 0)
 
     def block_groups(self, layer: int, d_in: int) -> dict:
         out = super().block_groups(layer, d_in)

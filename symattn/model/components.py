@@ -183,6 +183,10 @@ class Component:
         """Blocks whose leading square the component's own gauge tangents can bring to the identity."""
         return []
 
+    def tangent_count(self, layer: int, d_in: int, group: str | None = None) -> int:
+        """How many :meth:`tangents` (of ``group``, or all) there are, without building them (wide layers)."""
+        return sum(1 for t in self.tangents(layer, d_in) if group is None or t.group == group)
+
     def analytic_functions(self) -> tuple:
         """The functions given by Taylor data that the step applies (a normalizer, an activation)."""
         return ()
@@ -461,6 +465,10 @@ class Attention(Component):
 
     def gauge_slice_blocks(self, layer: int, d_in: int) -> list:
         return [self.block_key("Q", layer, h) for h in range(1, self.heads + 1)]  # G Q_{i,h}
+
+    def tangent_count(self, layer: int, d_in: int, group: str | None = None) -> int:
+        counts = {"gauge": self.heads * self.rank ** 2, "scaling": self.heads if self.normalizer.is_lightning else 0}
+        return sum(counts.values()) if group is None else counts.get(group, 0)
 
     def analytic_functions(self) -> tuple:
         return () if self.normalizer.is_lightning or self.normalizer.is_generic else (self.normalizer,)

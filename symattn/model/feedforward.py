@@ -101,6 +101,9 @@ class Activation(Normalizer):
     symattn.errors.NormalizerError: activation Abs(x) is not real-analytic: it uses Abs; use a smooth expression such as a preset (tanh, sigmoid, softplus, gelu) or x + x**2
     """
 
+    #: an activation, not a normalizer: its Taylor data are ``s`` itself (and errors say so)
+    is_activation = True
+
     def __init__(self, expression, name: str | None = None):
         key = expression.strip().lower() if isinstance(expression, str) else None
         if key in ACTIVATION_PRESETS:
