@@ -36,7 +36,8 @@ from .events import (
     BIAS, COLLAPSED, Event, IDENTICAL_TOKENS, OBSERVABLE, PARTIAL, SCORE_COLLAPSE, UNOBSERVABLE, VALUE_COLLAPSE,
     VALUE_RANK, _events,
 )
-from .graph import _block_of_group, _blocks, _display_with_caption
+from .graph import _display_with_caption
+from .layout import _block_of_group, _blocks
 
 __all__ = ["ContactOrders", "RankCheck", "clear_rank_cache", "contact_orders", "first_rank_memory", "rank_check"]
 
