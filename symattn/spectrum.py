@@ -34,7 +34,7 @@ from .adaptive import (
 from .algebra.linalg import products_reported, series_matmul
 from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
-from .effective import effective_block_dimensions, effective_dimension, has_bottleneck
+from .effective import effective_block_dimensions, has_bottleneck
 from .errors import BankError, DomainError, SymattnError, TruncationError
 # The points, banks and Jacobians live in symattn.jacobian; the names are re-exported here,
 # where earlier versions defined them.
@@ -65,6 +65,7 @@ __all__ = [
     "Spectrum",
     "PredictedSpectrum",
     "decay_spectrum",
+    "automatic_bank_size",
     "predicted_spectrum",
     "contact_order",
     "spectrum_at",
@@ -747,7 +748,6 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         raise TruncationError(f"truncation {truncation} exceeds max_truncation {max_truncation}; give truncation "
                               f"<= {max_truncation} (--truncation) or raise max_truncation")
 
-    d_out, t = arch.widths[-1], arch.tokens
     # the rank a separating bank reaches: a proven upper bound of the rank (the effective dimension, one
     # token's value map, #params minus the symmetry orbit's dimension for the variants)
     eff, eff_reason = native_rank_bound(arch)
@@ -756,10 +756,7 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     if isinstance(bank, str):
         if bank != "auto":
             raise BankError(f"bank must be 'auto', a positive integer or a list of inputs, got {bank!r}")
-        # starting guess: each input adds about one direction of the score blocks
-        score_dims = max(0, eff - (effective_block_dimensions(arch)["values"] if arch.is_plain
-                                   else arch.widths[-1] * arch.widths[0]))
-        bank_size, auto_bank = max(1, math.ceil(eff / (d_out * t)) + 1, score_dims), True
+        bank_size, auto_bank = automatic_bank_size(arch, eff), True
     elif isinstance(bank, (bool, float)):
         raise BankError(f"bank must be 'auto', a positive integer or a list of inputs, got {bank!r}")
     elif isinstance(bank, (int, np.integer)):
@@ -888,6 +885,24 @@ def _require_series_order(arch: Architecture, curve: Curve, max_order: int) -> N
     check_memory(estimate_for(arch), arch=arch, estimate_for=estimate_for, max_series_order=max_order)
 
 
+def automatic_bank_size(arch: Architecture, rank_bound: int) -> int:
+    """The first bank of ``bank="auto"``: enough rows for ``rank_bound``, and one input per direction of the scores.
+
+    Each input adds about one direction of the score blocks at their
+    leading order; the values are what the rows of one input already see.
+    The one guess of :func:`decay_spectrum` and of its memory estimate for a
+    resized network.
+
+    Examples
+    --------
+    >>> automatic_bank_size(Architecture.uniform(layers=2), 10)
+    6
+    """
+    values = (effective_block_dimensions(arch)["values"] if arch.is_plain else arch.widths[-1] * arch.widths[0])
+    score_dims = max(0, rank_bound - values)
+    return max(1, math.ceil(rank_bound / (arch.widths[-1] * arch.tokens)) + 1, score_dims)
+
+
 def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: int, truncation: int,
                          first_step: tuple, bank, requested, max_memory) -> None:
     """Refuse a step of :func:`decay_spectrum` that would not fit, before it allocates anything."""
@@ -902,9 +917,7 @@ def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: in
     def estimate_for(resized: Architecture, bank: int | None = None):
         # the starting sizes of decay_spectrum for a resized network (its "auto" bank guess)
         if bank is None and fixed_bank is None:
-            eff = effective_dimension(resized)
-            score_dims = eff - effective_block_dimensions(resized)["values"]
-            bank = max(1, math.ceil(eff / (resized.widths[-1] * resized.tokens)) + 1, score_dims)
+            bank = automatic_bank_size(resized, native_rank_bound(resized)[0])
         elif bank is None:
             bank = fixed_bank
         N = truncation if requested != "auto" else _initial_truncation(resized, curve) * growth
