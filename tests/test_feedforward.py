@@ -264,3 +264,39 @@ def test_expansion_of_a_block_after_attention():
     expected = names["Vt1_11"] * names["Wint1_11"] * names["Woutt1_11"] * mean
     assert sp.simplify(F[0]) == sp.zeros(1, 2)
     assert sp.expand(F[1] - sp.Matrix([[expected, expected]])) == sp.zeros(1, 2)
+
+
+@pytest.mark.parametrize("activation, bias", [("x**2", False), ("x**2", True), ("2*x**3", False), ("x", False),
+                                              ("x", True), ("3*x", True)])
+def test_homogeneous_activations_have_derived_continuous_symmetries(activation, bias):
+    # s(l x) = l^m s(x): each unit's scaling (m >= 2), or GL(M) of the units (m = 1; with biases only
+    # W_out b_in + b_out is seen too), derived by the component and met by the certified rank
+    arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=3, normalizer="1 + x**2", ffn=2,
+                                activation=activation, bias=bias)
+    own = sum(c.tangent_count(i, d) for i, d, c in arch.components() if c.kind == "feed-forward")
+    assert own == {"x**2": 2, "2*x**3": 2, "x": 4, "3*x": 4}[activation] * 2 + (2 * 2 if bias and activation in
+                                                                                     ("x", "3*x") else 0)
+    assert arch.symmetry_dimension() == len(arch.symmetry_tangents())
+    result = function_space_dimension(arch)
+    assert result.certified and result.lower == arch.param_count - arch.symmetry_dimension()
+
+
+def test_a_unit_scaling_keeps_a_square_activation_exactly():
+    arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3, normalizer="1 + x**2", ffn=2, activation="x**2")
+    rng = np.random.default_rng(5)
+    params = arch.parameters_from_flat(_random_rationals(rng, arch.param_count))
+    X = [[1, 0, 2], [0, 1, -1]]
+    blocks = {key: sp.Matrix(m) for key, m in arch.block_map(params).items()}
+    scale = sp.diag(3, 1)
+    moved = {**blocks, ("Win", 1): scale * blocks[("Win", 1)], ("Wout", 1): blocks[("Wout", 1)] * scale.inv() ** 2}
+    assert (forward(arch, arch.parameters_from_blocks(moved), X) == forward(arch, params, X)).all()
+
+
+def test_a_quadratic_activation_with_biases_is_honestly_not_certified():
+    # s(y + b) for a quadratic s is again a quadratic with a free linear term: each unit has a scaling that moves
+    # b_in nonlinearly (not derived here); the dimension says so with its bounds instead of a wrong number
+    arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3, normalizer="1 + x**2", ffn=2,
+                                activation="x + x**2", bias=True)
+    result = function_space_dimension(arch)
+    assert not result.certified and result.upper == arch.param_count - arch.symmetry_dimension()
+    assert result.lower == result.upper - 2

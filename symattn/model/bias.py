@@ -214,6 +214,24 @@ class BiasedFeedForward(FeedForward):
     def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
         return [("Win", layer)], [("Wout", layer), ("bout", layer)]
 
+    def _hidden_inputs(self, layer: int) -> list:
+        return [("Win", layer), ("bin", layer)]
+
+    def tangents(self, layer: int, d_in: int) -> list:
+        out = super().tangents(layer, d_in)
+        if self.activation.homogeneous_degree == 1:  # a linear block: only W_out b_in + b_out is seen
+            for j in range(self.hidden):
+                e = np.zeros((self.hidden, 1), dtype=np.int64)
+                e[j, 0] = 1
+                out.append(Tangent({("bin", layer): (None, None, e),
+                                    ("bout", layer): (None, None, None, (("Wout", layer), -e))}, group="translation"))
+        return out
+
+    def tangent_count(self, layer: int, d_in: int, group: str | None = None) -> int:
+        linear = self.hidden if self.activation.homogeneous_degree == 1 else 0
+        own = super().tangent_count(layer, d_in, group)
+        return own + (linear if group in (None, "translation") else 0)
+
     def translation_roles(self, layer: int, d_in: int):
         return [(("bin", layer), ("Win", layer))], [("bout", layer)]
 

@@ -14,13 +14,12 @@ architecture with the block says so.
 
 Symmetries: the hidden units can be permuted (``M!``), and for an odd
 activation each unit's sign flips, ``(w_in,j, w_out,j) -> (-w_in,j,
--w_out,j)`` (``2^M``); both are discrete.  No continuous symmetry is
-assumed: a change of basis of the block's input stream is absorbed by
-``W_in`` and one of its output stream by ``W_out`` (the hidden gauges of
-:meth:`symattn.model.Architecture.hidden_gauges`), and a polynomial
-activation's own continuous symmetries (``s(x) = x^2``: scale unit ``j``'s
-input by ``c`` and its output by ``c^{-2}``) are found by the exact
-Jacobian's kernel, not claimed here.
+-w_out,j)`` (``2^M``); both are discrete.  A change of basis of the block's
+input stream is absorbed by ``W_in`` and one of its output stream by
+``W_out`` (the hidden gauges of
+:meth:`symattn.model.Architecture.hidden_gauges`).  A homogeneous
+activation ``s(x) = c x^m`` has continuous symmetries of its own, derived in
+:meth:`FeedForward.tangents`; no other activation has any derived.
 
 Examples
 --------
@@ -41,6 +40,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
 import sympy as sp
 
 from ..errors import NormalizerError
@@ -50,7 +50,7 @@ from ..normalizers.irrational import function_taylor
 from ..normalizers.presets import check_size, x
 from ..parsing import NORMALIZER_LIMITS, parse_expression
 from ..curves import register_query_like_block
-from .components import Component
+from .components import Component, Tangent, elementary
 from .symbols import register_block_name
 
 __all__ = ["Activation", "FeedForward", "ACTIVATION_PRESETS"]
@@ -136,6 +136,22 @@ class Activation(Normalizer):
         return function_taylor(self.expr, n)
 
     @cached_property
+    def homogeneous_degree(self) -> int | None:
+        """``m`` when ``s(x) = c x^m`` (then ``s(lambda x) = lambda^m s(x)``: a continuous symmetry), else None.
+
+        Examples
+        --------
+        >>> Activation("x**2").homogeneous_degree, Activation("3*x").homogeneous_degree
+        (2, 1)
+        >>> Activation("x + x**2").homogeneous_degree, Activation("tanh").homogeneous_degree
+        (None, None)
+        """
+        if not self.expr.is_polynomial(x):
+            return None
+        terms = sp.Poly(self.expr, x).terms()
+        return int(terms[0][0][0]) if len(terms) == 1 and terms[0][0][0] >= 1 else None
+
+    @cached_property
     def is_odd(self) -> bool:
         """Whether ``s(-x) = -s(x)`` (then each hidden unit's sign flip keeps the block)."""
         return sp.simplify(self.expr.subs(x, -x) + self.expr) == 0
@@ -192,6 +208,46 @@ class FeedForward(Component):
 
     def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
         return [("Win", layer)], [("Wout", layer)]
+
+    def _hidden_inputs(self, layer: int) -> list:
+        """The blocks that make the activation's argument (``W_in``; with biases ``b_in`` too)."""
+        return [("Win", layer)]
+
+    def tangents(self, layer: int, d_in: int) -> list:
+        """The continuous symmetries of a homogeneous activation ``s(x) = c x^m``, derived from ``s(l x) = l^m s(x)``.
+
+        ``m = 1`` (a linear block ``c W_out W_in``): ``GL(M)`` of the hidden
+        units, ``W_in -> G W_in``, ``W_out -> W_out G^{-1}``; ``m >= 2``: each
+        unit's scaling, row ``j`` of ``W_in`` by ``l`` and column ``j`` of
+        ``W_out`` by ``l^{-m}``.  Any other activation has none.
+
+        Examples
+        --------
+        >>> len(FeedForward(2, "x**2").tangents(1, 3)), len(FeedForward(2, "x").tangents(1, 3))
+        (2, 4)
+        >>> FeedForward(2, "tanh").tangents(1, 3)
+        []
+        """
+        m = self.activation.homogeneous_degree
+        if m is None:
+            return []
+        M = self.hidden
+        inputs = self._hidden_inputs(layer)
+        if m == 1:
+            generators = list(elementary(M))
+        else:
+            generators = [np.diag(np.eye(M, dtype=np.int64)[j]) for j in range(M)]
+        out = []
+        for E in generators:
+            terms = {key: (E, None, None) for key in inputs}
+            terms[("Wout", layer)] = (None, -m * E if m > 1 else -E, None)
+            out.append(Tangent(terms, group="scaling" if m > 1 else "gauge"))
+        return out
+
+    def tangent_count(self, layer: int, d_in: int, group: str | None = None) -> int:
+        m = self.activation.homogeneous_degree
+        counts = {"gauge": self.hidden ** 2 if m == 1 else 0, "scaling": self.hidden if m is not None and m > 1 else 0}
+        return sum(counts.values()) if group is None else counts.get(group, 0)
 
     def analytic_functions(self) -> tuple:
         return (self.activation,)
