@@ -216,3 +216,13 @@ def test_the_derived_orbit_is_the_kernel(kw):
     assert arch.symmetry_dimension() == len(arch.symmetry_tangents())
     result = function_space_dimension(arch)
     assert result.certified and result.lower == arch.param_count - arch.symmetry_dimension()
+
+
+@pytest.mark.slow
+def test_spectrum_with_biases_is_recovered_by_mpmath_slopes():
+    from symattn.numeric import sensitivity
+
+    arch = Architecture.uniform(layers=1, width=2, rank=1, tokens=3, normalizer="cosh", bias=True)
+    exact = decay_spectrum(arch, progress=False)
+    numeric = sensitivity(arch, spectrum=exact)
+    assert numeric.recovered and numeric.exact_rank == exact.rank == arch.param_count - arch.symmetry_dimension()
