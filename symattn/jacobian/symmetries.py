@@ -8,9 +8,8 @@ import functools
 import numpy as np
 
 from ..algebra.modseries import ModSeriesDomain
-from ..curves import Curve, collapse
-from ..effective import hidden_gauge_layers
-from ..model import Architecture
+from ..curves import Curve
+from ..model import Architecture, Attention
 from .columns import parameter_columns
 from .points import DEFAULT_PRIMES, field_primes, random_point
 
@@ -131,7 +130,7 @@ def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: i
     still = Curve("a random point (no curve)")
     tangents = symmetry_tangent_series(arch, still, point, p, 1)
     bound = arch.param_count - (smith_valuations(tangents, p).resolved_rank if len(tangents) else 0)
-    if arch.factors_through_effective and not any(n.is_lightning for n in arch.normalizers):
+    if arch.factors_through_effective and all(a.normalized for a in arch.attention):
         bound = min(bound, effective_dimension(arch))  # F = P X M_l: a mask alone keeps the effective parameters
     return bound
 
@@ -170,9 +169,9 @@ def native_rank_bound(arch: Architecture) -> tuple[int, str]:
     >>> native_rank_bound(Architecture.uniform(layers=2, normalizer="lightning"))[0]
     8
     """
-    from ..effective import effective_block_dimensions
+    from ..effective import effective_block_dimensions, hidden_gauge_text
 
-    lightning = [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
+    lightning = [i for i, a in enumerate(arch.attention, start=1) if not a.normalized]
     if arch.degenerate and not lightning:
         values = (effective_block_dimensions(arch)["values"] if arch.is_plain
                   else arch.widths[-1] * arch.widths[0])
@@ -180,15 +179,21 @@ def native_rank_bound(arch: Architecture) -> tuple[int, str]:
         return bound, ("one token: every S(A) is the 1 x 1 matrix 1, so F is linear in X through the value "
                        f"maps only (dimension at most {bound})")
     if not arch.is_plain:
+        kind, words, translations = hidden_gauge_text(arch)  # read off the components' streams
+        hidden = {"layers": ", GL(d_i) per hidden layer" if arch.hidden_gauges() else "",
+                  "tied": ", no hidden GL(d_i): a residual stream breaks it", "streams": f", {words}"}[kind]
+        # what the components add to attention's own (b_K's translations, a feed-forward block's scalings)
+        own = list(dict.fromkeys(
+            text for _, _, c in arch.components()
+            if (text := (c.symmetry_text()[len(Attention.symmetry_text(c)):].lstrip(", ") if isinstance(c, Attention)
+                         else c.symmetry_text()))))
         return symmetry_orbit_bound(arch), (
             f"#params minus the dimension of the symmetry orbit of {arch.describe_variant()} (one GL(a_i) per "
-            "head" + (", GL(d_i) per hidden layer" if hidden_gauge_layers(arch) else
-                      ", no hidden GL(d_i): a residual stream breaks it" if arch.residual else "")
+            "head" + hidden + (f", {translations}" if translations else "") + "".join(f", {t}" for t in own)
             + (", the scalings of lightning heads" if lightning else "")
             + "), a rank at a random point mod p; the orbit lies in every fiber"
             + ("; with one head per layer and no residual stream F = P X M_l still holds, so at most the "
-               "dimension of (What_1, ..., What_l, P)" if all(h == 1 for h in arch.heads) and not arch.residual
-               else ""))
+               "dimension of (What_1, ..., What_l, P)" if arch.factors_through_effective else ""))
     eff = effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
     reason = ("the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
               + (" (an exact Jacobian rank at a random integer point: a hidden width is a bottleneck)"

@@ -244,6 +244,20 @@ class FeedForward(Component):
             out.append(Tangent(terms, group="scaling" if m > 1 else "gauge"))
         return out
 
+    def symmetry_text(self) -> str:
+        """The derived continuous symmetries in words (a homogeneous activation's), else empty.
+
+        Examples
+        --------
+        >>> FeedForward(2, "x**2").symmetry_text(), FeedForward(2, "tanh").symmetry_text()
+        ('the scaling of each hidden unit (s(l x) = l^2 s(x))', '')
+        """
+        m = self.activation.homogeneous_degree
+        if m is None:
+            return ""
+        return ("GL(M) of the hidden units (a linear block)" if m == 1 else
+                f"the scaling of each hidden unit (s(l x) = l^{m} s(x))")
+
     def tangent_count(self, layer: int, d_in: int, group: str | None = None) -> int:
         m = self.activation.homogeneous_degree
         counts = {"gauge": self.hidden ** 2 if m == 1 else 0, "scaling": self.hidden if m is not None and m > 1 else 0}
