@@ -264,17 +264,41 @@ def _ties_stream(arch: Architecture, layer: int | None = None) -> bool:
     return any(c.ties_stream() for i, _, c in arch.components() if layer is None or i == layer)
 
 
+def _layer_steps(components) -> list[tuple[str, str, str]]:
+    """``[(name, text, LaTeX)]``: a layer's map composed from its components' maps, the last step named ``X_i``.
+
+    Each computing component maps the stream so far (``X_{i-1}``, then the
+    names ``Y_i``, ``Z_i``, ... of the intermediate streams); a residual add
+    puts its block's input in front.
+    """
+    names = iter(["Y_i", "Z_i", "U_i", "W_i"])
+    steps, current, block_input, pending = [], "X_{i-1}", "X_{i-1}", None
+    for component in components:
+        if component.computes:
+            if pending is not None:
+                current = next(names)
+                steps.append((current, *pending))
+            block_input, pending = current, component.layer_map(current)
+        elif component.ties_stream() and pending is not None:
+            pending = (f"{block_input} + {pending[0]}", f"{block_input} + {pending[1]}")
+    steps.append(("X_i", *pending))
+    return steps
+
+
 def _variant_closed_form(arch: Architecture) -> ClosedForm:
-    """The layer map of a network with heads or a residual stream (no closed form in effective parameters)."""
-    several = any(a.discrete_group_order() > 1 for a in arch.attention)  # a head sum (its heads permute)
-    stream, stream_latex = ("X_{i-1} + ", "X_{i-1} + ") if _ties_stream(arch) else ("", "")
-    head = "sum_h V_{i,h} X_{i-1} S(X_{i-1}^T K_{i,h}^T Q_{i,h} X_{i-1})" if several else \
-        "V_i X_{i-1} S(X_{i-1}^T K_i^T Q_i X_{i-1})"
-    head_latex = (r"\sum_{h=1}^{h_i} V_{i,h} X_{i-1}\, S\!\left(X_{i-1}^\top K_{i,h}^\top Q_{i,h} X_{i-1}\right)"
-                  if several else r"V_i X_{i-1}\, S\!\left(X_{i-1}^\top K_i^\top Q_i X_{i-1}\right)")
-    lines = [r"F_\theta(X) = X_{%d}" % arch.layers, r"X_0 = X", r"X_i = " + stream_latex + head_latex]
+    """The layer map of a network with heads, a residual stream or other components (no closed form derived)."""
+    layers = [tuple(_layer_steps(components)) for components in arch.layer_components]
+    if len(set(layers)) == 1:  # one map for every layer, written with i
+        maps = [layers[0]]
+    else:  # layers of different components: each its own map, i replaced by the layer
+        maps = [tuple((name.replace("_i", f"_{n}"), text.replace("_i", f"_{n}").replace("{i-1}", f"{n - 1}"),
+                       tex.replace("_i", f"_{n}").replace("{i-1}", f"{n - 1}"))
+                      for name, text, tex in steps) for n, steps in enumerate(layers, start=1)]
+    lines = [r"F_\theta(X) = X_{%d}" % arch.layers, r"X_0 = X"]
+    lines += [f"{name} = {tex}" for steps in maps for name, _, tex in steps]
     lines += list(dict.fromkeys(line for _, _, c in arch.components() for line in c.closed_form_latex()))
-    text = (f"F = X_{arch.layers}, X_0 = X, X_i = {stream}{head} ({arch.describe_variant()}; no closed form in "
+    words = ", ".join(f"{name} = {text}" for steps in maps for name, text, _ in steps)
+    text = (f"F = X_{arch.layers}, X_0 = X, {words} ({arch.describe_variant()}; no closed form in "
             "effective parameters is derived)")
     return ClosedForm(arch.layers, tuple(lines), text)
 

@@ -57,6 +57,9 @@ COMMANDS = {
               "dimension,orders,observe", "--events", "bias", "--scheduler", "synchronous"],
     "check": ["check", "--layers", "2", "--claim", "contact_order(2) = 5"],
     "expand": ["expand", "--layers", "1"],
+    # components: a feed-forward block with biases on a residual stream, its expansion
+    "report-components": ["report", "--layers", "1", "--ffn", "2", "--bias", "--residual"],
+    "expand-ffn": ["expand", "--layers", "1", "--width", "1", "--tokens", "2", "--ffn", "1", "--truncation", "3"],
 }
 
 #: Commands another piece of work is fixing: their failures are expected until it lands (none left).

@@ -179,6 +179,24 @@ class BiasedAttention(Attention):
             groups[self.block_key("bV", layer, h)] = "values"
         return groups
 
+    def layer_map(self, stream: str) -> tuple[str, str]:
+        """Attention on ``stream`` with every projection's bias added to each token.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> BiasedAttention(2, 1, Normalizer.preset("cosh")).layer_map("X_{i-1}")[0]
+        '(V_i X_{i-1} + b^V_i 1^T) S((K_i X_{i-1} + b^K_i 1^T)^T (Q_i X_{i-1} + b^Q_i 1^T))'
+        """
+        y = stream
+        h, hl = (("_{i,h}", "_{i,h}") if self.heads > 1 else ("_i", "_i"))
+        text = (f"(V{h} {y} + b^V{h} 1^T) S((K{h} {y} + b^K{h} 1^T)^T (Q{h} {y} + b^Q{h} 1^T))")
+        latex = (rf"\left(V{hl} {y} + b^V{hl} \mathbf{{1}}^\top\right) S\!\left(\left(K{hl} {y} + b^K{hl}"
+                 rf" \mathbf{{1}}^\top\right)^\top \left(Q{hl} {y} + b^Q{hl} \mathbf{{1}}^\top\right)\right)")
+        if self.heads > 1:
+            return f"sum_h {text}", rf"\sum_{{h=1}}^{{h_i}} {latex}"
+        return text, latex
+
     def symmetry_text(self) -> str:
         return super().symmetry_text() + (", the translations of b_K (an exponential normalizer)"
                                           if self.normalizer.is_exponential else "")
@@ -213,6 +231,18 @@ class BiasedFeedForward(FeedForward):
 
     def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
         return [("Win", layer)], [("Wout", layer), ("bout", layer)]
+
+    def layer_map(self, stream: str) -> tuple[str, str]:
+        """``W_out,i sigma(W_in,i y + b_in,i 1^T) + b_out,i 1^T``.
+
+        Examples
+        --------
+        >>> BiasedFeedForward(2, "tanh").layer_map("Y_i")[0]
+        'W_out,i sigma(W_in,i Y_i + b_in,i 1^T) + b_out,i 1^T'
+        """
+        return (f"W_out,i sigma(W_in,i {stream} + b_in,i 1^T) + b_out,i 1^T",
+                rf"W^{{\mathrm{{out}}}}_i\, \sigma\!\left(W^{{\mathrm{{in}}}}_i {stream} + b^{{\mathrm{{in}}}}_i"
+                rf" \mathbf{{1}}^\top\right) + b^{{\mathrm{{out}}}}_i \mathbf{{1}}^\top")
 
     def _hidden_inputs(self, layer: int) -> list:
         return [("Win", layer), ("bin", layer)]

@@ -258,6 +258,16 @@ class Component:
         """
         return ""
 
+    def layer_map(self, stream: str) -> tuple[str, str]:
+        """``(text, LaTeX)`` of the component's output on the stream named ``stream`` (a layer map's step).
+
+        Examples
+        --------
+        >>> Component().layer_map("Y_i")[0]
+        'component(Y_i)'
+        """
+        return f"{self.kind}({stream})", rf"\mathrm{{{self.kind}}}({stream})"
+
     def grid_fields(self) -> dict:
         """The fields of a sweep's grid that give this component (``{"ffn": 2, "activation": "tanh"}``)."""
         return {}
@@ -444,6 +454,21 @@ class Attention(Component):
             head = domain.matmul(domain.matmul(blocks[self.block_key("V", layer, h)], hidden), weights)
             output = head if output is None else domain.add(output, head)
         stream.hidden = output
+
+    def layer_map(self, stream: str) -> tuple[str, str]:
+        """The heads' sum on ``stream`` (one head: ``V_i X S(X^T K_i^T Q_i X)``).
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> Attention(2, 1, Normalizer.preset("softmax")).layer_map("X_{i-1}")[0]
+        'V_i X_{i-1} S(X_{i-1}^T K_i^T Q_i X_{i-1})'
+        """
+        y = stream
+        if self.heads > 1:
+            return (f"sum_h V_{{i,h}} {y} S({y}^T K_{{i,h}}^T Q_{{i,h}} {y})",
+                    rf"\sum_{{h=1}}^{{h_i}} V_{{i,h}} {y}\, S\!\left({y}^\top K_{{i,h}}^\top Q_{{i,h}} {y}\right)")
+        return f"V_i {y} S({y}^T K_i^T Q_i {y})", rf"V_i {y}\, S\!\left({y}^\top K_i^\top Q_i {y}\right)"
 
     def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
         readers = [self.block_key(name, layer, h) for h in range(1, self.heads + 1) for name in ("Q", "K", "V")]

@@ -380,14 +380,26 @@ class FeedForward(Component):
         Examples
         --------
         >>> FeedForward(2, Activation("tanh")).discrete_symmetry_text()
-        'hidden-unit permutations (2!) and sign flips (2^2)'
+        'the 2 permutations of the hidden units and the 4 sign flips of their weights'
         """
-        return (f"hidden-unit permutations ({self.hidden}!)" + (f" and sign flips (2^{self.hidden})"
-                                                                if self.activation.is_odd else ""))
+        # counts in words, no formula: the text is set as text in LaTeX as well
+        return (f"the {math.factorial(self.hidden)} permutations of the hidden units" + (
+            f" and the {2 ** self.hidden} sign flips of their weights" if self.activation.is_odd else ""))
 
     def describe(self) -> str:
         return (f"feed-forward block ({self.hidden} hidden unit{'s' if self.hidden > 1 else ''}, activation "
                 f"{self.activation.name}; W_in scales with the collapse)")
+
+    def layer_map(self, stream: str) -> tuple[str, str]:
+        """``W_out,i sigma(W_in,i y)`` on the stream ``y`` (``sigma`` the activation).
+
+        Examples
+        --------
+        >>> FeedForward(2, "tanh").layer_map("Y_i")[0]
+        'W_out,i sigma(W_in,i Y_i)'
+        """
+        return (f"W_out,i sigma(W_in,i {stream})",
+                rf"W^{{\mathrm{{out}}}}_i\, \sigma\!\left(W^{{\mathrm{{in}}}}_i {stream}\right)")
 
     def grid_fields(self) -> dict:
         return {"ffn": self.hidden, "activation": self.activation.name}
