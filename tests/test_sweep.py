@@ -306,7 +306,6 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
         with Client(address, timeout="30s") as client:
             _wait_for(lambda: len(client.scheduler_info()["workers"]) == 2, 60, "two workers")
             first = next(a for a, w in client.scheduler_info()["workers"].items() if w["name"] == "w0")
-        watcher = Client(address, timeout="30s")  # the killer asks the scheduler what w0 is running
 
         out = tmp_path / "out"
         killed = {}
@@ -318,8 +317,10 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
 
         def kill_one_worker_mid_sweep():
             _wait_for(finished_by_both_workers, 120, "a finished task from each worker")
-            # killed while it runs a task, so that with no retry allowed that task is lost (not between two)
-            _wait_for(lambda: watcher.processing(workers=[first]).get(first), 120, "a task running on w0")
+            # killed while it runs a task, so that with no retry allowed that task is lost (not between two); the
+            # killer's own client, not the default one the sweep takes and closes
+            with Client(address, timeout="30s", set_as_default=False) as watcher:
+                _wait_for(lambda: watcher.processing(workers=[first]).get(first), 120, "a task running on w0")
             killed["finished"] = {p.stem: p.read_text() for p in (out / "store").glob("*.json")}
             workers[0].send_signal(signal.SIGKILL)
             killed["at"] = time.monotonic()
@@ -330,7 +331,6 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
         status, stdout, stderr = _cli(["sweep", "--layers", "3..4", "--width", "4..6", "--rank", "1,2",
                                        "--scheduler", address, "--out", str(out), "--json", "--quiet"])
         killer.join(timeout=10)
-        watcher.close()
         assert status == 0, stderr
         assert "at" in killed, "the sweep ended before a worker could be killed"
         data = json.loads(stdout)
