@@ -275,6 +275,8 @@ class Architecture:
         Components after each layer's attention (and its residual add), e.g.
         a :class:`~symattn.model.feedforward.FeedForward` block; they keep
         the width.
+    bias : bool
+        Biases in every projection of attention (:mod:`symattn.model.bias`).
 
     Raises
     ------
