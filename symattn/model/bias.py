@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .components import Attention, Stream, Tangent
+from .components import Attention, Tangent
 from .feedforward import FeedForward
 from ..curves import register_scaled_block
 from .symbols import register_block_name
@@ -94,25 +94,9 @@ class BiasedAttention(Attention):
         return [(self.block_key(name, layer, h), shape) for h in range(1, self.heads + 1)
                 for name, shape in shapes.items()]
 
-    def step(self, domain, stream: Stream, blocks: dict, layer: int) -> None:
-        stream.start_block()
-        hidden = stream.hidden
-        tokens = domain.shape(hidden)[1]
-        mask = {"causal": True} if stream.mask == "causal" else {}
-        output = None
-        for h in range(1, self.heads + 1):
-            def projected(name):
-                product = domain.matmul(blocks[self.block_key(name, layer, h)], hidden)
-                return _plus_bias(domain, product, blocks[self.block_key("b" + name, layer, h)], tokens)
-
-            scores = domain.matmul(domain.transpose(projected("K")), projected("Q"))
-            if self.normalizer.is_lightning:
-                weights = domain.causal_mask(scores) if mask else scores
-            else:
-                weights = domain.attention(scores, self.normalizer, **mask)
-            head = domain.matmul(projected("V"), weights)
-            output = head if output is None else domain.add(output, head)
-        stream.hidden = output
+    def projection(self, domain, blocks: dict, name: str, layer: int, head: int, hidden):
+        product = super().projection(domain, blocks, name, layer, head, hidden)
+        return _plus_bias(domain, product, blocks[self.block_key("b" + name, layer, head)], domain.shape(hidden)[1])
 
     def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
         readers, writers = super().stream_roles(layer, d_in)
@@ -189,10 +173,10 @@ class BiasedAttention(Attention):
         '(V_i X_{i-1} + b^V_i 1^T) S((K_i X_{i-1} + b^K_i 1^T)^T (Q_i X_{i-1} + b^Q_i 1^T))'
         """
         y = stream
-        h, hl = (("_{i,h}", "_{i,h}") if self.heads > 1 else ("_i", "_i"))
+        h = "_{i,h}" if self.heads > 1 else "_i"
         text = (f"(V{h} {y} + b^V{h} 1^T) S((K{h} {y} + b^K{h} 1^T)^T (Q{h} {y} + b^Q{h} 1^T))")
-        latex = (rf"\left(V{hl} {y} + b^V{hl} \mathbf{{1}}^\top\right) S\!\left(\left(K{hl} {y} + b^K{hl}"
-                 rf" \mathbf{{1}}^\top\right)^\top \left(Q{hl} {y} + b^Q{hl} \mathbf{{1}}^\top\right)\right)")
+        latex = (rf"\left(V{h} {y} + b^V{h} \mathbf{{1}}^\top\right) S\!\left(\left(K{h} {y} + b^K{h}"
+                 rf" \mathbf{{1}}^\top\right)^\top \left(Q{h} {y} + b^Q{h} \mathbf{{1}}^\top\right)\right)")
         if self.heads > 1:
             return f"sum_h {text}", rf"\sum_{{h=1}}^{{h_i}} {latex}"
         return text, latex
@@ -222,12 +206,10 @@ class BiasedFeedForward(FeedForward):
         return super().parameter_blocks(layer, d_in) + [(("bin", layer), (self.hidden, 1)),
                                                          (("bout", layer), (d_in, 1))]
 
-    def step(self, domain, stream: Stream, blocks: dict, layer: int) -> None:
-        stream.start_block()
-        tokens = domain.shape(stream.hidden)[1]
-        pre = _plus_bias(domain, domain.matmul(blocks[("Win", layer)], stream.hidden), blocks[("bin", layer)], tokens)
-        out = domain.matmul(blocks[("Wout", layer)], domain.apply_normalizer(pre, self.activation))
-        stream.hidden = _plus_bias(domain, out, blocks[("bout", layer)], tokens)
+    def linear(self, domain, blocks: dict, name: str, layer: int, x):
+        bias = {"Win": "bin", "Wout": "bout"}[name]
+        return _plus_bias(domain, super().linear(domain, blocks, name, layer, x), blocks[(bias, layer)],
+                          domain.shape(x)[1])
 
     def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
         return [("Win", layer)], [("Wout", layer), ("bout", layer)]

@@ -444,16 +444,20 @@ class Attention(Component):
         mask = {"causal": True} if stream.mask == "causal" else {}
         output = None
         for h in range(1, self.heads + 1):
-            keys = domain.matmul(blocks[self.block_key("K", layer, h)], hidden)
-            queries = domain.matmul(blocks[self.block_key("Q", layer, h)], hidden)
+            keys = self.projection(domain, blocks, "K", layer, h, hidden)
+            queries = self.projection(domain, blocks, "Q", layer, h, hidden)
             scores = domain.matmul(domain.transpose(keys), queries)
             if self.normalizer.is_lightning:  # lightning attention (HMK) uses the (masked) scores as weights
                 weights = domain.causal_mask(scores) if mask else scores
             else:
                 weights = domain.attention(scores, self.normalizer, **mask)
-            head = domain.matmul(domain.matmul(blocks[self.block_key("V", layer, h)], hidden), weights)
+            head = domain.matmul(self.projection(domain, blocks, "V", layer, h, hidden), weights)
             output = head if output is None else domain.add(output, head)
         stream.hidden = output
+
+    def projection(self, domain, blocks: dict, name: str, layer: int, head: int, hidden):
+        """``M hidden`` for the head's block ``name`` (``Q``, ``K`` or ``V``); a biased head adds its bias."""
+        return domain.matmul(blocks[self.block_key(name, layer, head)], hidden)
 
     def layer_map(self, stream: str) -> tuple[str, str]:
         """The heads' sum on ``stream`` (one head: ``V_i X S(X^T K_i^T Q_i X)``).

@@ -202,9 +202,13 @@ class FeedForward(Component):
 
     def step(self, domain, stream, blocks: dict, layer: int) -> None:
         stream.start_block()
-        pre = domain.matmul(blocks[("Win", layer)], stream.hidden)
+        pre = self.linear(domain, blocks, "Win", layer, stream.hidden)
         # the domain applies a function entrywise from its Taylor data (for a normalizer, s/s(0); here s)
-        stream.hidden = domain.matmul(blocks[("Wout", layer)], domain.apply_normalizer(pre, self.activation))
+        stream.hidden = self.linear(domain, blocks, "Wout", layer, domain.apply_normalizer(pre, self.activation))
+
+    def linear(self, domain, blocks: dict, name: str, layer: int, x):
+        """``W x`` for the block's weight ``name`` (``Win`` or ``Wout``); a biased block adds its bias."""
+        return domain.matmul(blocks[(name, layer)], x)
 
     def stream_roles(self, layer: int, d_in: int) -> tuple[list, list]:
         return [("Win", layer)], [("Wout", layer)]
