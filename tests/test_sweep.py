@@ -297,33 +297,37 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
     env = None if retries is None else {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(retries)}
     processes = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                        "--scheduler-file", str(scheduler_file), log=log, env=env)]
+    watcher = None
     try:
         _wait_for(lambda: scheduler_file.exists() and scheduler_file.stat().st_size > 0, 60, "the scheduler")
         address = json.loads(scheduler_file.read_text())["address"]
         workers = [_dask("worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", f"w{i}",
                          "--host", "127.0.0.1", log=log) for i in range(2)]
         processes += workers
-        with Client(address, timeout="30s") as client:
-            _wait_for(lambda: len(client.scheduler_info()["workers"]) == 2, 60, "two workers")
-            first = next(a for a, w in client.scheduler_info()["workers"].items() if w["name"] == "w0")
+        # the killer's own client, connected before the sweep starts (not the default one the sweep takes and
+        # closes), so that it sees the first running task at once
+        watcher = Client(address, timeout="30s", set_as_default=False)
+        _wait_for(lambda: len(watcher.scheduler_info()["workers"]) == 2, 60, "two workers")
+        process_of = {worker: workers[int(about["name"][1:])]
+                      for worker, about in watcher.scheduler_info()["workers"].items()}
 
         out = tmp_path / "out"
         killed = {}
 
-        def finished_by_both_workers():
-            records = [json.loads(p.read_text()) for p in (out / "store").glob("*.json")] \
-                if (out / "store").exists() else []
-            return len({record["worker"] for record in records}) == 2
+        def a_worker_running_a_task():
+            return next((worker for worker, keys in watcher.processing().items() if keys), None)
 
         def kill_one_worker_mid_sweep():
-            _wait_for(finished_by_both_workers, 120, "a finished task from each worker")
-            # killed while it runs a task, so that with no retry allowed that task is lost (not between two); the
-            # killer's own client, not the default one the sweep takes and closes
-            with Client(address, timeout="30s", set_as_default=False) as watcher:
-                _wait_for(lambda: watcher.processing(workers=[first]).get(first), 120, "a task running on w0")
-            killed["finished"] = {p.stem: p.read_text() for p in (out / "store").glob("*.json")}
-            workers[0].send_signal(signal.SIGKILL)
-            killed["at"] = time.monotonic()
+            try:
+                _wait_for(lambda: (out / "store").exists() and any((out / "store").glob("*.json")), 120,
+                          "a finished task")
+                # killed while it runs a task, so that with no retry allowed that task is lost (not between two)
+                victim = _wait_for(a_worker_running_a_task, 120, "a running task")
+                killed["finished"] = {p.stem: p.read_text() for p in (out / "store").glob("*.json")}
+                process_of[victim].send_signal(signal.SIGKILL)
+                killed["at"] = time.monotonic()
+            except BaseException as err:  # said by the assertion below, not lost in the thread
+                killed["error"] = repr(err)
 
         killer = threading.Thread(target=kill_one_worker_mid_sweep, daemon=True)
         killer.start()
@@ -332,7 +336,7 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
                                        "--scheduler", address, "--out", str(out), "--json", "--quiet"])
         killer.join(timeout=10)
         assert status == 0, stderr
-        assert "at" in killed, "the sweep ended before a worker could be killed"
+        assert "at" in killed, f"the sweep ended before a worker could be killed: {killed.get('error')}"
         data = json.loads(stdout)
         assert data["tasks"] == 12 and len(data["rows"]) == 12
         # every task has a row: computed by the surviving worker (the killed one's task retried) or recorded as lost
@@ -355,6 +359,8 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
             assert status == 0 and again["computed"] == len(lost) and again["reused"] == 12 - len(lost)
             assert all(row["status"] == "ok" for row in again["rows"])
     finally:
+        if watcher is not None:
+            watcher.close()
         for process in processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
