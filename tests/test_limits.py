@@ -99,6 +99,9 @@ def test_spectrum_estimate_is_close_to_the_measured_peak(layers, width, tokens, 
 @pytest.mark.parametrize("layers, width, tokens", [(2, 4, 4), (3, 3, 3)])
 def test_observe_estimate_is_close_to_the_measured_peak(layers, width, tokens):
     arch = _arch(layers=layers, width=width, tokens=tokens)
+    # a first call imports modules and fills caches (sympy's, the normalizers' Taylor data) that tracemalloc
+    # would count: run alone, this test measured 1.8 times the estimate; the second call measures the ranks only
+    rank_check(arch, ["scores:1"])
     clear_rank_cache()
     estimate = first_rank_memory(arch).bytes
     measured = _peak(lambda: rank_check(arch, ["scores:1"]))

@@ -122,19 +122,66 @@ def _directions_per_block(directions: dict) -> dict:
     return {key: int((chosen >= 0).sum()) for key, chosen in directions.items()}
 
 
+@dataclass(frozen=True)
+class DimensionPlan:
+    """The first bank and truncation of :func:`function_space_dimension`, and why.
+
+    Along a curve the rank can be resolved two ways: many inputs at the
+    leading orders (each input adds about one direction of the largest score
+    block there), or few inputs and a deeper series (the later orders add
+    directions of their own: two layers of width 32 need 16 inputs to eps^12
+    instead of 449 to eps^6).  The wide plan is the default; the narrow one is
+    taken when the wide Jacobian would not fit in the memory limit, so that
+    the memory grows with the answer (the columns) instead of the largest block.
+
+    Examples
+    --------
+    >>> plan = DimensionPlan.choose(Architecture.uniform(layers=2, width=3, rank=2), None)
+    >>> plan.bank, plan.truncation, plan.narrow
+    (9, 6, False)
+    >>> plan = DimensionPlan.choose(Architecture.uniform(layers=2, width=32, rank=8, tokens=8), None, limit=2**32)
+    >>> plan.bank, plan.truncation, plan.narrow
+    (16, 12, True)
+    """
+
+    bank: int
+    truncation: int
+    narrow: bool
+    note: str = ""
+
+    @staticmethod
+    def choose(arch: Architecture, curve, limit: int | None = None) -> "DimensionPlan":
+        from ..limits import format_size, jet_jacobian_memory, memory_limit
+
+        upper, _ = _upper_bound(arch)
+        if _is_polynomial_arch(arch):
+            return DimensionPlan(_bank_size(arch, upper, on_curve=False), 1, False)
+        route_curve = _check_curve(arch, curve)
+        truncation = _guess_deepest_order(arch, route_curve) + (0 if _scales_parameters(route_curve, arch.layers)
+                                                                 else 1)
+        wide = DimensionPlan(_bank_size(arch, upper, on_curve=True), truncation, False)
+        directions, count = gauge_slice(arch)
+        wide_bytes = jet_jacobian_memory(arch, wide.bank, wide.truncation, count, _directions_per_block(directions),
+                                         jacobian_copies=3).bytes
+        limit = memory_limit() if limit is None else limit
+        if wide_bytes <= limit:
+            return wide
+        # about half of each input's d_l t rows are new directions at twice the leading order (measured at
+        # widths 8-32 with two layers; the adaptive driver grows both when it is not enough)
+        per_input = max(1, arch.widths[-1] * arch.tokens // 2)
+        bank = min(wide.bank, math.ceil(upper / per_input) + 1)
+        return DimensionPlan(bank, 2 * truncation, True,
+                             f"{bank} inputs to eps^{2 * truncation} instead of {wide.bank} to eps^{truncation}, "
+                             f"whose Jacobian would need about {format_size(wide_bytes)}")
+
+
 def _dimension_memory(arch: Architecture, curve: Curve | None = None):
     """Memory of the first Jacobian of :func:`function_space_dimension` (gauge slice, before any growth)."""
     from ..limits import jet_jacobian_memory
 
-    upper, _ = _upper_bound(arch)
-    polynomial = _is_polynomial_arch(arch)
-    truncation = 1
-    if not polynomial:
-        route_curve = _check_curve(arch, curve)
-        scaled = _scales_parameters(route_curve, arch.layers)
-        truncation = _guess_deepest_order(arch, route_curve) + (0 if scaled else 1)
+    plan = DimensionPlan.choose(arch, curve)
     directions, count = gauge_slice(arch)
-    return jet_jacobian_memory(arch, _bank_size(arch, upper, on_curve=not polynomial), truncation, count,
+    return jet_jacobian_memory(arch, plan.bank, plan.truncation, count,
                                _directions_per_block(directions), computation="the dimension", jacobian_copies=3)
 
 

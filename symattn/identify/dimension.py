@@ -28,10 +28,9 @@ from ..jacobian import (
 )
 from ..model import Architecture
 from .common import (
-    DIMENSION_PRIME, MAX_TRUNCATION, _POINT, _bank_size, _check_arch, _check_curve, _check_estimate,
-    _check_exact_taylor, _check_seed, _compress_rows, _dimension_memory, _expected_dimension,
-    _guess_deepest_order, _is_polynomial_arch, _jacobian, _require_memory, _scales_parameters, _upper_bound,
-    series_rank,
+    DIMENSION_PRIME, MAX_TRUNCATION, _POINT, DimensionPlan, _check_arch, _check_curve, _check_estimate,
+    _check_exact_taylor, _check_seed, _compress_rows, _dimension_memory, _expected_dimension, _is_polynomial_arch,
+    _jacobian, _require_memory, _upper_bound, series_rank,
 )
 
 __all__ = ["DimensionResult", "DimensionRow", "DimensionTable", "dimension_table", "function_space_dimension"]
@@ -247,15 +246,14 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
     upper, upper_reason = _upper_bound(arch)
     polynomial = _is_polynomial_arch(arch)
     if polynomial:
-        route_curve, truncation = _POINT, 1
+        route_curve = _POINT
         route = "random point"
     else:
         _check_exact_taylor(arch)
         route_curve = _check_curve(arch, curve)
-        # native exponents: a collapsed block's native columns are its curve columns divided by eps
-        scaled = _scales_parameters(route_curve, arch.layers)
-        truncation = _guess_deepest_order(arch, route_curve) + (0 if scaled else 1)
         route = "series along " + route_curve.describe(arch.layers)
+    # native exponents: a collapsed block's native columns are its curve columns divided by eps
+    plan = DimensionPlan.choose(arch, None if polynomial else route_curve)
     slice_directions = gauge_slice(arch)
 
     ranks: list = []  # the rank of each run so far
@@ -285,7 +283,7 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
     growth = Growth(max_bank=MAX_BANK, max_truncation=None if polynomial else MAX_TRUNCATION,
                     max_runs=max_attempts,
                     deepen=lambda truncation: truncation + max(2, truncation // 2))
-    adapted = adapt(run, Step(_bank_size(arch, upper, on_curve=not polynomial), truncation), decide, growth)
+    adapted = adapt(run, Step(plan.bank, plan.truncation), decide, growth)
     runs = [(step, outcome) for step, outcome in zip(adapted.steps, adapted.outcomes) if outcome is not None]
     if not runs:
         raise DomainError(f"every point tried had a column of s(A) summing to 0 mod {prime}; try another seed")
@@ -309,6 +307,8 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
                   f"{dict(result.exponents)}), {columns}, {used_bank} random inputs, rows compressed by a random "
                   "GF(p) combination: a nonzero minor mod (p, eps^N) is a nonzero analytic minor, so the rank "
                   "of a real Jacobian at points of the curve, a lower bound for the dimension")
+    if plan.narrow:
+        method += f"; a small bank and a deeper series to fit in memory ({plan.note})"
     method += f"; adaptive steps: {adapted.describe()}"
     if field_note(arch, (prime,)):
         method += "; " + field_note(arch, (prime,))
