@@ -384,7 +384,7 @@ def degeneracies(arch) -> tuple[str, ...]:
         text += f": What_{i} has rank at most {bottleneck} (the rank is capped at the width)"
         if a > width:
             text += (f", and GL(a_{i}) fixes a subgroup of dimension ({a} - {width})^2 = {(a - width) ** 2} "
-                     f"of (Q_{i}, K_{i})" + (" in each head" if arch.heads[i - 1] > 1 else "")
+                     f"of (Q_{i}, K_{i})" + (" in each head" if arch.attention[i - 1].heads > 1 else "")
                      + ", so the gauge orbit is smaller than the gauge group")
         reasons.append(text)
     return tuple(reasons)

@@ -442,7 +442,7 @@ def head_permutation(arch: Architecture, params: Parameters, layer: int, permuta
     arch = require_architecture(arch)
     if not (isinstance(layer, int) and 1 <= layer <= arch.layers):
         raise ShapeError(f"layer must be an integer in 1..{arch.layers}, got {layer!r}")
-    heads = arch.heads[layer - 1]
+    heads = arch.attention[layer - 1].heads
     permutation = list(permutation)
     if sorted(permutation) != list(range(1, heads + 1)):
         raise ShapeError(f"a permutation of the {heads} heads of layer {layer} lists 1..{heads} once each, "

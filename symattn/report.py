@@ -81,9 +81,8 @@ def _method(arch: Architecture) -> str:
     discrete = [c.discrete_symmetry_text() for _, _, c in arch.components() if c.discrete_symmetry_text()]
     factors = arch.factors_through_effective
     # the variants the text was written for: several heads or a residual stream (biases and other components
-    # are named by their own descriptions)
-    obstacles = sorted({f"a {c.kind} block" for _, _, c in arch.components() if not c.keeps_effective_form
-                        and c.kind not in ("attention", "residual stream")} | ({"biases"} if arch.bias else set()))
+    # are named by their own words)
+    obstacles = sorted({c.effective_form_obstacle() for _, _, c in arch.components()} - {""})
     return ("exact closed formulas: native parameter count, "
             + ("dimensions of the rank-bounded effective blocks, " if factors else "")
             + f"gauge group {gauge}"

@@ -156,3 +156,23 @@ def test_default_rules_of_a_component(events, expected):
 def test_known_disagreement_wide_stream_one_unit():
     result = observe(Architecture.uniform(layers=2, width=3, ffn=1), ["scores:2"], confirm=False)
     assert result.agrees_with_rank, result.disagreements
+
+
+def test_the_graph_reads_the_layer_s_components_not_the_flags():
+    # a residual add after the feed-forward block only: the attention's output is not tied to its input
+    from symattn.model.architecture import feed_forward_block
+    from symattn.observe.layout import _attention_site
+
+    arch = Architecture([2, 2, 2], [1, 1], extra=feed_forward_block(2, residual=True))
+    assert not arch.residual
+    assert [(_attention_site(arch, i).masked, _attention_site(arch, i).tied) for i in (1, 2)] == [(False, False)] * 2
+    G = dependency_graph(arch)
+    assert G.edges["attended:1", "tokens:1"]["kind"] == "residual"
+    assert ("input", "attended:1") not in G.edges
+    table = exceptional_fibers(arch, max_events=1)
+    assert table.agrees_with_rank, [r.disagreements for r in table.rows if not r.agrees_with_rank]
+    # the flags build the same sites as the components say
+    for kw in (dict(causal=True), dict(residual=True), dict(causal=True, residual=True, heads=2)):
+        flagged = Architecture.uniform(layers=2, **kw)
+        site = _attention_site(flagged, 2)
+        assert (site.masked, site.tied, site.heads) == (flagged.causal, flagged.residual, flagged.heads[1])

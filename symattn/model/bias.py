@@ -88,6 +88,17 @@ class BiasedAttention(Attention):
     def keeps_effective_form(self) -> bool:
         return False  # the scores see (x, 1): no claimed effective parameters
 
+    def effective_form_obstacle(self) -> str:
+        """``biases``: the scores see ``(x, 1)``.
+
+        Examples
+        --------
+        >>> from symattn.normalizers import Normalizer
+        >>> BiasedAttention(2, 1, Normalizer.preset("cosh")).effective_form_obstacle()
+        'biases'
+        """
+        return "biases"
+
     def parameter_blocks(self, layer: int, d_in: int) -> list:
         shapes = {"Q": (self.rank, d_in), "K": (self.rank, d_in), "V": (self.width, d_in),
                   "bQ": (self.rank, 1), "bK": (self.rank, 1), "bV": (self.width, 1)}

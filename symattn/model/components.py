@@ -163,6 +163,19 @@ class Component:
         """True when the component adds the current block's input to its output (a residual add)."""
         return False
 
+    def masks_attention(self) -> bool:
+        """True when the component restricts the keys each query of the attention after it reads (a mask).
+
+        Forced attention weights are then the mask's averages, which differ
+        from query to query, not ``J/t``: observability reads this.
+
+        Examples
+        --------
+        >>> Residual().masks_attention(), CausalMask().masks_attention()
+        (False, True)
+        """
+        return False
+
     def translation_roles(self, layer: int, d_in: int):
         """``(absorbing, shifting)`` for a translation ``X -> X + c 1^T`` of the streams it reads and writes.
 
@@ -207,6 +220,21 @@ class Component:
     def symmetry_text(self) -> str:
         """The component's continuous symmetries in words (empty when it has none)."""
         return ""
+
+    def effective_form_obstacle(self) -> str:
+        """Why ``F`` does not factor through ``(What_1, ..., What_l, P)`` with this component, in words.
+
+        Empty when the component keeps the effective form; attention's heads
+        and the residual add are named by the general sentence ("several
+        heads or a residual stream") and return empty too.
+
+        Examples
+        --------
+        >>> Residual().effective_form_obstacle(), CausalMask().effective_form_obstacle()
+        ('', '')
+        """
+        return "" if self.keeps_effective_form or self.kind in ("attention", "residual stream") \
+            else f"a {self.kind} block"
 
     def gauge_text(self) -> str:
         """The component's changes of basis (its ``"gauge"`` tangents) in words; empty when it has none.
@@ -619,6 +647,9 @@ class CausalMask(Component):
 
     def step(self, domain, stream: Stream, blocks: dict, layer: int) -> None:
         stream.mask = "causal"
+
+    def masks_attention(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True)

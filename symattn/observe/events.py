@@ -173,7 +173,7 @@ class Event:
         if self.on_parameters and not (isinstance(self.layer, int) and 1 <= self.layer <= arch.layers):
             raise ShapeError(f"event {self.name}: the architecture has layers 1..{arch.layers}")
         if self.head is not None:
-            heads = arch.heads[self.layer - 1]
+            heads = arch.attention[self.layer - 1].heads
             whole = self.name.rsplit(":", 1)[0]
             if heads == 1:
                 raise ShapeError(f"event {self.name}: layer {self.layer} has one head; write {whole}")
@@ -199,10 +199,9 @@ def _layer_variant(arch, layer) -> dict:
     if arch is None or layer is None:
         return {}
     if isinstance(arch, dict):
-        heads, residual = arch.get("heads") or [1] * int(arch["layers"]), bool(arch.get("residual"))
-    else:
-        heads, residual = list(arch.heads), arch.residual
-    return {"heads": heads[layer - 1], "effective": not residual and max(heads) == 1}
+        heads = arch.get("heads") or [1] * int(arch["layers"])
+        return {"heads": heads[layer - 1], "effective": not arch.get("residual") and max(heads) == 1}
+    return {"heads": arch.attention[layer - 1].heads, "effective": arch.factors_through_effective}
 
 
 def score_collapse(layer: int, head: int | None = None) -> Event:
@@ -316,20 +315,20 @@ def _events(arch: Architecture, events) -> tuple[Event, ...]:
     for layer in {e.layer for e in out if e.kind == SCORE_COLLAPSE and not e.whole_layer}:
         heads = {e.head for e in out if e.kind == SCORE_COLLAPSE and e.layer == layer and not e.whole_layer}
         whole = Event(SCORE_COLLAPSE, layer)
-        if whole in out or len(heads) == arch.heads[layer - 1]:
+        if whole in out or len(heads) == arch.attention[layer - 1].heads:
             out = [e for e in out if not (e.kind == SCORE_COLLAPSE and e.layer == layer)] + [whole]
     # the value maps: at most one constraint per head (zero, or a rank); one that holds in every head is the layer's
     for layer in sorted({e.layer for e in out if e.kind in (VALUE_COLLAPSE, VALUE_RANK)}):
         value_events = [e for e in out if e.kind in (VALUE_COLLAPSE, VALUE_RANK) and e.layer == layer]
         constraint: dict[int, tuple] = {}
         for e in sorted(value_events, key=lambda e: not e.whole_layer):  # the layer's events first
-            for h in (range(1, arch.heads[layer - 1] + 1) if e.whole_layer else [e.head]):
+            for h in (range(1, arch.attention[layer - 1].heads + 1) if e.whole_layer else [e.head]):
                 if constraint.get(h, (e.kind, e.rank)) != (e.kind, e.rank):
                     raise SymattnError("two value events at the same layer contradict each other: "
                                        + ", ".join(e.name for e in value_events))
                 constraint[h] = (e.kind, e.rank)
         kinds = set(constraint.values())
-        if len(constraint) == arch.heads[layer - 1] and len(kinds) == 1:  # every head alike: the layer's event
+        if len(constraint) == arch.attention[layer - 1].heads and len(kinds) == 1:  # every head alike: the layer's event
             (kind, rank), = kinds
             out = [e for e in out if e not in value_events] + [Event(kind, layer, rank)]
         elif any(e.whole_layer for e in value_events):  # the layer's event already says it for each head
@@ -353,11 +352,11 @@ def all_events(arch: Architecture) -> list[Event]:
     out += [value_collapse(i) for i in range(1, arch.layers + 1)]
     # one head of a layer with several: its scores, its value map, a lower rank of its value map
     out += [make(i, h) for make in (score_collapse, value_collapse) for i in range(1, arch.layers + 1)
-            if arch.heads[i - 1] > 1 for h in range(1, arch.heads[i - 1] + 1)]
+            if arch.attention[i - 1].heads > 1 for h in range(1, arch.attention[i - 1].heads + 1)]
     for i in range(1, arch.layers + 1):
         rows, cols = arch.block_shapes(i)["V"]
-        if arch.heads[i - 1] > 1:
-            out += [value_rank(i, r, h) for r in range(1, min(rows, cols)) for h in range(1, arch.heads[i - 1] + 1)]
+        if arch.attention[i - 1].heads > 1:
+            out += [value_rank(i, r, h) for r in range(1, min(rows, cols)) for h in range(1, arch.attention[i - 1].heads + 1)]
     for i in range(1, arch.layers + 1):
         rows, cols = arch.block_shapes(i)["V"]
         out += [value_rank(i, r) for r in range(1, min(rows, cols))]

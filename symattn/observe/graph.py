@@ -23,7 +23,7 @@ from .events import (
     VALUE_RANK, _events, all_events, parse_event,
 )
 from .heads import _dead_head_reasons, _live_heads, _shared_value_reasons, _variant_span
-from .layout import _attention_output, _blocks, _generic_spans, _layer_steps
+from .layout import _attention_output, _attention_site, _blocks, _generic_spans, _layer_steps
 from .reasons import BlockVerdict, Reason
 
 __all__ = ["BlockVerdict", "Observability", "Reason", "dependency_graph", "minimal_collapses", "propagate"]
@@ -86,7 +86,8 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
     previous = "input"
     for i in range(1, arch.layers + 1):
         n = arch.normalizers[i - 1]
-        heads = arch.heads[i - 1]
+        site = _attention_site(arch, i)
+        heads = site.heads
 
         def held(*names):
             return tuple(arch.block_label(arch.block_key(name, i, h))
@@ -97,8 +98,8 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
                    label=f"A_{i}", latex=rf"A_{{{i}}}", shape=(t, t), heads=heads)
         attrs = dict(kind="attention", layer=i, params=(), block="", label=f"S(A_{i})",
                      latex=rf"S(A_{{{i}}})", shape=(t, t), normalizer=n.name,
-                     lightning=bool(n.is_lightning), heads=heads, causal=arch.causal)
-        if not n.is_lightning:
+                     lightning=not site.normalized, heads=heads, causal=site.masked)
+        if site.normalized:
             attrs.update(k=int(n.k), even=bool(n.is_even), exponential=bool(n.is_exponential))
         G.add_node(f"attention:{i}", **attrs)
         G.add_node(f"values:{i}", kind="values", layer=i, params=held("V"), block="values",
@@ -115,7 +116,7 @@ def dependency_graph(arch: Architecture) -> nx.DiGraph:
         G.add_edge(previous, f"values:{i}", kind="compute")
         G.add_edge(f"values:{i}", attended, kind="compute")
         G.add_edge(f"attention:{i}", attended, kind="compute")
-        if arch.residual:  # X_i = X_{i-1} + (attention output): the stream itself
+        if site.tied:  # X_i = X_{i-1} + (attention output): the stream itself
             G.add_edge(previous, attended, kind="residual")
         for step in _layer_steps(arch, i):  # the components after attention add their own nodes
             if step.get("tie"):
@@ -210,14 +211,15 @@ def _reaches(arch: Architecture, spans: dict, uniform=frozenset(), value_ranks=N
                                            + pending.pop(step["input"], 0))
         seen = reach[_attention_output(arch, i)]
         d_in, a = arch.widths[i - 1], arch.score_ranks[i - 1]
-        heads = range(1, arch.heads[i - 1] + 1)
+        site = _attention_site(arch, i)
+        heads = range(1, site.heads + 1)
         ranks = [value_ranks.get((i, h), min(width, d_in)) for h in heads]
         # a forced attention is shared by every head: only sum_h V_{i,h} reads the layer's input
         through_values = min(sum(ranks), width, d_in, seen) if i in uniform else sum(min(r, seen) for r in ranks)
         through_scores = 0 if i in uniform or seen == 0 else \
             sum(2 * min(a, spans[i]) for h in heads if h not in dead_heads.get(i, ()))
         reach["input" if i == 1 else f"tokens:{i - 1}"] = min(
-            d_in, through_values + through_scores + (seen if arch.residual else 0))
+            d_in, through_values + through_scores + (seen if site.tied else 0))
     return reach
 
 
@@ -462,6 +464,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             by_kind[e.kind].setdefault(e.layer, {})[e.head] = e
     # layer -> the heads that no one-head event collapses or silences
     live_heads = {i: _live_heads(arch, i, head_scores, head_values) for i in range(1, arch.layers + 1)}
+    sites = {i: _attention_site(arch, i) for i in range(1, arch.layers + 1)}
 
     states: dict[str, dict[str, str]] = {n: {} for n in graph.nodes}  # node -> {state: origin node}
     if IDENTICAL_TOKENS in kinds:
@@ -478,6 +481,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         prev = states[previous]
         # tokens: the attention's output (tokens:i, or attended:i when components follow it in the layer)
         scores, attention, values, tokens = f"scores:{i}", f"attention:{i}", f"values:{i}", _attention_output(arch, i)
+        site = sites[i]
         if i in scores_collapsed:
             states[scores]["collapsed"] = scores
         elif "zero" in prev:
@@ -501,29 +505,29 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             states[values][f"zero in head {h}"] = values
         for h, e in head_ranks.get(i, {}).items():
             states[values][f"rank<={e.rank} in head {h}"] = values
-        stream = "zero" in states[values] and arch.residual  # V_i = 0 with a residual stream: X_i = X_{i-1}
-        if ("zero" in states[values] and not arch.residual) or "zero" in prev:
+        stream = "zero" in states[values] and site.tied  # V_i = 0 with a residual stream: X_i = X_{i-1}
+        if ("zero" in states[values] and not site.tied) or "zero" in prev:
             states[tokens]["zero"] = states[values].get("zero", prev.get("zero"))
         else:
             if "input-independent" in prev:  # tokens that do not depend on the input (a component made them)
                 states[tokens]["input-independent"] = prev["input-independent"]
             if "identical" in prev:
                 states[tokens]["identical"] = prev["identical"]
-            elif "uniform" in states[attention] and not arch.causal and not arch.residual:
+            elif "uniform" in states[attention] and not site.masked and not site.tied:
                 # J/t makes the tokens equal; the causal average and the residual stream keep them apart
                 states[tokens]["identical"] = states[attention]["uniform"]
-            elif not arch.causal and not arch.residual and i in head_scores and not live_heads[i]:
+            elif not site.masked and not site.tied and i in head_scores and not live_heads[i]:
                 # every head collapsed or silenced: the collapsed ones add V_{i,h} X J/t, equal tokens
                 states[tokens]["identical"] = scores
         bound, origin = rank_bound[i - 1]
         generic = generic_spans[tokens]
-        heads = arch.heads[i - 1] - len(head_values.get(i, {}))  # the heads that add something (V_{i,h} != 0)
+        heads = site.heads - len(head_values.get(i, {}))  # the heads that add something (V_{i,h} != 0)
         if arch.is_plain:
             if i in values_rank and values_rank[i].rank < min(bound, generic):
                 bound, origin = values_rank[i].rank, values
             bound = min(bound, generic)
         else:
-            ranks = {h: values_rank[i].rank for h in range(1, arch.heads[i - 1] + 1)} if i in values_rank else \
+            ranks = {h: values_rank[i].rank for h in range(1, site.heads + 1)} if i in values_rank else \
                 {h: e.rank for h, e in head_ranks.get(i, {}).items()}
             bound, origin, cause = _variant_span(arch, i, bound, origin, states, head_scores, head_values,
                                                  live_heads[i], ranks, causes.get(i - 1))
@@ -537,17 +541,17 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         shared = shared or (i in head_scores and heads > 0 and not live_heads[i])
         # the heads whose scores still act: without a mask a collapsed head adds V_{i,h} X J/t, the same
         # for every token (under a causal mask it adds the causal average, which varies like a live head's)
-        live = len(live_heads[i]) if i in head_scores and not arch.causal \
+        live = len(live_heads[i]) if i in head_scores and not site.masked \
             else heads
-        if arch.residual:
+        if site.tied:
             # X_{i-1} + V_i X_{i-1} J/t adds a column-constant term; the causal average does not
-            keeps_coordinate = stream or (shared and not arch.causal)
+            keeps_coordinate = stream or (shared and not site.masked)
         else:
             keeps_coordinate = live <= 1 or shared or arch.widths[i] > live * (arch.widths[i - 1] - 1)
         if "constant-coordinate" in prev and "zero" not in states[tokens] and keeps_coordinate and \
                 rank_bound[i][0] >= arch.widths[0]:
             states[tokens]["constant-coordinate"] = prev["constant-coordinate"]
-        elif not arch.residual and not arch.causal and live < heads and not shared \
+        elif not site.tied and not site.masked and live < heads and not shared \
                 and not {"zero", "identical"} & set(states[tokens]):
             # collapsed heads add a column-constant term: where the live heads' outputs leave a direction
             # of width d_i free, a functional on it reads the same value on every token
@@ -598,14 +602,14 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
 
     zero_nodes = {n for n, s in states.items() if "zero" in s and graph.nodes[n]["kind"] in ("tokens", "stream")}
     # V_i = 0 on a residual stream: the attention output V_i X S(A_i) is zero, the stream goes on
-    dead_edges = {(f"attention:{i}", _attention_output(arch, i)) for i in values_zero if arch.residual}
+    dead_edges = {(f"attention:{i}", _attention_output(arch, i)) for i in values_zero if sites[i].tied}
     dims = None if has_bottleneck(arch) or not arch.is_plain else effective_block_dimensions(arch)
     verdicts = {}
     for i in range(1, arch.layers + 1):
         block, scores, attention = f"scores:{i}", f"scores:{i}", f"attention:{i}"
         ref = None if dims is None else dims[block]
         # What_i, or K_i^T Q_i (K_{i,h}^T Q_{i,h}) where the network has no effective blocks
-        layer_scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
+        layer_scores = naming.layer_scores(i, sites[i].heads, arch.factors_through_effective).text
         if i in scores_collapsed:
             verdicts[block] = BlockVerdict(block, COLLAPSED, (Reason(
                 "event", f"the event fixes {scores_collapsed[i].text(arch)}", (scores,)),), None)
@@ -672,7 +676,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         generic_reach = _reaches(arch, {i: _bottleneck(arch, i - 1) for i in range(1, arch.layers + 1)})
         value_ranks = {}
         for i in range(1, arch.layers + 1):
-            for h in range(1, arch.heads[i - 1] + 1):
+            for h in range(1, sites[i].heads + 1):
                 if i in values_zero or h in head_values.get(i, {}):
                     value_ranks[(i, h)] = 0
                 elif i in values_rank or h in head_ranks.get(i, {}):
@@ -732,13 +736,13 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             # residual stream, or a later V_j = 0 without one (the output is 0)
             before = states["input" if i == 1 else f"tokens:{i - 1}"]
             hidden_anyway = ("identical" in before or "zero" in before or "zero" in states["output"]
-                             or (arch.residual and i in values_zero))
+                             or (sites[i].tied and i in values_zero))
         normal[f"scores:{i}"] = 0 if hidden_anyway or props[i - 1]["k"] >= 2 else "positive"
     for i, collapsed_heads in head_scores.items():
         before = states["input" if i == 1 else f"tokens:{i - 1}"]
         # hidden when its head adds nothing too (V_{i,h} = 0), or as a whole layer's would be
         hidden_anyway = ("identical" in before or "zero" in before or "zero" in states["output"]
-                         or (arch.residual and i in values_zero)
+                         or (sites[i].tied and i in values_zero)
                          or all(h in head_values.get(i, {}) for h in collapsed_heads))
         normal[f"scores:{i}"] = 0 if hidden_anyway or props[i - 1]["k"] >= 2 else "positive"
     # a sign flip of each seen head of an even layer (a collapsed or silenced head's flip stays in its component)
@@ -761,7 +765,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         notes.append(f"leaving {collapse} is seen at first order only when k = 1 (here k = {k}); "
                      f"for k >= 2, s'(0) = 0 puts the normal directions in the kernel")
         if props[i - 1]["even"]:
-            scores = (naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
+            scores = (naming.layer_scores(i, sites[i].heads, arch.factors_through_effective).text
                       if event.whole_layer else f"K_{{{i},{event.head}}}^T Q_{{{i},{event.head}}}")
             notes.append(f"s_{i} is even: {collapse} is fixed by the sign flip {scores} -> -{scores}, "
                          "where the two sheets of the fiber meet")
@@ -772,7 +776,8 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         architecture=arch.to_json(), events=events, normalizers=tuple(props),
         states={n: tuple(sorted(s)) for n, s in states.items()}, verdicts={b: verdicts[b] for b in _blocks(arch)},
         normal_first_order=normal, sign_components=2 ** len(seen),
-        generic_sign_components=2 ** sum(h for h, p in zip(arch.heads, props) if p["even"]), notes=tuple(notes),
+        generic_sign_components=2 ** sum(sites[i].heads for i, p in enumerate(props, start=1) if p["even"]),
+        notes=tuple(notes),
         graph=marked)
 
 

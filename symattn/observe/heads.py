@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import Architecture
-from .layout import _attention_output, _generic_spans
+from .layout import _attention_output, _attention_site, _generic_spans
 from .reasons import Reason
 
 __all__: list = []
@@ -26,24 +26,25 @@ def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, 
     the heads of layer ``i`` that no one-head event collapses or silences.
     """
     scores, values, attention = f"scores:{i}", f"values:{i}", f"attention:{i}"
+    site = _attention_site(arch, i)
     previous = states["input" if i == 1 else f"tokens:{i - 1}"]
     silenced = sorted(head_values.get(i, {}))
     collapsed = [h for h in head_scores.get(i, {}) if h not in silenced]
-    active = arch.heads[i - 1] - len(silenced)
+    active = site.heads - len(silenced)
     # the heads per distinct attention: one group for a forced attention, else each live head and the collapsed ones
     if "uniform" in states[attention]:
-        groups = [[h for h in range(1, arch.heads[i - 1] + 1) if h not in silenced]]
+        groups = [[h for h in range(1, site.heads + 1) if h not in silenced]]
     else:
         groups = [[h] for h in live] + ([collapsed] if collapsed else [])
     groups = [g for g in groups if g]
-    constant = "constant-coordinate" in previous and not arch.residual
+    constant = "constant-coordinate" in previous and not site.tied
 
     def span_with(rank):
         # a group adds the image of (sum_h V_{i,h}) X_{i-1}: at most the sum of its ranks and the span entering
         total = sum(min(bound, sum(rank(h) for h in g)) for g in groups)
         if constant and groups:  # the constant parts of all groups add up to one direction
             total = min(total, sum(min(bound - 1, sum(rank(h) for h in g)) for g in groups) + 1)
-        return min(arch.widths[i], total + (bound if arch.residual else 0))
+        return min(arch.widths[i], total + (bound if site.tied else 0))
 
     def full(h):
         return bound
@@ -55,11 +56,11 @@ def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, 
     generic = _generic_spans(arch)[_attention_output(arch, i)]
     if span >= generic:
         return generic, None, None
-    if span >= min(arch.widths[i], (arch.heads[i - 1] + (1 if arch.residual else 0)) * bound) and origin is not None:
+    if span >= min(arch.widths[i], (site.heads + (1 if site.tied else 0)) * bound) and origin is not None:
         return span, origin, inherited  # only as small as the span that enters the layer
     why = []
     if ranks and span < span_with(full):
-        if len(set(ranks.values())) == 1 and len(ranks) == arch.heads[i - 1]:
+        if len(set(ranks.values())) == 1 and len(ranks) == site.heads:
             why.append(f"every head's V_{{{i},h}} has rank {next(iter(ranks.values()))}")
         else:
             why.append(" and ".join(f"V_{{{i},{h}}} has rank {r}" for h, r in sorted(ranks.items())))
@@ -78,7 +79,7 @@ def _variant_span(arch: Architecture, i: int, bound: int, origin, states: dict, 
 def _live_heads(arch: Architecture, layer: int, head_scores: dict, head_values: dict) -> list[int]:
     """The heads of ``layer`` that no one-head event collapses or silences."""
     dead = set(head_scores.get(layer, {})) | set(head_values.get(layer, {}))
-    return [h for h in range(1, arch.heads[layer - 1] + 1) if h not in dead]
+    return [h for h in range(1, _attention_site(arch, layer).heads + 1) if h not in dead]
 
 
 def _dead_head_reasons(arch: Architecture, layer: int, head_scores: dict, head_values: dict, scores: str) -> list:
@@ -112,14 +113,16 @@ def _shared_value_reasons(arch: Architecture, states: dict) -> list:
     """
     reasons = []
     flat = []
+    sites = {i: _attention_site(arch, i) for i in range(1, arch.layers + 1)}
     for i in range(1, arch.layers + 1):
         before = "input" if i == 1 else f"tokens:{i - 1}"
         attention = states[f"attention:{i}"]
+        head_count = sites[i].heads
         if "zero" in states[before]:
             continue
-        if arch.heads[i - 1] > 1 and "uniform" in attention:
+        if head_count > 1 and "uniform" in attention:
             reasons.append(Reason(
-                "shared-attention", f"the {arch.heads[i - 1]} heads of layer {i} share the forced attention "
+                "shared-attention", f"the {head_count} heads of layer {i} share the forced attention "
                 f"S(A_{i}): only the sum of their value maps V_{{{i},h}} reaches the output",
                 (f"values:{i}", _attention_output(arch, i))))
         forced = [int(state.rsplit(" ", 1)[1]) for state in states[f"scores:{i}"]
@@ -131,22 +134,22 @@ def _shared_value_reasons(arch: Architecture, states: dict) -> list:
                 "shared-attention", f"heads {heads} of layer {i} share the forced attention of their collapsed "
                 f"scores: only the sum of their value maps V_{{{i},h}} reaches the output",
                 (f"values:{i}", _attention_output(arch, i))))
-        if arch.heads[i - 1] > 1 and "constant-coordinate" in states[before]:
+        if head_count > 1 and "constant-coordinate" in states[before]:
             reasons.append(Reason(
                 "shared-bias", f"the tokens entering layer {i} keep a constant coordinate and every column of "
-                f"S sums to 1: only the sum over the {arch.heads[i - 1]} heads of the columns of V_{{{i},h}} on "
+                f"S sums to 1: only the sum over the {head_count} heads of the columns of V_{{{i},h}} on "
                 "that coordinate reaches the output", (before, f"values:{i}", _attention_output(arch, i))))
-        if "identical" in states[before] or ("uniform" in attention and not arch.causal):
+        if "identical" in states[before] or ("uniform" in attention and not sites[i].masked):
             flat.append(i)
-        if arch.residual and i < arch.layers and "constant-coordinate" in states[before] \
+        if sites[i].tied and i < arch.layers and sites[i + 1].tied and "constant-coordinate" in states[before] \
                 and "constant-coordinate" in states[f"tokens:{i}"]:
             reasons.append(Reason(
                 "residual-bias", f"the tokens entering and leaving layer {i} keep a constant coordinate b: "
                 f"G = I + g e_b^T on X_{i} is undone by layer {i + 1} (V_{i + 1} -> (V_{i + 1} - g e_b^T) G^-1, "
                 f"W_{i + 1} -> G^-T W_{i + 1} G^-1) and made by V_{i}, so V_{i} and V_{i + 1} move together",
                 (before, f"tokens:{i}", f"tokens:{i + 1}")))
-    if arch.residual:
-        for i in flat:
+    for i in flat:
+        if sites[i].tied and i + 1 in sites and sites[i + 1].tied:
             between = [c for c in arch.extra[i - 1] if c.computes]
             commutant = min((c.observe_commutant(arch.widths[i]) for c in between), default=0)
             if i + 1 in flat and between and commutant:

@@ -2,9 +2,60 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..model import Architecture
 
 __all__: list = []
+
+
+@dataclass(frozen=True)
+class AttentionSite:
+    """Layer ``i``'s attention as the graph's rules see it, read off the layer's components.
+
+    Attributes
+    ----------
+    attention : Attention
+        The layer's attention component (its heads, whether it normalizes).
+    masked : bool
+        A component before it masks its scores
+        (:meth:`~symattn.model.Component.masks_attention`): forced weights are
+        the mask's averages, which differ between queries, not ``J/t``.
+    tied : bool
+        The first component after it that computes or ties is a tie
+        (:meth:`~symattn.model.Component.ties_stream`, a residual add): the
+        attention's output is summed with its input.
+
+    Examples
+    --------
+    >>> site = _attention_site(Architecture.uniform(layers=2, causal=True, residual=True, heads=2), 2)
+    >>> site.masked, site.tied, site.heads, site.normalized
+    (True, True, 2, True)
+    >>> _attention_site(Architecture.uniform(layers=1, ffn=2, residual=False), 1).tied
+    False
+    """
+
+    attention: object
+    masked: bool
+    tied: bool
+
+    @property
+    def heads(self) -> int:
+        return self.attention.heads
+
+    @property
+    def normalized(self) -> bool:
+        return self.attention.normalized
+
+
+def _attention_site(arch: Architecture, layer: int) -> AttentionSite:
+    """The :class:`AttentionSite` of layer ``layer`` (see there)."""
+    components = list(arch.layer_components[layer - 1])
+    attention = arch.attention[layer - 1]
+    position = next(j for j, c in enumerate(components) if c is attention)
+    after = next((c for c in components[position + 1:] if c.computes or c.ties_stream()), None)
+    return AttentionSite(attention, any(c.masks_attention() for c in components[:position]),
+                         after is not None and after.ties_stream())
 
 
 def _block_of_group(group: str) -> str:
@@ -80,7 +131,8 @@ def _generic_spans(arch: Architecture) -> dict:
     spans = {"input": arch.widths[0]}
     bound = arch.widths[0]
     for i in range(1, arch.layers + 1):
-        bound = min(arch.widths[i], (arch.heads[i - 1] + (1 if arch.residual else 0)) * bound)
+        site = _attention_site(arch, i)
+        bound = min(arch.widths[i], (site.heads + (1 if site.tied else 0)) * bound)
         spans[_attention_output(arch, i)] = bound
         for step in _layer_steps(arch, i):
             if step.get("tie"):

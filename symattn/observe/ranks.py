@@ -62,7 +62,7 @@ def _rank_tangent_basis(B, C, p) -> np.ndarray:
 
 def _layer_keys(arch: Architecture, name: str, layer: int) -> list:
     """The block keys of ``name`` in every head of ``layer`` (one key in a one-head layer)."""
-    return [arch.block_key(name, layer, h) for h in range(1, arch.heads[layer - 1] + 1)]
+    return [arch.block_key(name, layer, h) for h in range(1, arch.attention[layer - 1].heads + 1)]
 
 
 def _event_keys(arch: Architecture, name: str, event: Event) -> list:
@@ -473,7 +473,7 @@ def rank_check(arch: Architecture, events: Iterable = (), seed: int = 0, bank="a
     if arch.degenerate:
         raise ShapeError("with one token every attention matrix is the constant 1 and no score is ever "
                          "seen: give tokens >= 2")
-    if any(n.is_lightning for n in arch.normalizers):
+    if not all(attention.normalized for attention in arch.attention):
         raise NormalizerError("lightning attention is a comparison case: rank_check classifies "
                               "normalized attention only")
     primes = field_primes(arch, primes or DEFAULT_PRIMES)  # algebraic Taylor coefficients: primes with a root
@@ -743,12 +743,12 @@ def contact_orders(arch: Architecture, event, seed: int = 0, bank="auto", primes
     if not event.whole_layer:  # one head
         sub, every = f"{{{i},{event.head}}}", ""
         scores = f"K_{sub}^T Q_{sub}"
-    elif arch.heads[i - 1] > 1:  # the event holds in every head: so does the distance to it
-        sub, every = f"{{{i},h}}", f" (every head h = 1..{arch.heads[i - 1]})"
-        scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
+    elif arch.attention[i - 1].heads > 1:  # the event holds in every head: so does the distance to it
+        sub, every = f"{{{i},h}}", f" (every head h = 1..{arch.attention[i - 1].heads})"
+        scores = naming.layer_scores(i, arch.attention[i - 1].heads, arch.factors_through_effective).text
     else:
         sub, every = f"{i}", ""
-        scores = naming.layer_scores(i, arch.heads[i - 1], arch.factors_through_effective).text
+        scores = naming.layer_scores(i, arch.attention[i - 1].heads, arch.factors_through_effective).text
     distance = {SCORE_COLLAPSE: f"Q_{sub} = delta Qt{every}, so {scores} ~ delta",
                 VALUE_COLLAPSE: f"V_{sub} = delta Vt{every}",
                 VALUE_RANK: f"V_{sub} = B C + delta E (rank {event.rank} plus delta){every}"}[event.kind]
