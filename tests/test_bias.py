@@ -226,3 +226,70 @@ def test_spectrum_with_biases_is_recovered_by_mpmath_slopes():
     exact = decay_spectrum(arch, progress=False)
     numeric = sensitivity(arch, spectrum=exact)
     assert numeric.recovered and numeric.exact_rank == exact.rank == arch.param_count - arch.symmetry_dimension()
+
+
+# -- a constant input coordinate and collapses with biases: the graph against exact ranks ------------------------
+# W x + b with x_b = c on every token is W' x' + (b + c W e_b): the column of W on the coordinate and the bias add the
+# same constant, so each (bias, weight) pair loses one direction per row of W; V_i = 0 leaves b_V 1^T S = b_V 1^T, the
+# same vector for every token and input; Q_i = 0 leaves the scores (K X + b_K 1^T)^T b_Q 1^T, which do not vanish.
+BIAS_EVENT_CASES = [
+    # (architecture, [(block, verdict, rank on the set, generic rank)])
+    (dict(layers=1), [("scores:1", "partial", 2, 4), ("values", "partial", 4, 6)]),
+    (dict(layers=1, normalizer="cosh"), [("scores:1", "partial", 3, 5), ("values", "partial", 4, 6)]),
+    (dict(layers=1, normalizer="cosh", heads=2), [("scores:1", "partial", 6, 10), ("values", "partial", 6, 10)]),
+    (dict(layers=1, ffn=2), [("scores:1", "partial", 2, 4), ("feed-forward:1", "partial", 10, 12),
+                             ("values", "partial", 4, 6)]),
+    # a residual stream adds X: the attention's output keeps no constant coordinate
+    (dict(layers=1, ffn=2, residual=True, normalizer="cosh"),
+     [("scores:1", "partial", 3, 5), ("feed-forward:1", "observable", 12, 12), ("values", "partial", 4, 6)]),
+    # layer 1's tokens V_1 X S + b_V 1^T keep a constant functional (d_0 - 1 free coordinates): layer 2 loses too
+    (dict(layers=2, normalizer="cosh"), [("scores:1", "partial", 3, 5), ("scores:2", "partial", 3, 5),
+                                         ("values", "partial", 4, 6)]),
+    (dict(layers=2, residual=True), [("scores:1", "partial", 2, 4), ("scores:2", "observable", 4, 4),
+                                     ("values", "partial", 8, 10)]),
+]
+
+
+@pytest.mark.parametrize("arch, expected", BIAS_EVENT_CASES)
+def test_a_constant_coordinate_is_absorbed_by_the_biases(arch, expected):
+    from symattn.observe import observe
+
+    result = observe(Architecture.uniform(width=2, rank=1, tokens=3, bias=True, **arch), ["bias"], confirm=False)
+    assert [(b, result.observability.verdicts[b].status, result.rank.on_set[b], result.rank.generic[b])
+            for b, *_ in expected] == expected
+    assert result.agrees_with_rank, result.disagreements
+    partial = [b for b, status, *_ in expected if status == "partial"]
+    rules = {b: {r.rule for r in result.observability.verdicts[b].reasons} for b in partial}
+    assert all("bias-column" in rules[b] or "shared-bias" in rules[b] for b in partial), rules
+
+
+@pytest.mark.parametrize("kw", [dict(layers=2), dict(layers=1, width=3, rank=2),
+                                dict(layers=1, width=3, ffn=1, normalizer="cosh")])
+def test_every_pair_of_events_with_biases_agrees_with_exact_ranks(kw):
+    from symattn.observe import exceptional_fibers
+
+    table = exceptional_fibers(Architecture.uniform(**{"width": 2, "rank": 1, "bias": True, **kw}), max_events=2)
+    assert table.agrees_with_rank, [r.disagreements for r in table.rows if not r.agrees_with_rank]
+
+
+def test_a_biased_value_collapse_cuts_what_comes_before():
+    from symattn.observe import observe
+
+    result = observe(Architecture.uniform(layers=2, width=2, rank=1, bias=True, normalizer="cosh", ffn=2),
+                     ["values:2"], confirm=False)
+    verdicts = result.observability.verdicts
+    assert [verdicts[b].status for b in ("scores:1", "feed-forward:1", "scores:2")] == ["unobservable"] * 3
+    assert "does not depend on its input" in verdicts["scores:1"].reasons[0].text
+    assert "b^V_2 1^T" in verdicts["scores:2"].reasons[0].text
+    assert result.agrees_with_rank, result.disagreements
+
+
+@pytest.mark.xfail(strict=True, reason="known: with biases Q_i = 0 leaves scores (K X + b_K 1^T)^T b_Q 1^T that still "
+                                       "read the keys, which the graph's reach counts as a forced attention "
+                                       "(docs/observe.md)")
+def test_known_disagreement_biased_collapse_and_low_rank_values():
+    from symattn.observe import observe
+
+    result = observe(Architecture.uniform(layers=2, width=2, rank=1, bias=True, normalizer="cosh", ffn=2),
+                     ["scores:2", "value-rank:2:1"], confirm=False)
+    assert result.agrees_with_rank, result.disagreements

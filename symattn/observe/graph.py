@@ -23,7 +23,7 @@ from .events import (
     VALUE_RANK, _events, all_events, parse_event,
 )
 from .heads import _dead_head_reasons, _live_heads, _shared_value_reasons, _variant_span
-from .layout import _attention_output, _attention_site, _blocks, _generic_spans, _layer_steps
+from .layout import _attention_output, _attention_site, _bias_columns, _blocks, _generic_spans, _layer_steps
 from .reasons import BlockVerdict, Reason
 
 __all__ = ["BlockVerdict", "Observability", "Reason", "dependency_graph", "minimal_collapses", "propagate"]
@@ -221,6 +221,26 @@ def _reaches(arch: Architecture, spans: dict, uniform=frozenset(), value_ranks=N
         reach["input" if i == 1 else f"tokens:{i - 1}"] = min(
             d_in, through_values + through_scores + (seen if site.tied else 0))
     return reach
+
+
+def _biased_value_reasons(arch: Architecture, states: dict, sites: dict, varying: set) -> list:
+    """Why value maps with biases lose directions on tokens with a constant coordinate (:func:`_bias_columns`).
+
+    ``varying``: the streams whose constant coordinate changes from input to input (no bias can absorb it).
+    """
+    reasons = []
+    for i in range(1, arch.layers + 1):
+        before = "input" if i == 1 else f"tokens:{i - 1}"
+        if "constant-coordinate" not in states[before] or "zero" in states[before] or before in varying:
+            continue
+        lost = _bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get("values", 0)
+        if lost:
+            origin = states[before]["constant-coordinate"]
+            reasons.append(Reason(
+                "bias-column", f"the tokens entering layer {i} keep a constant coordinate: the column of V_{i} on "
+                f"it adds the same constant as b^V_{i}, so only the sum reaches the output ({lost} direction(s))",
+                tuple(dict.fromkeys((origin, before, f"values:{i}")))))
+    return reasons
 
 
 def _bottleneck(arch: Architecture, upto: int) -> int:
@@ -465,6 +485,10 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     # layer -> the heads that no one-head event collapses or silences
     live_heads = {i: _live_heads(arch, i, head_scores, head_values) for i in range(1, arch.layers + 1)}
     sites = {i: _attention_site(arch, i) for i in range(1, arch.layers + 1)}
+    # layers whose attention has a value bias: V_i X S(A_i) = 0 leaves b_V 1^T (normalized attention)
+    value_biased = {i: sites[i].normalized and bool(_bias_columns(arch, i, sites[i].attention, arch.widths[i - 1])
+                                                    .get("values")) for i in sites}
+    varying: set = set()  # streams whose constant coordinate is constant over the tokens of an input, not over inputs
 
     states: dict[str, dict[str, str]] = {n: {} for n in graph.nodes}  # node -> {state: origin node}
     if IDENTICAL_TOKENS in kinds:
@@ -506,7 +530,11 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         for h, e in head_ranks.get(i, {}).items():
             states[values][f"rank<={e.rank} in head {h}"] = values
         stream = "zero" in states[values] and site.tied  # V_i = 0 with a residual stream: X_i = X_{i-1}
-        if ("zero" in states[values] and not site.tied) or "zero" in prev:
+        if value_biased[i] and (("zero" in states[values] and not site.tied) or "zero" in prev):
+            # V_i X S = 0 leaves b_V 1^T S = b_V 1^T (the columns of S sum to 1): one vector for every token and input
+            origin = states[values].get("zero", prev.get("zero"))
+            states[tokens]["identical"] = states[tokens]["input-independent"] = origin
+        elif ("zero" in states[values] and not site.tied) or "zero" in prev:
             states[tokens]["zero"] = states[values].get("zero", prev.get("zero"))
         else:
             if "input-independent" in prev:  # tokens that do not depend on the input (a component made them)
@@ -551,6 +579,8 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         if "constant-coordinate" in prev and "zero" not in states[tokens] and keeps_coordinate and \
                 rank_bound[i][0] >= arch.widths[0]:
             states[tokens]["constant-coordinate"] = prev["constant-coordinate"]
+            if previous in varying or (site.tied and not stream):
+                varying.add(tokens)  # X_{i-1} + V_i X_{i-1} J/t: constant over the tokens, not over the inputs
         elif not site.tied and not site.masked and live < heads and not shared \
                 and not {"zero", "identical"} & set(states[tokens]):
             # collapsed heads add a column-constant term: where the live heads' outputs leave a direction
@@ -580,6 +610,8 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                     node = step["node"] or output
                     component_inputs[node] = (step, incoming, span_in, generic_spans[step["input"]])
                     states[output] = dict(component.observe_stream(incoming, node))
+                    if step["input"] in varying and "constant-coordinate" in states[output]:
+                        varying.add(output)
                     span = component.observe_span(span_in, arch.widths[i], incoming)
                     if origin is None and span < generic_spans[output]:
                         origin = incoming.get("zero") or incoming.get("input-independent") or node
@@ -602,7 +634,25 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
 
     zero_nodes = {n for n, s in states.items() if "zero" in s and graph.nodes[n]["kind"] in ("tokens", "stream")}
     # V_i = 0 on a residual stream: the attention output V_i X S(A_i) is zero, the stream goes on
-    dead_edges = {(f"attention:{i}", _attention_output(arch, i)) for i in values_zero if sites[i].tied}
+    dead_edges = {(f"attention:{i}", _attention_output(arch, i)) for i in values_zero
+                  if sites[i].tied or value_biased[i]}
+    # V_i = 0 with a value bias and no residual add: the layer outputs b^V_i 1^T whatever its input
+    cut_layers = {i for i in values_zero if value_biased[i] and not sites[i].tied}
+    for i in cut_layers:
+        entering = "input" if i == 1 else f"tokens:{i - 1}"
+        dead_edges |= {(entering, f"scores:{i}"), (entering, f"values:{i}")}
+
+    def blocked(node):
+        """``(text, trail)``: why every path from ``node`` to the output is cut (a zero stream or a cut layer)."""
+        zeros = [n for n in zero_nodes if nx.has_path(graph, node, n)]
+        cuts = [i for i in cut_layers if nx.has_path(graph, node, f"values:{i}")]
+        first_zero = min(zeros, key=lambda n: graph.nodes[n]["layer"]) if zeros else None
+        if first_zero is not None and (not cuts or graph.nodes[first_zero]["layer"] <= min(cuts)):
+            return (f"every path to the output passes {first_zero} = 0 ({states[first_zero]['zero']} = 0)",
+                    path(node, first_zero))
+        i = min(cuts)
+        return (f"every path to the output passes layer {i}, whose output b^V_{i} 1^T (V_{i} = 0) does not "
+                "depend on its input", path(node, _attention_output(arch, i)))
     dims = None if has_bottleneck(arch) or not arch.is_plain else effective_block_dimensions(arch)
     verdicts = {}
     for i in range(1, arch.layers + 1):
@@ -626,17 +676,15 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         live = nx.restricted_view(graph, zero_nodes, dead_edges)
         if dead_edges and not nx.has_path(live, scores, "output") and (attention, _attention_output(arch, i)) \
                 in dead_edges:
+            text = (f"V_{i} = 0: the layer outputs b^V_{i} 1^T S(A_{i}) = b^V_{i} 1^T (the columns of S sum to 1), "
+                    f"whatever S(A_{i}) is" if value_biased[i] else
+                    f"V_{i} = 0: the layer adds nothing to the residual stream, so S(A_{i}) is multiplied by zero")
             verdicts[block] = BlockVerdict(block, UNOBSERVABLE, (Reason(
-                "zero-values", f"V_{i} = 0: the layer adds nothing to the residual stream, so S(A_{i}) is "
-                "multiplied by zero", (scores, attention, _attention_output(arch, i))),), 0)
+                "zero-values", text, (scores, attention, _attention_output(arch, i))),), 0)
             continue
         if not nx.has_path(live, scores, "output"):
-            blocker = min((n for n in zero_nodes if nx.has_path(graph, scores, n)),
-                          key=lambda n: graph.nodes[n]["layer"])
-            origin = states[blocker]["zero"]
-            verdicts[block] = BlockVerdict(block, UNOBSERVABLE, (Reason(
-                "zero-tokens", f"every path to the output passes {blocker} = 0 ({origin} = 0)",
-                path(scores, blocker)),), 0)
+            text, trail = blocked(scores)
+            verdicts[block] = BlockVerdict(block, UNOBSERVABLE, (Reason("zero-tokens", text, trail),), 0)
             continue
         dead = _dead_head_reasons(arch, i, head_scores, head_values, scores)
         if dead and not live_heads[i]:
@@ -653,7 +701,17 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 f"({why}): only the compression of W_{i} to it reaches the output",
                 path(origin, scores)))
             predicted = rank_matrix_dimension(bound, bound, effective) if dims is not None else None
-        if "shift-invariant" in states[attention]:
+        before_node = "input" if i == 1 else f"tokens:{i - 1}"
+        before = states[before_node]
+        biased = (_bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get(block, 0)
+                  if "constant-coordinate" in before and before_node not in varying else 0)
+        if biased:
+            reasons.append(Reason(
+                "bias-column",
+                f"the tokens entering layer {i} keep a constant coordinate: the columns of Q_{i} and K_{i} on it "
+                f"add the same constants as their biases b^Q_{i}, b^K_{i}, so only the sums reach the output "
+                f"({biased} direction(s))", path(before["constant-coordinate"], scores)))
+        elif "shift-invariant" in states[attention]:  # with biases b^K_i already carries what it adds
             b = min(arch.score_ranks[i - 1], _bottleneck(arch, i - 1))
             reasons.append(Reason(
                 "shift-invariance",
@@ -693,11 +751,17 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
         status, rule, text = step["component"].observe_verdict(incoming, span, generic, reach[step["output"]],
                                                                generic_reach[step["output"]])
         origin = incoming.get("zero") or incoming.get("input-independent")
+        layer = graph.nodes[node]["layer"]
+        lost = (_bias_columns(arch, layer, step["component"], arch.widths[layer]).get(block, 0)
+                if "constant-coordinate" in incoming and step["input"] not in varying else 0)
+        if lost and status == OBSERVABLE:
+            status, rule, text = PARTIAL, "bias-column", (
+                "its input keeps a constant coordinate: the columns of its weights on it add the same constants "
+                f"as their biases, so only the sums reach the output ({lost} direction(s))")
+            origin = incoming["constant-coordinate"]
         if status != UNOBSERVABLE and not nx.has_path(live, node, "output"):
-            blocker = min((n for n in zero_nodes if nx.has_path(graph, node, n)), key=lambda n: graph.nodes[n]["layer"])
-            status, rule, text, trail = UNOBSERVABLE, "zero-tokens", (f"every path to the output passes {blocker} "
-                                                                       f"= 0 ({states[blocker]['zero']} = 0)"), \
-                path(node, blocker)
+            text, trail = blocked(node)
+            status, rule = UNOBSERVABLE, "zero-tokens"
         elif status == OBSERVABLE:
             trail = path(node, "output")
         else:  # from what forces the block's input (a zero, a fixed vector, a subspace) to the block
@@ -715,8 +779,9 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                              f"the event sets {e.text(arch)}" for e in value_events)
         verdicts["values"] = BlockVerdict("values", COLLAPSED, tuple(
             Reason("event", text, (e.node,)) for e in value_events), None)
-    elif _shared_value_reasons(arch, states):
-        verdicts["values"] = BlockVerdict("values", PARTIAL, tuple(_shared_value_reasons(arch, states)), None)
+    elif _shared_value_reasons(arch, states) or _biased_value_reasons(arch, states, sites, varying):
+        verdicts["values"] = BlockVerdict("values", PARTIAL, tuple(
+            _shared_value_reasons(arch, states) + _biased_value_reasons(arch, states, sites, varying)), None)
     else:
         verdicts["values"] = BlockVerdict("values", OBSERVABLE, (Reason(
             "live-path", ("F = P X M_l: the value path to the output is never forced "
@@ -736,15 +801,18 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             # residual stream, or a later V_j = 0 without one (the output is 0)
             before = states["input" if i == 1 else f"tokens:{i - 1}"]
             hidden_anyway = ("identical" in before or "zero" in before or "zero" in states["output"]
-                             or (sites[i].tied and i in values_zero))
-        normal[f"scores:{i}"] = 0 if hidden_anyway or props[i - 1]["k"] >= 2 else "positive"
+                             or (sites[i].tied and i in values_zero) or any(j >= i for j in cut_layers))
+        # with query and key biases the scores do not vanish on the set (A = (K X + b^K 1^T)^T b^Q 1^T): s' is not 0
+        vanish = not _bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get(f"scores:{i}")
+        normal[f"scores:{i}"] = 0 if hidden_anyway or (props[i - 1]["k"] >= 2 and vanish) else "positive"
     for i, collapsed_heads in head_scores.items():
         before = states["input" if i == 1 else f"tokens:{i - 1}"]
         # hidden when its head adds nothing too (V_{i,h} = 0), or as a whole layer's would be
         hidden_anyway = ("identical" in before or "zero" in before or "zero" in states["output"]
-                         or (sites[i].tied and i in values_zero)
+                         or (sites[i].tied and i in values_zero) or any(j >= i for j in cut_layers)
                          or all(h in head_values.get(i, {}) for h in collapsed_heads))
-        normal[f"scores:{i}"] = 0 if hidden_anyway or props[i - 1]["k"] >= 2 else "positive"
+        vanish = not _bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get(f"scores:{i}")
+        normal[f"scores:{i}"] = 0 if hidden_anyway or (props[i - 1]["k"] >= 2 and vanish) else "positive"
     # a sign flip of each seen head of an even layer (a collapsed or silenced head's flip stays in its component)
     seen = [(j, h) for j in range(1, arch.layers + 1)
             if verdicts[f"scores:{j}"].status in (OBSERVABLE, PARTIAL) and props[j - 1]["even"]

@@ -142,3 +142,35 @@ def _generic_spans(arch: Architecture) -> dict:
                 spans[step["output"]] = step["component"].observe_span(spans[step["input"]], arch.widths[i], {})
         bound = spans[f"tokens:{i}"]
     return spans
+
+
+def _bias_columns(arch: Architecture, layer: int, component, d_in: int) -> dict:
+    """``{block: directions}`` a component loses when its input stream keeps a constant coordinate.
+
+    For each ``(bias, weight)`` pair the component declares
+    (:meth:`~symattn.model.Component.translation_roles`), ``W x + b`` with
+    ``x_b = c`` on every token is ``W' x' + (b + c W e_b)``: the column of
+    ``W`` on that coordinate and the bias add the same constant, so the
+    output sees only their sum and the block of the bias (its observe group)
+    loses one direction per row of ``W``.  Empty for a component without
+    biases.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=1, width=2, rank=1, bias=True)
+    >>> _bias_columns(arch, 1, arch.attention[0], 2)
+    {'scores:1': 2, 'values': 2}
+    >>> _bias_columns(Architecture.uniform(layers=1), 1, Architecture.uniform(layers=1).attention[0], 2)
+    {}
+    """
+    roles = component.translation_roles(layer, d_in)
+    if not roles:
+        return {}
+    shapes = dict(component.parameter_blocks(layer, d_in))
+    groups = component.observe_groups(layer, d_in)
+    lost: dict = {}
+    for bias, weight in roles[0]:
+        block = _block_of_group(groups[bias])
+        lost[block] = lost.get(block, 0) + shapes[weight][0]
+    return lost
+
