@@ -248,14 +248,31 @@ class ArchitectureReport(FormattedResult):
             ("heads", ", ".join(map(str, arch["heads"]))),
             ("causal mask", "yes" if arch["causal"] else "no"),
             ("residual stream", "yes" if arch["residual"] else "no"),
-        ] if "heads" in arch else []) + self._normalizer_rows(fmt)
+        ] if "heads" in arch else []) + ([
+            ("biases", "yes" if arch.get("bias") else "no"),
+            ("components after attention", self._components_text()),
+        ] if "heads" in arch and (arch.get("bias") or arch.get("components")) else []) + self._normalizer_rows(fmt)
+
+    def _components_text(self) -> str:
+        """The components after each layer's attention, from the JSON (``-`` when there are none)."""
+        layers = self.architecture.get("components") or []
+
+        def words(layer):
+            return ", ".join(c.get("kind", "?") + (f" ({c['hidden']} units, {c['activation']})"
+                                                   if "hidden" in c and "activation" in c else "") for c in layer)
+        texts = [words(layer) for layer in layers]
+        if not any(texts):
+            return "-"
+        if len(set(texts)) == 1:
+            return f"{texts[0]} in every layer"
+        return "; ".join(f"layer {i}: {t or '-'}" for i, t in enumerate(texts, 1))
 
     def _effective_rows(self) -> list[tuple[str, str]]:
         blocks = ", ".join(f"{name} {dim}" for name, dim in self.effective_blocks.items())
         return [
             ("native parameters", str(self.params)),
             ("effective dimension", f"{self.effective_dim}  ({blocks})" if self.effective_dim is not None else
-             "none derived (heads or a residual stream: F does not factor through What_i and P)"),
+             "none derived (F does not factor through What_i and P for this network: see the method)"),
             ("gauge group dimension", str(self.gauge_dim)),
             ("sign group order", str(self.sign_group_order)),
             ("degenerate (t = 1)", "yes" if self.degenerate else "no"),
@@ -375,7 +392,8 @@ class ArchitectureReport(FormattedResult):
         parts = [
             "\\section*{symattn report}",
             "\\subsection*{Architecture}",
-            _quantity_tabular(self._architecture_rows(lambda n: f"$s(x) = {n['latex']}$")),
+            _quantity_tabular([(name, latex_escape(value) if name == "components after attention" else value)
+                               for name, value in self._architecture_rows(lambda n: f"$s(x) = {n['latex']}$")]),
             "\\subsection*{Notation}",
             "One name for each block, event and parameter, used in every table, figure and in the JSON.\n\n"
             "\\smallskip\n\\noindent{\\small\n" + notation + "\n}",

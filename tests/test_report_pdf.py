@@ -145,5 +145,5 @@ def test_the_report_of_a_network_with_heads_compiles(tmp_path):
     log = (tmp_path / "report.log").read_text(errors="replace")
     assert [w for w in overfull_boxes(log) if w > OVERFULL_TOLERANCE_PT] == []
     latex = (tmp_path / "report.tex").read_text()
-    assert r"effective dimension & none derived (heads or a residual stream: F does not factor through " \
-           r"$\widehat W_{i}$ and P) \\" in latex
+    assert r"effective dimension & none derived (F does not factor through " \
+           r"$\widehat W_{i}$ and P for this network: see the method) \\" in latex
