@@ -599,8 +599,9 @@ class Architecture:
         >>> Architecture.uniform(layers=2).is_plain, Architecture.uniform(layers=2, causal=True).is_plain
         (True, False)
         """
-        return (not self.causal and not self.residual and all(h == 1 for h in self.heads) and not any(self.extra)
-                and not self.bias)
+        # read off the components: each layer is one attention of the paper's kind, with one head
+        return all(len(layer) == 1 and type(layer[0]) is Attention and layer[0].heads == 1
+                   for layer in self.layer_components)
 
     @property
     def factors_through_effective(self) -> bool:
