@@ -180,7 +180,8 @@ def _normalizer_properties(graph: nx.DiGraph, normalizer) -> list[dict]:
     return out
 
 
-def _reaches(arch: Architecture, spans: dict, uniform=frozenset(), value_ranks=None, dead_heads=None) -> dict:
+def _reaches(arch: Architecture, spans: dict, uniform=frozenset(), value_ranks=None, dead_heads=None,
+             keyed=frozenset()) -> dict:
     """How many independent functionals of each stream node the output reads (backward from ``X_l``).
 
     The output reads all of ``X_l``; a component after attention says what
@@ -191,7 +192,9 @@ def _reaches(arch: Architecture, spans: dict, uniform=frozenset(), value_ranks=N
     forced (``uniform``) or a head is dead (``dead_heads``), through
     ``Q_{i,h}`` and ``K_{i,h}`` (``2 min(a_i, span)`` per head, ``span`` the
     dimension of the tokens entering, from ``spans``: layer -> span).
-    ``value_ranks`` maps ``(layer, head)`` to the rank of ``V_{i,h}`` on the set.
+    ``value_ranks`` maps ``(layer, head)`` to the rank of ``V_{i,h}`` on the set.  In the layers ``keyed``
+    (a score collapse with query and key biases: ``A = (K X + b_K 1^T)^T b_Q 1^T``) the scores read one
+    functional ``b_Q^T K`` of the input per head.
 
     Examples
     --------
@@ -216,8 +219,11 @@ def _reaches(arch: Architecture, spans: dict, uniform=frozenset(), value_ranks=N
         ranks = [value_ranks.get((i, h), min(width, d_in)) for h in heads]
         # a forced attention is shared by every head: only sum_h V_{i,h} reads the layer's input
         through_values = min(sum(ranks), width, d_in, seen) if i in uniform else sum(min(r, seen) for r in ranks)
-        through_scores = 0 if i in uniform or seen == 0 else \
-            sum(2 * min(a, spans[i]) for h in heads if h not in dead_heads.get(i, ()))
+        live_heads = [h for h in heads if h not in dead_heads.get(i, ())]
+        if i in keyed:
+            through_scores = 0 if seen == 0 else sum(min(1, spans[i]) for h in live_heads)
+        else:
+            through_scores = 0 if i in uniform or seen == 0 else sum(2 * min(a, spans[i]) for h in live_heads)
         reach["input" if i == 1 else f"tokens:{i - 1}"] = min(
             d_in, through_values + through_scores + (seen if site.tied else 0))
     return reach
@@ -263,7 +269,7 @@ class Observability(FormattedResult):
     normalizers : tuple of dict
         Per layer: name, ``k``, ``even``, ``exponential``.
     states : dict
-        Node -> tuple of forced states (``uniform``, ``identical``, ``zero``,
+        Node -> tuple of forced states (``uniform``, ``equal-columns``, ``identical``, ``zero``,
         ``column-constant``, ``collapsed``, ``rank<=r``, ``constant-coordinate``,
         ``shift-invariant``).
     verdicts : dict
@@ -488,6 +494,8 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     # layers whose attention has a value bias: V_i X S(A_i) = 0 leaves b_V 1^T (normalized attention)
     value_biased = {i: sites[i].normalized and bool(_bias_columns(arch, i, sites[i].attention, arch.widths[i - 1])
                                                     .get("values")) for i in sites}
+    score_biased = {i: bool(_bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get(f"scores:{i}"))
+                    for i in sites}
     varying: set = set()  # streams whose constant coordinate is constant over the tokens of an input, not over inputs
 
     states: dict[str, dict[str, str]] = {n: {} for n in graph.nodes}  # node -> {state: origin node}
@@ -512,10 +520,16 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             states[scores]["zero"] = prev["zero"]
         elif "identical" in prev:
             states[scores]["column-constant"] = prev["identical"]
-        for state in ("collapsed", "zero", "column-constant"):
-            if state in states[scores]:
-                states[attention]["uniform"] = states[scores][state]
-                break
+        if "collapsed" in states[scores] and score_biased[i] and not {"zero", "identical"} & set(prev):
+            # Q_i = 0 with biases leaves A_i = (K_i X + b^K 1^T)^T b^Q 1^T: every column of S(A_i) is the same
+            # weight vector, which still reads the keys (not J/t)
+            states[attention]["equal-columns"] = scores
+        else:
+            for state in ("collapsed", "zero", "column-constant"):
+                if state in states[scores]:
+                    states[attention]["uniform"] = states[scores][state]
+                    break
+        forced_columns = {"uniform", "equal-columns"} & set(states[attention])  # every query reads the same weights
         if "uniform" not in states[attention] and props[i - 1]["exponential"] \
                 and "constant-coordinate" in prev:
             states[attention]["shift-invariant"] = prev["constant-coordinate"]
@@ -541,9 +555,10 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                 states[tokens]["input-independent"] = prev["input-independent"]
             if "identical" in prev:
                 states[tokens]["identical"] = prev["identical"]
-            elif "uniform" in states[attention] and not site.masked and not site.tied:
-                # J/t makes the tokens equal; the causal average and the residual stream keep them apart
-                states[tokens]["identical"] = states[attention]["uniform"]
+            elif forced_columns and not site.masked and not site.tied:
+                # J/t (or any S with equal columns) makes the tokens equal; the causal average and the residual
+                # stream keep them apart
+                states[tokens]["identical"] = states[attention][min(forced_columns)]
             elif not site.masked and not site.tied and i in head_scores and not live_heads[i]:
                 # every head collapsed or silenced: the collapsed ones add V_{i,h} X J/t, equal tokens
                 states[tokens]["identical"] = scores
@@ -573,7 +588,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             else heads
         if site.tied:
             # X_{i-1} + V_i X_{i-1} J/t adds a column-constant term; the causal average does not
-            keeps_coordinate = stream or (shared and not site.masked)
+            keeps_coordinate = stream or ((shared or bool(forced_columns)) and not site.masked)
         else:
             keeps_coordinate = live <= 1 or shared or arch.widths[i] > live * (arch.widths[i - 1] - 1)
         if "constant-coordinate" in prev and "zero" not in states[tokens] and keeps_coordinate and \
@@ -739,8 +754,11 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                     value_ranks[(i, h)] = 0
                 elif i in values_rank or h in head_ranks.get(i, {}):
                     value_ranks[(i, h)] = (values_rank[i] if i in values_rank else head_ranks[i][h]).rank
+        # a collapse of biased scores leaves A = (K X + b_K 1^T)^T b_Q 1^T: the weights still read the keys
+        keyed = {i for i in range(1, arch.layers + 1) if "equal-columns" in states[f"attention:{i}"]}
         reach = _reaches(arch, {i: rank_bound[i - 1][0] for i in range(1, arch.layers + 1)},
                          uniform={i for i in range(1, arch.layers + 1) if "uniform" in states[f"attention:{i}"]},
+                         keyed=keyed,
                          value_ranks=value_ranks,
                          dead_heads={i: set(head_scores.get(i, {})) | set(head_values.get(i, {}))
                                      for i in range(1, arch.layers + 1)})
