@@ -280,7 +280,7 @@ def test_exponent_exactly_at_truncation_is_unresolved():
     (dict(truncation=-1), TruncationError, "-1"),
     (dict(truncation=0), TruncationError, "got 0"),
     (dict(truncation="deep"), TruncationError, "'deep'"),
-    (dict(truncation=2000), TruncationError, "2000"),
+    (dict(truncation=5000), TruncationError, "truncation 5000 exceeds max_truncation 4096"),
     (dict(order=6), TruncationError, "order= was renamed truncation= (the truncation N"),
     (dict(max_order=100), TruncationError, "max_order= was renamed max_truncation="),
     (dict(bank=[[[1, 2, 3]]]), BankError, "(1, 3)"),
