@@ -44,8 +44,15 @@ def test_order_text_names_huge_orders_by_their_size():
 
 @pytest.mark.parametrize("command", [["spectrum"], ["check", "--claim", "kernel = 1"], ["sensitivity"]])
 def test_too_deep_for_the_spectrum_names_the_layers_that_fit(capsys, command):
-    err = _refused(capsys, [*command, "--layers", "7", "--quiet"], "--layers 7", "eps^1459", "--layers <= 6 fits")
-    assert "beyond the deepest truncation eps^1024" in err
+    err = _refused(capsys, [*command, "--layers", "8", "--quiet"], "--layers 8", "eps^4375", "--layers <= 7 fits")
+    assert "beyond the deepest truncation eps^4096" in err
+
+
+def test_seven_layers_over_the_memory_limit_name_max_memory(capsys):
+    # seven layers compute (about 2.1 GB); under a smaller limit the refusal names the flag that raises it
+    err = _refused(capsys, ["spectrum", "--layers", "7", "--max-memory", "1G", "--quiet"], "--layers 7",
+                   "needs about 2.8 GiB", "series to eps^1459", "over the limit of 1.0 GiB", "--layers <= 6 fits",
+                   "--max-memory SIZE")
 
 
 @pytest.mark.parametrize("command, fits", [(["identify"], 5), (["dimension"], 5), (["observe"], 5)])
@@ -69,14 +76,14 @@ def test_the_report_skips_what_is_too_deep_and_says_so(capsys):
     status = main(["report", "--layers", "50", "--quiet"])
     out, err = capsys.readouterr()
     assert status == 0, err
-    assert "--layers <= 6 fits" in out and "--layers <= 5 fits" in out
+    assert "--layers <= 7 fits" in out and "--layers <= 5 fits" in out
 
 
 def test_a_truncation_past_max_truncation_names_the_argument():
     arch = Architecture.uniform(layers=1)
-    with pytest.raises(Exception, match=r"truncation 2000 exceeds max_truncation 1024; give truncation <= 1024"):
-        decay_spectrum(arch, truncation=2000, progress=False)
-    with pytest.raises(ResourceLimitError, match=r"--layers <= 6 fits"):
+    with pytest.raises(Exception, match=r"truncation 5000 exceeds max_truncation 4096; give truncation <= 4096"):
+        decay_spectrum(arch, truncation=5000, progress=False)
+    with pytest.raises(ResourceLimitError, match=r"--layers <= 7 fits"):
         decay_spectrum(Architecture.uniform(layers=8), progress=False)
 
 

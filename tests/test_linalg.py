@@ -274,6 +274,15 @@ def test_series_scale_equals_the_schoolbook_product(p):
     extreme = np.full((3, 1, 300), p - 1)  # every limb sum at its largest
     assert (series_scale(extreme, np.full((3, 4, 300), p - 1), p)
             == series_mul_mod(extreme, np.full((3, 4, 300), p - 1), p)).all()
+    # longer than the 1024 products whose limb sums stay below 2**52: the inner dimension in chunks
+    # (seven layers, N = 1459; the BLAS engine went schoolbook there before; in one chunk the limb
+    # sums of this extreme case pass 2**53 and come out wrong)
+    extreme, many = np.full((2, 1, 4100), p - 1), np.full((2, 3, 4100), p - 1)
+    many[1, :, ::2] = 0  # a series in eps^2 beside a dense one: the strided classes too
+    assert (series_scale(extreme, many, p) == series_mul_mod(extreme, many, p)).all()
+    values, many = rng.integers(0, p, size=(2, 1, 1500)), rng.integers(0, p, size=(2, 2, 1500))
+    values[..., :3] = 0
+    assert (series_scale(values, many, p) == series_mul_mod(values, many, p)).all()
 
 
 @pytest.mark.parametrize("directions", [0, 4])

@@ -445,7 +445,7 @@ def series_scale(values, many, p: int, schoolbook=None) -> np.ndarray:
     if engine == "compiled":
         product = _compiled_product(values[..., None, :, :], many[..., None, :, :], p, n)
         return product.reshape(*lead, width, n)
-    if engine == "schoolbook" or n > _SCALE_MAX_INNER:
+    if engine == "schoolbook":
         return series_mul_mod(values, many, p)
     _check_prime_size(p)
     _count_blas_work(math.prod(lead) * width * n * n)
@@ -503,12 +503,23 @@ def _scale_product(values, many, p: int) -> np.ndarray:
             toeplitz = _toeplitz_band(limbs, inner, low_many, q_stop, top, bottom)  # (E, 2, K, W)
             right = np.empty((stop - start, q_stop - low_many, 2, bottom - top), dtype=np.float64)
             np.copyto(right, toeplitz.transpose(0, 2, 1, 3))
-            product = np.matmul(left[:, :, :q_stop - low_many],
-                                right.reshape(stop - start, q_stop - low_many, 2 * (bottom - top)))
+            right = right.reshape(stop - start, q_stop - low_many, 2 * (bottom - top))
+            target = flat_out[start:stop, :, top:bottom]
+            # the inner dimension in chunks whose limb sums stay below 2**52 (series longer than
+            # _SCALE_MAX_INNER: seven layers, N = 1459)
+            for inner_first in range(0, q_stop - low_many, _SCALE_MAX_INNER):
+                inner_stop = min(q_stop - low_many, inner_first + _SCALE_MAX_INNER)
+                product = np.matmul(left[:, :, inner_first:inner_stop], right[:, inner_first:inner_stop])
+                product = product.reshape(stop - start, width, 2, bottom - top)
+                if inner_first == 0:
+                    _combine_limbs(product[:, :, 0], product[:, :, 1], p, target)
+                else:
+                    part = np.empty(target.shape, dtype=np.int64)
+                    _combine_limbs(product[:, :, 0], product[:, :, 1], p, part)
+                    target += part
+                    target %= p
+                del product
             del right
-            product = product.reshape(stop - start, width, 2, bottom - top)
-            _combine_limbs(product[:, :, 0], product[:, :, 1], p, flat_out[start:stop, :, top:bottom])
-            del product
     return out
 
 
