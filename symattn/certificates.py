@@ -46,7 +46,7 @@ from .model import Architecture, require_architecture
 from .model.components import Attention, CausalMask, Residual
 from .verifier.check import SCHEMA, VERSION
 
-__all__ = ["CertificateRefused", "dimension_certificate", "write_dimension_certificate", "least_valuation_pivots"]
+__all__ = ["CertificateRefused", "check_certifiable", "dimension_certificate", "write_dimension_certificate", "least_valuation_pivots"]
 
 #: What a dimension certificate proves, and what it does not, in words (written into every certificate).
 PROVES = ("A nonzero r x r minor of the Jacobian series J(eps) mod (p, eps^N), at an integer point and integer "
@@ -144,12 +144,32 @@ def least_valuation_pivots(J: np.ndarray, p: int) -> list:
     return found
 
 
+def check_certifiable(arch: Architecture, curve: Curve | None = None) -> None:
+    """Refuse, with a :class:`CertificateRefused` naming it, what a certificate cannot describe yet.
+
+    Called before any computation: components other than attention (with
+    heads), a causal mask and a residual stream (biases, feed-forward
+    blocks); generic normalizers and normalizers whose Taylor coefficients
+    are not rational; polynomial curves.
+
+    Examples
+    --------
+    >>> check_certifiable(Architecture.uniform(layers=2, heads=2, causal=True))
+    >>> check_certifiable(Architecture.uniform(layers=1, bias=True))
+    Traceback (most recent call last):
+    ...
+    symattn.certificates.CertificateRefused: layer 1 has a component BiasedAttention (attention) that the certificate checker does not implement yet; it implements attention (with heads), a causal mask and a residual stream
+    """
+    _refuse_unsupported(require_architecture(arch), curve)
+
+
 def _refuse_unsupported(arch: Architecture, curve) -> None:
     """Refuse what the checker does not implement, naming it, before any computation."""
     for layer, _, component in arch.components():
         if type(component) not in (Attention, CausalMask, Residual):
-            raise CertificateRefused(f"layer {layer} has a {component.kind} component; the certificate checker "
-                                     "implements attention (with heads), a causal mask and a residual stream only")
+            raise CertificateRefused(f"layer {layer} has a component {type(component).__name__} ({component.kind}) "
+                                     "that the certificate checker does not implement yet; it implements attention "
+                                     "(with heads), a causal mask and a residual stream")
     for i, normalizer in enumerate(arch.normalizers, start=1):
         if normalizer.is_lightning:
             continue
