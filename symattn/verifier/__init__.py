@@ -9,6 +9,11 @@ numbers alone with its own plain forward pass over ``GF(p)[eps]/(eps^N)``
 library, numpy and itself, so that a reader can audit a few hundred lines
 instead of the engine.
 
+Its products of residue matrices run on float64 BLAS (exact below ``2^53``).
+Like the engine, it is fastest with BLAS on one thread (``symattn verify``
+sets that; in your own process use ``OPENBLAS_NUM_THREADS=1`` or
+threadpoolctl): on a busy machine BLAS threads mostly wait for each other.
+
 Examples
 --------
 >>> from symattn.verifier import verify

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["widen", "both_widened", "convolve", "multiply", "exact_matmul", "series_matmul", "matmul", "invert", "inverse_mod", "series_inverse", "transpose"]
+__all__ = ["widen", "both_widened", "convolve", "multiply", "times_series", "exact_matmul", "series_matmul", "matmul", "invert", "inverse_mod", "series_inverse", "transpose"]
 
 
 def inverse_mod(a: int, p: int) -> int:
@@ -109,10 +109,30 @@ def multiply(x: np.ndarray, y: np.ndarray, p: int) -> np.ndarray:
     """
     x, y = both_widened(x, y)
     out = np.zeros(np.broadcast_shapes(x.shape, y.shape), dtype=np.int64)
-    x0, y0 = x[..., :1, :], y[..., :1, :]
-    out[..., :1, :] = convolve(x0, y0, p)
-    out[..., 1:, :] = (convolve(x0, y[..., 1:, :], p) + convolve(x[..., 1:, :], y0, p)) % p
+    x0, y0 = x[..., 0, :], y[..., 0, :]
+    out[..., 0, :] = convolve(x0, y0, p)
+    out[..., 1:, :] = (times_series(y[..., 1:, :], x0, p) + times_series(x[..., 1:, :], y0, p)) % p
     return out
+
+
+def times_series(tangents: np.ndarray, a: np.ndarray, p: int) -> np.ndarray:
+    """Every tangent ``(..., J, N)`` times the series ``a`` ``(..., N)`` of its entry, mod ``eps^N``.
+
+    ``(t a)_j = sum_i t_i a_(j-i)``: the row of coefficients of ``t`` times the
+    Toeplitz matrix ``T[i, j] = a_(j-i)`` (``j >= i``), all tangents of an
+    entry in one product.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> times_series(np.array([[1, 2, 0]]), np.array([3, 1, 0]), 101).tolist()   # (1 + 2 eps)(3 + eps)
+    [[3, 7, 2]]
+    """
+    N = a.shape[-1]
+    toeplitz = np.zeros((*a.shape[:-1], N, N), dtype=np.int64)
+    for i in range(N):
+        toeplitz[..., i, i:] = a[..., :N - i]
+    return exact_matmul(tangents, toeplitz, p)
 
 
 def exact_matmul(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
@@ -286,5 +306,5 @@ def invert(x: np.ndarray, p: int) -> np.ndarray:
     square = convolve(value, value, p)                           # u^-2
     out = np.zeros_like(x)
     out[..., 0, :] = value
-    out[..., 1:, :] = (-convolve(square[..., None, :], x[..., 1:, :], p)) % p
+    out[..., 1:, :] = (-times_series(x[..., 1:, :], square, p)) % p
     return out

@@ -486,7 +486,7 @@ def _minor(cert: _Certificate) -> np.ndarray:
 def _load(source):
     if isinstance(source, dict):
         return source
-    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
+    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(("{", "["))):
         text = Path(source).read_text(encoding="utf-8")
     elif isinstance(source, str):
         text = source
@@ -500,7 +500,7 @@ def _load(source):
 
 
 def verify(source) -> VerificationReport:
-    """Check a dimension certificate (a path, its JSON text, or the parsed dict).
+    """Check a dimension certificate (a path, its JSON text starting with ``{``, or the parsed dict).
 
     Every field is validated; then the witness minor of the Jacobian is
     recomputed over ``GF(p)[eps]/(eps^N)`` at the certificate's integer point

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arithmetic import both_widened, convolve, invert, matmul, multiply, transpose
+from .arithmetic import both_widened, convolve, invert, matmul, multiply, times_series, transpose
 
 __all__ = ["ScoresDoNotVanish", "forward"]
 
@@ -84,7 +84,7 @@ def normalizer_weights(A: np.ndarray, taylor: list, polynomial: bool, causal: bo
         value[..., 0] = (value[..., 0] + taylor[n]) % p
     s = np.zeros_like(A)
     s[..., 0, :] = value
-    s[..., 1:, :] = convolve(derivative[..., None, :], A[..., 1:, :], p)       # s'(a) dA
+    s[..., 1:, :] = times_series(A[..., 1:, :], derivative, p)                 # s'(a) dA
     if causal:
         # query k attends to keys j <= k only: s(A)_jk = 0 for j > k
         s = s * np.triu(np.ones((t, t), dtype=np.int64))[:, :, None, None]

@@ -111,10 +111,10 @@ def _series_matrix_inverse(U: np.ndarray, p: int) -> np.ndarray:
     B = np.zeros_like(U)
     B[:, :, 0] = matrix_inverse_mod(U[:, :, 0], p)
     for n in range(1, N):
-        total = np.zeros((k, k), dtype=np.int64)
-        for i in range(1, n + 1):
-            total = (total + exact_matmul(U[:, :, i], B[:, :, n - i], p)) % p
-        B[:, :, n] = (-exact_matmul(B[:, :, 0], total, p)) % p
+        # sum_{i=1..n} U_i B_{n-i}: U_1 .. U_n side by side, times B_{n-1} .. B_0 stacked
+        left = np.concatenate([U[:, :, i] for i in range(1, n + 1)], axis=1)
+        right = np.concatenate([B[:, :, n - i] for i in range(1, n + 1)], axis=0)
+        B[:, :, n] = (-exact_matmul(B[:, :, 0], exact_matmul(left, right, p), p)) % p
     return B
 
 
