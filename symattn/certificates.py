@@ -212,7 +212,8 @@ def _taylor_strings(arch: Architecture, layer: int, truncation: int) -> dict:
 
 
 def dimension_certificate(arch: Architecture, result=None, curve: Curve | None = None, seed: int = 0,
-                          prime: int | None = None, max_attempts: int = 4, max_memory=None) -> dict:
+                          estimate=None, dps: int = 30, prime: int | None = None, max_attempts: int = 4,
+                          max_memory=None) -> dict:
     """A certificate of the certified lower bound of :func:`~symattn.identify.function_space_dimension`.
 
     Reproduces the run that gave the bound (its seed, prime, bank size and
@@ -225,9 +226,10 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     arch : Architecture
     result : DimensionResult, optional
         The run to certify (default: :func:`function_space_dimension` with the options below).
-    curve, seed, prime, max_attempts, max_memory
+    curve, seed, estimate, dps, prime, max_attempts, max_memory
         As for :func:`function_space_dimension` (``prime`` defaults to its
-        ``DIMENSION_PRIME``); ``curve`` must be the result's curve.
+        ``DIMENSION_PRIME``); ``curve`` must be the result's curve.  The
+        estimate is not part of the certificate.
 
     Returns
     -------
@@ -257,7 +259,7 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     arch = require_architecture(arch)
     _refuse_unsupported(arch, curve)
     if result is None:
-        result = function_space_dimension(arch, curve=curve, seed=seed,
+        result = function_space_dimension(arch, curve=curve, seed=seed, estimate=estimate, dps=dps,
                                           prime=DIMENSION_PRIME if prime is None else prime,
                                           max_attempts=max_attempts, max_memory=max_memory)
     if not isinstance(result, DimensionResult):

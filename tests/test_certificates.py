@@ -111,6 +111,30 @@ def test_the_certificate_reproduces_the_run_it_certifies():
     assert verify(certificate).verified
 
 
+def test_other_curves_and_primes_round_trip():
+    from symattn.curves import collapse_queries, input_scaling
+
+    arch = Architecture.uniform(layers=2, width=2, rank=1)
+    scaled = dimension_certificate(arch, curve=input_scaling())
+    assert scaled["curve"]["input_power"] == 1 and set(scaled["curve"]["powers"].values()) == {0}
+    queries = dimension_certificate(arch, curve=collapse_queries(), prime=1000003, seed=3)
+    assert queries["curve"]["powers"]["K_1"] == 0 and queries["prime"] == 1000003
+    for certificate in (scaled, queries):
+        report = verify(certificate)
+        assert report.verified and report.rank == 10
+
+
+def test_a_result_along_another_curve_is_refused():
+    from symattn.curves import input_scaling
+    from symattn.errors import SymattnError
+
+    arch = Architecture.uniform(layers=1, width=2, rank=1)
+    result = function_space_dimension(arch, curve=input_scaling())
+    with pytest.raises(SymattnError, match="computed series along input scaling"):
+        dimension_certificate(arch, result=result)
+    assert verify(dimension_certificate(arch, result=result, curve=input_scaling())).verified
+
+
 def test_a_heads_certificate_names_blocks_with_their_head():
     certificate = dimension_certificate(Architecture.uniform(layers=1, width=2, rank=1, heads=2))
     assert "Q_{1,2}" in certificate["point"] and "Q_{1,2}[0,1]" in certificate["parameters"]
