@@ -246,6 +246,10 @@ REGISTRY: dict[str, RegisteredAnalysis] = {entry.name: entry for entry in (
         exports={"sweep": "symattn.sweep"},
         command="sweep", command_module="symattn.cli.sweep"),
     RegisteredAnalysis(
+        name="verify", summary="re-check a certificate without trusting symattn (its independent checker)",
+        function="symattn.verifier:verify", result="symattn.verifier:VerificationReport",
+        command="verify", command_module="symattn.cli.verify"),
+    RegisteredAnalysis(
         name="parameters", summary="native parameters, effective dimension, gauge dimension, sign-group order",
         function=f"{_SWEEP}:parameters_json",
         sweep=SweepUse(options={}, run=f"{_SWEEP}:parameters_json", sureness=f"{_SWEEP}:parameters_sureness"),
@@ -276,7 +280,7 @@ def registered(consumer: str) -> list[RegisteredAnalysis]:
     Examples
     --------
     >>> [entry.command for entry in registered("cli")]
-    ['report', 'spectrum', 'sensitivity', 'identify', 'dimension', 'observe', 'expand', 'check', 'sweep']
+    ['report', 'spectrum', 'sensitivity', 'identify', 'dimension', 'observe', 'expand', 'check', 'sweep', 'verify']
     >>> [entry.name for entry in registered("check")]
     ['spectrum', 'identify', 'expand', 'parameters']
     >>> registered("plots")

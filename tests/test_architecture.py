@@ -18,14 +18,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "symattn"
 #: docs/architecture.md, "The floors".  Packages are one floor with all their modules.
 FLOORS = {
     "symattn.errors": 1, "symattn._format": 1, "symattn.naming": 1, "symattn.positivity": 1, "symattn._modules": 1,
-    "symattn.languages": 1, "symattn._files": 1, "symattn.analyses": 1,
+    "symattn.languages": 1, "symattn._files": 1, "symattn.analyses": 1, "symattn.verifier": 1,
     "symattn.algebra": 2, "symattn.parsing": 2,
     "symattn.normalizers": 3, "symattn.curves": 3, "symattn.limits": 3,
     "symattn.model": 4,
     "symattn.effective": 5, "symattn.verdicts": 5,
     "symattn.jacobian": 6, "symattn.adaptive": 6,
     "symattn.spectrum": 7, "symattn.observe": 7, "symattn.identify": 7, "symattn.numeric": 7,
-    "symattn.expand": 7, "symattn.check": 7, "symattn.sweep": 7,
+    "symattn.expand": 7, "symattn.check": 7, "symattn.sweep": 7, "symattn.certificates": 7,
     "symattn.report": 8,
     "symattn.cli": 9,
     "symattn": 10, "symattn.__main__": 10,

@@ -72,6 +72,10 @@ def configure_dimension(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random points and banks")
     parser.add_argument("--estimate", type=estimate_flag, default=None, metavar="float64|mpmath",
                         help=_ESTIMATE_HELP + " (an estimate column)")
+    parser.add_argument("--certificate", metavar="FILE", default=None,
+                        help="also write a certificate of the certified lower bound to FILE (JSON; one network: "
+                             "one --width or --widths), which 'symattn verify FILE' re-checks without trusting "
+                             "the engine")
 
 
 def run_dimension(args, arch):
@@ -84,6 +88,16 @@ def run_dimension(args, arch):
     >>> table = run_dimension(args, arch)
     >>> [(row.width, row.lower, row.certified) for row in table.rows]
     [(1, 2, True), (2, 7, True)]
+
+    With ``--certificate FILE`` (one network), the certificate of its lower bound:
+
+    >>> import os, tempfile
+    >>> from symattn.verifier import verify
+    >>> path = os.path.join(tempfile.mkdtemp(), "dimension.json")
+    >>> args, arch = parse_command(configure_dimension, ["--layers", "1", "--width", "2", "--tokens", "2",
+    ...                                                  "--quiet", "--certificate", path])
+    >>> run_dimension(args, arch).rows[0].lower, verify(path).verified
+    (7, True)
     """
     from ..identify import dimension_table
 
@@ -92,8 +106,23 @@ def run_dimension(args, arch):
     else:
         architectures = [architecture_from_args(argparse.Namespace(**{**vars(args), "width": width}))
                          for width in width_values(args)]
-    return dimension_table(architectures=architectures, seed=args.seed, estimate=args.estimate,
-                           progress=not args.quiet, max_memory=args.max_memory)
+    certificate = getattr(args, "certificate", None)
+    if certificate is not None:
+        from ..certificates import check_certifiable
+        from ..errors import SymattnError
+
+        if len(architectures) != 1:
+            raise SymattnError(f"--certificate certifies one network; --width gives {len(architectures)} widths: "
+                               "give one width (e.g. --width 5) or --widths")
+        check_certifiable(architectures[0])  # refused before the computation, not after it
+    table = dimension_table(architectures=architectures, seed=args.seed, estimate=args.estimate,
+                            progress=not args.quiet, max_memory=args.max_memory)
+    if certificate is not None:
+        from ..certificates import write_dimension_certificate
+
+        write_dimension_certificate(architectures[0], certificate, result=table.results[0])
+        args.written = [*getattr(args, "written", []), certificate]
+    return table
 
 
 COMMANDS = (
@@ -106,5 +135,6 @@ COMMANDS = (
                run_dimension, configure_dimension,
                examples=("symattn dimension --layers 2 --rank 2 --width 3..10",
                          "symattn dimension --widths 3,2,3 --ranks 2,1",
+                         "symattn dimension --layers 2 --rank 2 --width 5 --certificate dimension.json",
                          "symattn dimension --layers 2 --rank 2 --width 3,5 --estimate mpmath")),
 )

@@ -1,0 +1,26 @@
+"""An independent checker of symattn's certificates: re-check a result without trusting symattn.
+
+A certificate (:mod:`symattn.certificates` writes them) holds everything a
+claim rests on: the architecture, each normalizer's Taylor coefficients as
+exact rationals, the curve, a prime ``p``, a truncation ``N``, an integer point
+and bank, and a witness.  This package re-computes the witness from those
+numbers alone with its own plain forward pass over ``GF(p)[eps]/(eps^N)``
+(:mod:`symattn.verifier.network`), and imports nothing but the standard
+library, numpy and itself, so that a reader can audit a few hundred lines
+instead of the engine.
+
+Its products of residue matrices run on float64 BLAS (exact below ``2^53``).
+Like the engine, it is fastest with BLAS on one thread (``symattn verify``
+sets that; in your own process use ``OPENBLAS_NUM_THREADS=1`` or
+threadpoolctl): on a busy machine BLAS threads mostly wait for each other.
+
+Examples
+--------
+>>> from symattn.verifier import verify
+>>> verify({"schema": "symattn-certificate", "version": 1, "kind": "spectrum"}).problem
+"kind 'spectrum': this checker checks 'dimension lower bound'"
+"""
+
+from .check import SCHEMA, VERSION, CertificateError, VerificationReport, verify
+
+__all__ = ["SCHEMA", "VERSION", "CertificateError", "VerificationReport", "verify"]

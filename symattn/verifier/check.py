@@ -1,0 +1,585 @@
+"""Check a dimension certificate: read every field, recompute the witness minor, compare every claim.
+
+The certificate is user input: every field is validated here with a message
+naming the bad value and what is accepted; rationals are read with
+:class:`fractions.Fraction` from strings of digits only; nothing is evaluated.
+The first disagreement ends the check and is reported.
+
+This module imports only the standard library, numpy and its own package.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from .arithmetic import widen
+from .network import ScoresDoNotVanish, forward
+from .pivots import pivot_valuations
+
+__all__ = ["SCHEMA", "VERSION", "CertificateError", "Disagreement", "VerificationReport", "verify",
+           "parameter_names", "known_taylor"]
+
+#: The schema name and the version this checker reads.
+SCHEMA = "symattn-certificate"
+VERSION = 1
+
+#: Largest prime the checker accepts: residues times residues stay below 2**62 in int64.
+MAX_PRIME = 2 ** 31
+
+#: Longest rational string read (digits), against certificates built to exhaust memory.
+MAX_RATIONAL_DIGITS = 2000
+
+
+class CertificateError(ValueError):
+    """The file is not a certificate at all: unreadable, not JSON, or not a JSON object.
+
+    Examples
+    --------
+    >>> verify("{not json")
+    Traceback (most recent call last):
+    ...
+    symattn.verifier.check.CertificateError: the certificate is not JSON: Expecting property name enclosed in double quotes at line 1, column 2
+    """
+
+
+class Disagreement(Exception):
+    """The first field or claim that does not check; its message says which and why.
+
+    Examples
+    --------
+    >>> str(Disagreement("prime 91 is not a prime"))
+    'prime 91 is not a prime'
+    """
+
+
+@dataclass(frozen=True)
+class VerificationReport:
+    """What :func:`verify` checked, and whether everything held (else the first disagreement).
+
+    Attributes
+    ----------
+    verified : bool
+    claim : str
+        What the certificate claims (empty when it could not be read that far).
+    checked : tuple of str
+        Each check that passed, in order.
+    problem : str or None
+        The first disagreement.
+    rank : int or None
+        The rank the recomputed witness minor proves (``None`` before it is computed).
+    valuations : tuple of int
+        The recomputed pivot valuations of the witness minor.
+    seconds : float
+
+    Examples
+    --------
+    >>> report = VerificationReport(False, "", (), "the certificate is a list, not an object")
+    >>> print(report)
+    NOT verified: the certificate is a list, not an object
+    >>> report.to_json()["verified"]
+    False
+    """
+
+    verified: bool
+    claim: str
+    checked: tuple
+    problem: str | None = None
+    rank: int | None = None
+    valuations: tuple = ()
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"verified": self.verified, "claim": self.claim, "checked": list(self.checked),
+                "problem": self.problem, "rank": self.rank, "valuations": list(self.valuations),
+                "seconds": round(self.seconds, 4)}
+
+    def __str__(self) -> str:
+        if self.verified:
+            lines = [f"verified: {self.claim}", "checked:"]
+        else:
+            lines = [f"NOT verified: {self.problem}"]
+            if self.checked:
+                lines.append("checked before the disagreement:")
+        lines += [f"  - {item}" for item in self.checked]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        return str(self)
+
+    def to_latex(self) -> str:
+        status = "verified" if self.verified else "not verified"
+        return f"\\textbf{{{status}}}: " + (self.claim if self.verified else str(self.problem)).replace("_", r"\_")
+
+
+# -- reading the fields -----------------------------------------------------------------------
+def _short(value, limit: int = 60) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _field(document: dict, name: str, where: str = "the certificate"):
+    if name not in document:
+        raise Disagreement(f"{where} has no field {name!r}")
+    return document[name]
+
+
+def _integer(value, what: str, low: int | None = None, high: int | None = None) -> int:
+    """A JSON integer (not a boolean) in ``low .. high``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Disagreement(f"{what} must be an integer, got {_short(value)}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"{low} .. {high}" if high is not None else f">= {low}"
+        raise Disagreement(f"{what} must be in {bounds}, got {value}")
+    return value
+
+
+def _boolean(value, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise Disagreement(f"{what} must be true or false, got {_short(value)}")
+    return value
+
+
+def _list(value, what: str, length: int | None = None) -> list:
+    if not isinstance(value, list):
+        raise Disagreement(f"{what} must be a list, got {_short(value)}")
+    if length is not None and len(value) != length:
+        raise Disagreement(f"{what} must have {length} entries, got {len(value)}")
+    return value
+
+
+_RATIONAL = re.compile(r"-?[0-9]+(/[0-9]+)?")
+
+
+def rational(text, what: str) -> Fraction:
+    """A rational from a string ``"p/q"`` or ``"p"`` of digits (an optional minus sign); nothing else is read.
+
+    Examples
+    --------
+    >>> rational("-1/24", "c_4")
+    Fraction(-1, 24)
+    >>> rational("1e3", "c_1")
+    Traceback (most recent call last):
+    ...
+    symattn.verifier.check.Disagreement: c_1 must be a rational written "p/q" or "p" with digits only, got '1e3'
+    """
+    if not isinstance(text, str) or len(text) > MAX_RATIONAL_DIGITS or not _RATIONAL.fullmatch(text):
+        raise Disagreement(f'{what} must be a rational written "p/q" or "p" with digits only, got {_short(text)}')
+    numerator, _, denominator = text.partition("/")
+    if denominator and int(denominator) == 0:
+        raise Disagreement(f"{what} has denominator 0: {text!r}")
+    return Fraction(int(numerator), int(denominator) if denominator else 1)
+
+
+def _is_prime(n: int) -> bool:
+    """Trial division (the checker accepts primes below 2**31: at most 46341 divisions)."""
+    if n < 2:
+        return False
+    if n % 2 == 0:
+        return n == 2
+    return all(n % d for d in range(3, math.isqrt(n) + 1, 2))
+
+
+def known_taylor(expression: str, count: int):
+    """The first ``count`` Taylor coefficients of ``s/s(0)`` for the normalizers the checker knows, or None.
+
+    Computed here, independently of whoever wrote the certificate: ``exp(x)``
+    (softmax) has ``1/n!``; ``cosh(x)`` has ``1/n!`` at even ``n``; ``exp(x**2)``
+    has ``1/(n/2)!`` at even ``n``; the polynomial ``x**2 + 1`` has ``1, 0, 1``.
+
+    Examples
+    --------
+    >>> [str(c) for c in known_taylor("cosh(x)", 5)]
+    ['1', '0', '1/2', '0', '1/24']
+    >>> known_taylor("sin(x) + 2", 3) is None
+    True
+    """
+    if expression == "exp(x)":
+        return [Fraction(1, math.factorial(n)) for n in range(count)]
+    if expression == "cosh(x)":
+        return [Fraction(1, math.factorial(n)) if n % 2 == 0 else Fraction(0) for n in range(count)]
+    if expression == "exp(x**2)":
+        return [Fraction(1, math.factorial(n // 2)) if n % 2 == 0 else Fraction(0) for n in range(count)]
+    if expression == "x**2 + 1":
+        return [Fraction(c) for c in ([1, 0, 1] + [0] * count)[:count]]
+    return None
+
+
+def parameter_names(widths, score_ranks, heads) -> list:
+    """Every native parameter's name in order: per layer, per head, ``Q`` then ``K`` then ``V``, row-major.
+
+    A block is ``Q_i`` in a one-head layer and ``Q_{i,h}`` in a layer with heads.
+
+    Examples
+    --------
+    >>> parameter_names([2, 1], [1], [1])
+    ['Q_1[0,0]', 'Q_1[0,1]', 'K_1[0,0]', 'K_1[0,1]', 'V_1[0,0]', 'V_1[0,1]']
+    """
+    return [f"{block}[{r},{c}]" for block, (rows, cols) in _blocks(widths, score_ranks, heads)
+            for r in range(rows) for c in range(cols)]
+
+
+def _blocks(widths, score_ranks, heads) -> list:
+    """``(block name, (rows, cols))`` in parameter order: ``Q, K`` are ``a_i x d_{i-1}``, ``V`` is ``d_i x d_{i-1}``."""
+    out = []
+    for i in range(1, len(widths)):
+        for h in range(1, heads[i - 1] + 1):
+            suffix = f"{i}" if heads[i - 1] == 1 else f"{{{i},{h}}}"
+            shapes = {"Q": (score_ranks[i - 1], widths[i - 1]), "K": (score_ranks[i - 1], widths[i - 1]),
+                      "V": (widths[i], widths[i - 1])}
+            out += [(f"{name}_{suffix}", shapes[name]) for name in "QKV"]
+    return out
+
+
+@dataclass
+class _Certificate:
+    """The validated fields."""
+
+    widths: list
+    score_ranks: list
+    tokens: int
+    heads: list
+    causal: bool
+    residual: bool
+    normalizers: list = field(default_factory=list)
+    powers: dict = field(default_factory=dict)
+    input_power: int = 0
+    prime: int = 0
+    truncation: int = 0
+    point: dict = field(default_factory=dict)
+    bank: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    columns: list = field(default_factory=list)
+    valuations: list = field(default_factory=list)
+    rank: int = 0
+    claim: str = ""
+
+
+def _read_architecture(document: dict, checked: list) -> _Certificate:
+    arch = _field(document, "architecture")
+    if not isinstance(arch, dict):
+        raise Disagreement(f"architecture must be an object, got {_short(arch)}")
+    widths = _list(_field(arch, "widths", "architecture"), "architecture.widths")
+    if len(widths) < 2:
+        raise Disagreement(f"architecture.widths must list d_0, ..., d_l (at least two), got {_short(widths)}")
+    widths = [_integer(w, f"architecture.widths[{n}]", 1, 10_000) for n, w in enumerate(widths)]
+    layers = len(widths) - 1
+    ranks = [_integer(a, f"architecture.score_ranks[{n}]", 1, 10_000)
+             for n, a in enumerate(_list(_field(arch, "score_ranks", "architecture"), "architecture.score_ranks",
+                                         layers))]
+    tokens = _integer(_field(arch, "tokens", "architecture"), "architecture.tokens", 1, 10_000)
+    heads = [_integer(h, f"architecture.heads[{n}]", 1, 1000)
+             for n, h in enumerate(_list(_field(arch, "heads", "architecture"), "architecture.heads", layers))]
+    causal = _boolean(_field(arch, "causal", "architecture"), "architecture.causal")
+    residual = _boolean(_field(arch, "residual", "architecture"), "architecture.residual")
+    if residual and len(set(widths)) != 1:
+        raise Disagreement(f"a residual stream needs equal widths, got architecture.widths {widths}")
+    for key in arch:
+        if key not in ("widths", "score_ranks", "tokens", "heads", "causal", "residual", "normalizers"):
+            raise Disagreement(f"architecture.{key}: this checker knows no such component (it checks widths, "
+                               "score ranks, tokens, heads, a causal mask and a residual stream)")
+    checked.append(f"architecture: widths {widths}, score ranks {ranks}, {tokens} tokens, heads {heads}"
+                   + (", causal mask" if causal else "") + (", residual stream" if residual else ""))
+    return _Certificate(widths, ranks, tokens, heads, causal, residual)
+
+
+def _read_field_data(document: dict, cert: _Certificate, checked: list) -> None:
+    prime = _integer(_field(document, "prime"), "prime", 2)
+    if prime >= MAX_PRIME or not _is_prime(prime):
+        raise Disagreement(f"prime {prime} is not a prime below 2**31")
+    cert.prime = prime
+    cert.truncation = _integer(_field(document, "truncation"), "truncation", 1, 100_000)
+    checked.append(f"prime {prime} is prime; truncation eps^{cert.truncation}")
+
+
+def _read_normalizers(document: dict, cert: _Certificate, checked: list) -> None:
+    layers = len(cert.widths) - 1
+    p, N = cert.prime, cert.truncation
+    entries = _list(_field(document, "normalizers"), "normalizers", layers)
+    for i, entry in enumerate(entries, start=1):
+        where = f"normalizers[{i - 1}]"
+        if not isinstance(entry, dict):
+            raise Disagreement(f"{where} must be an object, got {_short(entry)}")
+        name = _field(entry, "name", where)
+        lightning = _boolean(_field(entry, "lightning", where), f"{where}.lightning")
+        polynomial = _boolean(_field(entry, "polynomial", where), f"{where}.polynomial")
+        if lightning:
+            cert.normalizers.append({"lightning": True, "taylor": [], "polynomial": True})
+            checked.append(f"layer {i}: lightning attention S(A) = A")
+            continue
+        taylor = [rational(c, f"{where}.taylor[{n}]")
+                  for n, c in enumerate(_list(_field(entry, "taylor", where), f"{where}.taylor"))]
+        if not taylor or taylor[0] != 1:
+            raise Disagreement(f"{where}.taylor must start with c_0 = 1 (the coefficients of s(x)/s(0)), "
+                               f"got {[str(c) for c in taylor[:3]]}")
+        if not polynomial and len(taylor) < N + 1:
+            raise Disagreement(f"{where}.taylor has {len(taylor)} coefficients; truncation eps^{N} needs "
+                               f"c_0 .. c_{N} ({N + 1})")
+        bad = [str(c) for c in taylor if c.denominator % p == 0]
+        if bad:
+            raise Disagreement(f"{where}.taylor has {bad[0]}, whose denominator is divisible by the prime {p}")
+        expression = entry.get("expression")
+        known = known_taylor(expression, len(taylor)) if isinstance(expression, str) else None
+        if known is not None:
+            if known != taylor or (polynomial != (expression == "x**2 + 1")):
+                raise Disagreement(f"{where}: the Taylor coefficients of {expression} at 0 are "
+                                   f"{[str(c) for c in known[:6]]}..., the certificate gives "
+                                   f"{[str(c) for c in taylor[:6]]}...")
+            source = f"{expression}, coefficients recomputed by the checker"
+        else:
+            source = f"{_short(name)} taken as given by its {len(taylor)} Taylor coefficients"
+        cert.normalizers.append({"lightning": False, "polynomial": polynomial,
+                                 "taylor": [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]})
+        checked.append(f"layer {i}: normalizer {source}" + (" (a polynomial)" if polynomial else ""))
+
+
+def _read_curve(document: dict, cert: _Certificate, checked: list) -> None:
+    curve = _field(document, "curve")
+    if not isinstance(curve, dict):
+        raise Disagreement(f"curve must be an object, got {_short(curve)}")
+    cert.input_power = _integer(_field(curve, "input_power", "curve"), "curve.input_power", 0, 1000)
+    powers = _field(curve, "powers", "curve")
+    if not isinstance(powers, dict):
+        raise Disagreement(f"curve.powers must be an object {{block: power of eps}}, got {_short(powers)}")
+    blocks = [name for name, _ in _blocks(cert.widths, cert.score_ranks, cert.heads)]
+    if sorted(powers) != sorted(blocks):
+        raise Disagreement(f"curve.powers must name every block {blocks}, got {sorted(powers)}")
+    cert.powers = {name: _integer(powers[name], f"curve.powers[{name!r}]", 0, 1000) for name in blocks}
+    scaled = [name for name in blocks if cert.powers[name]]
+    checked.append("curve: " + (", ".join(f"{name} = eps^{cert.powers[name]} {name}~" for name in scaled)
+                                if scaled else "a point (no block scaled)")
+                   + (f", input eps^{cert.input_power} X" if cert.input_power else ""))
+
+
+def _read_point_and_bank(document: dict, cert: _Certificate, checked: list) -> None:
+    point = _field(document, "point")
+    if not isinstance(point, dict):
+        raise Disagreement(f"point must be an object {{block: matrix}}, got {_short(point)}")
+    shapes = dict(_blocks(cert.widths, cert.score_ranks, cert.heads))
+    if sorted(point) != sorted(shapes):
+        raise Disagreement(f"point must give every block {list(shapes)}, got {sorted(point)}")
+    for name, (rows, cols) in shapes.items():
+        matrix = _list(point[name], f"point[{name!r}]", rows)
+        cert.point[name] = [[_integer(v, f"point[{name!r}][{r}][{c}]")
+                             for c, v in enumerate(_list(row, f"point[{name!r}][{r}]", cols))]
+                            for r, row in enumerate(matrix)]
+    d0, t = cert.widths[0], cert.tokens
+    bank = _list(_field(document, "bank"), "bank")
+    if not bank:
+        raise Disagreement("bank must hold at least one input")
+    for b, X in enumerate(bank):
+        rows = _list(X, f"bank[{b}]", d0)
+        cert.bank.append([[_integer(v, f"bank[{b}][{r}][{c}]") for c, v in enumerate(_list(row, f"bank[{b}][{r}]", t))]
+                          for r, row in enumerate(rows)])
+    checked.append(f"integer point (every block of {len(shapes)}) and bank of {len(bank)} integer inputs "
+                   f"{d0} x {t}")
+
+
+def _read_witness(document: dict, cert: _Certificate, checked: list) -> None:
+    names = parameter_names(cert.widths, cert.score_ranks, cert.heads)
+    given = _list(_field(document, "parameters"), "parameters")
+    if given != names:
+        first = next((n for n, (a, b) in enumerate(zip(given, names)) if a != b), min(len(given), len(names)))
+        raise Disagreement(f"parameters: entry {first} is {_short(given[first]) if first < len(given) else 'missing'}"
+                           f", expected {names[first] if first < len(names) else 'nothing'} (the order is per "
+                           "layer, per head, Q, K, V, row-major)")
+    cert.rank = _integer(_field(document, "rank"), "rank", 0)
+    witness = _field(document, "witness")
+    if not isinstance(witness, dict):
+        raise Disagreement(f"witness must be an object, got {_short(witness)}")
+    rows = _list(_field(witness, "rows", "witness"), "witness.rows")
+    columns = _list(_field(witness, "columns", "witness"), "witness.columns")
+    found = _list(_field(witness, "valuations", "witness"), "witness.valuations")
+    if not len(rows) == len(columns) == len(found):
+        raise Disagreement(f"the witness must have as many rows, columns and valuations; got {len(rows)} rows, "
+                           f"{len(columns)} columns, {len(found)} valuations")
+    if cert.rank != len(rows):
+        raise Disagreement(f"the certificate claims rank {cert.rank} but its witness is a {len(rows)} x "
+                           f"{len(rows)} minor")
+    d_l, t = cert.widths[-1], cert.tokens
+    for n, row in enumerate(rows):
+        row = _list(row, f"witness.rows[{n}]", 3)
+        cert.rows.append((_integer(row[0], f"witness.rows[{n}] input index", 0, len(cert.bank) - 1),
+                          _integer(row[1], f"witness.rows[{n}] output row", 0, d_l - 1),
+                          _integer(row[2], f"witness.rows[{n}] output token", 0, t - 1)))
+    if len(set(cert.rows)) != len(cert.rows):
+        raise Disagreement("witness.rows repeats a row: a minor needs distinct rows")
+    known = set(names)
+    for n, name in enumerate(columns):
+        if name not in known:
+            raise Disagreement(f"witness.columns[{n}] = {_short(name)} is not a parameter of the architecture "
+                               f"(e.g. {names[0]})")
+    if len(set(columns)) != len(columns):
+        raise Disagreement("witness.columns repeats a parameter: a minor needs distinct columns")
+    cert.columns = list(columns)
+    cert.valuations = [_integer(v, f"witness.valuations[{n}]", 0) for n, v in enumerate(found)]
+    too_deep = [v for v in cert.valuations if v >= cert.truncation]
+    if too_deep:
+        raise Disagreement(f"a pivot valuation {too_deep[0]} is not below the truncation eps^{cert.truncation}: "
+                           "it is not resolved")
+    checked.append(f"witness: {len(rows)} distinct rows (input, output row, token) in range and {len(columns)} "
+                   f"distinct parameters; claimed pivot valuations all below eps^{cert.truncation}")
+
+
+# -- the computation ----------------------------------------------------------------------------
+def _jet_block(values, power: int, directions: dict, J: int, N: int, p: int) -> np.ndarray:
+    """A parameter block on the curve as a jet: value ``eps^power B``, tangent ``eps^power`` in its witness directions.
+
+    The derivative is in the curve's coordinate ``B`` (``d/dB (eps^power B) = eps^power``); ``directions``
+    maps an entry ``(row, col)`` to its jet index (``1 .. J-1``).
+    """
+    rows, cols = len(values), len(values[0])
+    block = np.zeros((rows, cols, J, N), dtype=np.int64)
+    if power < N:
+        block[:, :, 0, power] = np.array(values, dtype=object) % p
+        for (r, c), k in directions.items():
+            block[r, c, k, power] = 1
+    return block
+
+
+def _minor(cert: _Certificate) -> np.ndarray:
+    """The witness minor ``(r, r, N)``: row ``(b, i, j)``, column ``k``: ``d F(X_b)_ij / d (column k)`` mod ``(p, eps^N)``."""
+    p, N, r = cert.prime, cert.truncation, cert.rank
+    names = parameter_names(cert.widths, cert.score_ranks, cert.heads)
+    order = {name: n for n, name in enumerate(names)}
+    # jet k = 1, 2, ... numbers the witness columns in parameter order, which is the order the forward
+    # pass meets them: each block carries only the directions met up to it (arithmetic.widen)
+    jet = {name: k for k, name in enumerate(sorted(cert.columns, key=order.__getitem__), start=1)}
+    directions: dict = {}
+    for name in cert.columns:
+        block, _, entry = name.partition("[")
+        row, col = (int(v) for v in entry.rstrip("]").split(","))
+        directions.setdefault(block, {})[(row, col)] = jet[name]
+    blocks, met = {}, 0
+    for name, _ in _blocks(cert.widths, cert.score_ranks, cert.heads):
+        met += len(directions.get(name, {}))
+        blocks[name] = _jet_block(cert.point[name], cert.powers[name], directions.get(name, {}), 1 + met, N, p)
+    layers = []
+    for i in range(1, len(cert.widths)):
+        heads = []
+        for h in range(1, cert.heads[i - 1] + 1):
+            suffix = f"{i}" if cert.heads[i - 1] == 1 else f"{{{i},{h}}}"
+            heads.append(tuple(blocks[f"{name}_{suffix}"] for name in "QKV"))
+        layers.append(heads)
+    used = sorted({row[0] for row in cert.rows})                  # only the inputs the witness rows read
+    X = np.zeros((len(used), cert.widths[0], cert.tokens, 1, N), dtype=np.int64)
+    if cert.input_power < N:
+        # eps^m X_b: no tangent (the inputs are data, not parameters)
+        X[..., 0, cert.input_power] = np.array([cert.bank[b] for b in used], dtype=object) % p
+    output = widen(forward(X, layers, cert.normalizers, cert.causal, cert.residual, p), 1 + r)
+    position = {b: n for n, b in enumerate(used)}
+    inputs = [position[b] for b, _, _ in cert.rows]
+    out_rows = [i for _, i, _ in cert.rows]
+    tokens = [j for _, _, j in cert.rows]
+    columns = [jet[name] for name in cert.columns]
+    # minor[n, k] = d F(X_b)_ij / d (column k), for witness row n = (b, i, j)
+    return output[inputs, out_rows, tokens][:, columns, :]
+
+
+def _load(source):
+    if isinstance(source, dict):
+        return source
+    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(("{", "["))):
+        text = Path(source).read_text(encoding="utf-8")
+    elif isinstance(source, str):
+        text = source
+    else:
+        raise CertificateError(f"give a path, a JSON text or a dict, got {type(source).__name__}")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CertificateError(f"the certificate is not JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    return document
+
+
+def verify(source) -> VerificationReport:
+    """Check a dimension certificate (a path, its JSON text starting with ``{``, or the parsed dict).
+
+    Every field is validated; then the witness minor of the Jacobian is
+    recomputed over ``GF(p)[eps]/(eps^N)`` at the certificate's integer point
+    and bank by this package's own forward pass, its pivot valuations found by
+    least-valuation full pivoting, and compared with the claimed ones.  All
+    ``r`` pivots below ``eps^N`` prove the minor nonzero over ``Q[[eps]]``: the
+    real Jacobian has rank ``>= r`` at points of the curve with small
+    ``eps != 0``, so the function space has dimension ``>= r``.
+
+    Returns
+    -------
+    VerificationReport
+        ``verified`` with what was checked, or the first disagreement.
+
+    Raises
+    ------
+    CertificateError
+        Only when the input is not a JSON object at all.
+    OSError
+        When the path cannot be read.
+
+    Examples
+    --------
+    >>> report = verify({"schema": "symattn-certificate", "version": 99})
+    >>> report.verified, report.problem
+    (False, 'version 99 of symattn-certificate: this checker reads version 1')
+    """
+    started = time.perf_counter()
+    document = _load(source)
+    checked: list = []
+    claim = ""
+    if not isinstance(document, dict):
+        return VerificationReport(False, "", (), f"the certificate is a {type(document).__name__}, not an object")
+    try:
+        if document.get("schema") != SCHEMA:
+            raise Disagreement(f"schema is {_short(document.get('schema'))}, expected {SCHEMA!r}")
+        if document.get("version") != VERSION:
+            raise Disagreement(f"version {_short(document.get('version'))} of {SCHEMA}: this checker reads "
+                               f"version {VERSION}")
+        if document.get("kind") != "dimension lower bound":
+            raise Disagreement(f"kind {_short(document.get('kind'))}: this checker checks 'dimension lower bound'")
+        cert = _read_architecture(document, checked)
+        _read_field_data(document, cert, checked)
+        _read_normalizers(document, cert, checked)
+        _read_curve(document, cert, checked)
+        _read_point_and_bank(document, cert, checked)
+        _read_witness(document, cert, checked)
+        claim = f"the dimension of the function space of this architecture is at least {cert.rank}"
+        if document.get("claim") != claim:
+            raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
+        try:
+            minor = _minor(cert)
+        except ScoresDoNotVanish as err:
+            raise Disagreement(str(err)) from None
+        except ZeroDivisionError:
+            raise Disagreement(f"a column sum of s(A) is 0 mod {cert.prime} at eps = 0: the weights are not "
+                               "defined mod p at this point") from None
+        found = pivot_valuations(minor, cert.prime)
+        checked.append(f"recomputed the {cert.rank} x {cert.rank} witness minor of the Jacobian mod "
+                       f"({cert.prime}, eps^{cert.truncation}) in the curve's coordinates: pivot valuations "
+                       f"{_histogram(found)}")
+        if len(found) < cert.rank:
+            raise Disagreement(f"the witness minor has only {len(found)} pivots below eps^{cert.truncation}, not "
+                               f"{cert.rank}: it is singular mod ({cert.prime}, eps^{cert.truncation})")
+        if sorted(found) != sorted(cert.valuations):
+            raise Disagreement(f"the pivot valuations of the witness minor are {_histogram(found)}, the certificate "
+                               f"claims {_histogram(cert.valuations)}")
+        checked.append(f"the claimed pivot valuations agree; {cert.rank} pivots below eps^{cert.truncation}: the "
+                       f"minor is nonzero over Q[[eps]], so the rank of the real Jacobian near eps = 0 on the "
+                       f"curve, and the dimension, is at least {cert.rank}")
+    except Disagreement as err:
+        return VerificationReport(False, claim, tuple(checked), str(err), seconds=time.perf_counter() - started)
+    return VerificationReport(True, claim, tuple(checked), None, len(found), tuple(found),
+                              time.perf_counter() - started)
+
+
+def _histogram(values) -> str:
+    """``{valuation: count}`` as text."""
+    counts: dict = {}
+    for v in sorted(values):
+        counts[v] = counts.get(v, 0) + 1
+    return "{" + ", ".join(f"{v}: {c}" for v, c in counts.items()) + "}"

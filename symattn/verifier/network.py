@@ -1,0 +1,146 @@
+"""The network's forward pass over ``GF(p)[eps]/(eps^N)`` with first-order jets, written out plainly.
+
+For each input ``X`` (``d_0 x t``, one token per column; the inputs are
+stacked on a leading axis and computed together) and layer ``i = 1..l``:
+
+* every head ``h`` has scores ``A = X^T K^T Q X`` (``t x t``; entry ``(j, k)``
+  is ``<K x_j, Q x_k>``, key ``j``, query ``k``),
+* weights ``S(A)_jk = s(A_jk) / sum_j' s(A_j'k)``: each column (query) is
+  normalized over its keys; with the causal mask only keys ``j <= k`` count and
+  ``S(A)_jk = 0`` for ``j > k``; lightning attention uses ``S(A) = A`` (masked),
+* ``X_i = sum_h V_h X_{i-1} S(A_h)``, plus ``X_{i-1}`` with a residual stream.
+
+``s`` is known by its Taylor coefficients ``c_n`` of ``s(x)/s(0)`` (``S`` does
+not change when ``s`` is scaled).  For a polynomial ``s`` they are all of them;
+otherwise ``s(A) = sum_{n <= N} c_n A^n`` is exact mod ``eps^N`` only when
+``A = 0`` at ``eps = 0`` (then ``A^n`` and ``n A^(n-1) dA`` vanish mod
+``eps^N`` for ``n > N``), which is checked for every score.
+
+This module imports nothing but numpy: it is part of the independent checker.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .arithmetic import both_widened, convolve, invert, matmul, multiply, times_series, transpose
+
+__all__ = ["ScoresDoNotVanish", "forward"]
+
+
+class ScoresDoNotVanish(ValueError):
+    """A score is nonzero at ``eps = 0`` while ``s`` is given by finitely many Taylor coefficients.
+
+    Examples
+    --------
+    >>> str(ScoresDoNotVanish("layer 1"))
+    'layer 1'
+    """
+
+
+def _constant(value: int, like: np.ndarray, p: int) -> np.ndarray:
+    """The constant ``value`` as a jet shaped like ``like`` (value part ``value``, no eps, no tangents)."""
+    out = np.zeros_like(like)
+    out[..., 0, 0] = value % p
+    return out
+
+
+def normalizer_weights(A: np.ndarray, taylor: list, polynomial: bool, causal: bool, p: int,
+                       where: str) -> np.ndarray:
+    """``S(A)``: ``s(A_jk) / sum_{j'} s(A_j'k)`` (keys ``j' <= k`` under a causal mask), ``A`` a ``(..., t, t, J, N)`` jet.
+
+    ``taylor`` holds the residues mod ``p`` of ``c_0 = 1, c_1, ...``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.zeros((2, 2, 1, 2), dtype=np.int64); A[0, 0, 0, 1] = 1      # scores [[eps, 0], [0, 0]]
+    >>> S = normalizer_weights(A, [1, 1, 51], False, False, 101, "test")   # softmax: 1 + x + x^2/2 mod 101
+    >>> S[:, 0, 0, :].tolist()                    # (1 + eps, 1) / (2 + eps) = 1/2 + eps/4, 1/2 - eps/4
+    [[51, 76], [51, 25]]
+    """
+    t = A.shape[-3]
+    N = A.shape[-1]
+    if not polynomial:
+        # the Taylor series sum_n c_n A^n is s(A) mod eps^N only when every score vanishes at eps = 0
+        if (A[..., 0, 0] != 0).any():
+            raise ScoresDoNotVanish(f"{where}: a score is nonzero at eps = 0, so s(A) is not determined by the "
+                                    f"Taylor coefficients of s at 0 below eps^{N}")
+        # with every score of valuation >= v >= 1, the jet A^n = a^n + n a^(n-1) dA vanishes mod eps^N
+        # once (n - 1) v >= N: the terms n <= 1 + (N - 1) // v are enough
+        nonzero = (A[..., 0, :] != 0)
+        v = int(np.where(nonzero.any(axis=-1), nonzero.argmax(axis=-1), N).min())
+        taylor = taylor[:2 + (N - 1) // v]
+    # s(A) entrywise, as a jet: s(a + dA) = s(a) + s'(a) dA (first order), with s(a) and s'(a) by
+    # Horner's rule on the values alone: s(a) = ((c_D a + c_{D-1}) a + ...) a + c_0, and
+    # s'(a) = ((D c_D a + (D-1) c_{D-1}) a + ...) a + c_1
+    a = A[..., 0, :]
+    value = np.full_like(a, taylor[-1] % p) * (np.arange(N) == 0)
+    derivative = np.zeros_like(a)
+    for n in range(len(taylor) - 2, -1, -1):
+        # derivative first: it uses the value of step n + 1 (d/da of (v a + c_n) is v' a + v)
+        derivative = (convolve(derivative, a, p) + value) % p
+        value = convolve(value, a, p)
+        value[..., 0] = (value[..., 0] + taylor[n]) % p
+    s = np.zeros_like(A)
+    s[..., 0, :] = value
+    s[..., 1:, :] = times_series(A[..., 1:, :], derivative, p)                 # s'(a) dA
+    if causal:
+        # query k attends to keys j <= k only: s(A)_jk = 0 for j > k
+        s = s * np.triu(np.ones((t, t), dtype=np.int64))[:, :, None, None]
+    # the column sums sum_{j'} s(A)_{j'k}: one per query k (a unit: t, or k + 1 keys, at eps = 0)
+    column_sums = s.sum(axis=-4) % p                                # (..., t, J, N): sum over the keys j
+    return multiply(s, invert(column_sums, p)[..., None, :, :, :], p)   # S_jk = s_jk / sum_j' s_j'k
+
+
+def attention_layer(X: np.ndarray, heads: list, normalizer: dict, causal: bool, residual: bool,
+                    p: int, layer: int) -> np.ndarray:
+    """``X_i = sum_h V_h X S(X^T K_h^T Q_h X)`` (plus ``X`` with a residual stream), every matrix a jet.
+
+    ``X`` is ``(inputs, d, t, J, N)``; ``heads`` lists ``(Q, K, V)`` per head as ``(rows, cols, J, N)`` jets.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones((1, 1, 1, 1), dtype=np.int64)
+    >>> X = np.ones((1, 1, 2, 1, 1), dtype=np.int64)     # one input, two equal tokens, no eps
+    >>> lightning = {"lightning": True, "taylor": [], "polynomial": True}
+    >>> attention_layer(X, [(one, one, one)], lightning, False, False, 101, 1)[..., 0, 0].tolist()
+    [[[2, 2]]]
+    """
+    output = None
+    for h, (Q, K, V) in enumerate(heads, start=1):
+        # scores A = (K X)^T (Q X): A_jk = <K x_j, Q x_k>
+        A = matmul(transpose(matmul(K, X, p)), matmul(Q, X, p), p)
+        if normalizer["lightning"]:
+            # lightning attention: the scores are the weights (masked: A_jk = 0 for j > k)
+            t = A.shape[-3]
+            S = A * np.triu(np.ones((t, t), dtype=np.int64))[:, :, None, None] if causal else A
+        else:
+            S = normalizer_weights(A, normalizer["taylor"], normalizer["polynomial"], causal, p,
+                                   f"layer {layer}, head {h}")
+        head = matmul(V, matmul(X, S, p), p)      # V (X S(A))
+        if output is not None:
+            output, head = both_widened(output, head)
+        output = head if output is None else (output + head) % p
+    if residual:
+        output, X = both_widened(output, X)
+        output = (output + X) % p                 # the residual stream X_i = X_{i-1} + ...
+    return output
+
+
+def forward(X: np.ndarray, layers: list, normalizers: list, causal: bool, residual: bool, p: int) -> np.ndarray:
+    """``F(X) = X_l`` as ``(inputs, d_l, t, J, N)`` jets, ``X`` as ``(inputs, d_0, t, J, N)``; ``layers[i]``: the heads of layer ``i + 1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones((1, 1, 1, 1), dtype=np.int64)
+    >>> X = np.ones((1, 1, 2, 1, 1), dtype=np.int64)
+    >>> quadratic = {"lightning": False, "taylor": [1, 0, 1], "polynomial": True}     # s = 1 + x^2
+    >>> forward(X, [[(one, one, one)]], [quadratic], False, False, 101)[..., 0, 0].tolist()   # equal scores: averages
+    [[[1, 1]]]
+    """
+    for i, (heads, normalizer) in enumerate(zip(layers, normalizers), start=1):
+        X = attention_layer(X, heads, normalizer, causal, residual, p, i)
+    return X
