@@ -229,17 +229,18 @@ def _reaches(arch: Architecture, spans: dict, uniform=frozenset(), value_ranks=N
     return reach
 
 
-def _biased_value_reasons(arch: Architecture, states: dict, sites: dict, varying: set) -> list:
-    """Why value maps with biases lose directions on tokens with a constant coordinate (:func:`_bias_columns`).
+def _biased_value_reasons(states: dict, attention_biases: dict, varying: set) -> list:
+    """Why value maps with biases lose directions on tokens with a constant coordinate.
 
-    ``varying``: the streams whose constant coordinate changes from input to input (no bias can absorb it).
+    ``attention_biases``: layer -> :func:`_bias_columns` of its attention; ``varying``: the streams whose
+    constant coordinate changes from input to input (no bias can absorb it).
     """
     reasons = []
-    for i in range(1, arch.layers + 1):
+    for i in sorted(attention_biases):
         before = "input" if i == 1 else f"tokens:{i - 1}"
         if "constant-coordinate" not in states[before] or "zero" in states[before] or before in varying:
             continue
-        lost = _bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get("values", 0)
+        lost = attention_biases[i].get("values", 0)
         if lost:
             origin = states[before]["constant-coordinate"]
             reasons.append(Reason(
@@ -491,11 +492,11 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
     # layer -> the heads that no one-head event collapses or silences
     live_heads = {i: _live_heads(arch, i, head_scores, head_values) for i in range(1, arch.layers + 1)}
     sites = {i: _attention_site(arch, i) for i in range(1, arch.layers + 1)}
+    # what each layer's attention loses on a constant coordinate, by block: non-empty exactly when it has biases
+    attention_biases = {i: _bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]) for i in sites}
     # layers whose attention has a value bias: V_i X S(A_i) = 0 leaves b_V 1^T (normalized attention)
-    value_biased = {i: sites[i].normalized and bool(_bias_columns(arch, i, sites[i].attention, arch.widths[i - 1])
-                                                    .get("values")) for i in sites}
-    score_biased = {i: bool(_bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get(f"scores:{i}"))
-                    for i in sites}
+    value_biased = {i: sites[i].normalized and bool(attention_biases[i].get("values")) for i in sites}
+    score_biased = {i: bool(attention_biases[i].get(f"scores:{i}")) for i in sites}
     varying: set = set()  # streams whose constant coordinate is constant over the tokens of an input, not over inputs
 
     states: dict[str, dict[str, str]] = {n: {} for n in graph.nodes}  # node -> {state: origin node}
@@ -718,7 +719,7 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             predicted = rank_matrix_dimension(bound, bound, effective) if dims is not None else None
         before_node = "input" if i == 1 else f"tokens:{i - 1}"
         before = states[before_node]
-        biased = (_bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get(block, 0)
+        biased = (attention_biases[i].get(block, 0)
                   if "constant-coordinate" in before and before_node not in varying else 0)
         if biased:
             reasons.append(Reason(
@@ -797,9 +798,9 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
                              f"the event sets {e.text(arch)}" for e in value_events)
         verdicts["values"] = BlockVerdict("values", COLLAPSED, tuple(
             Reason("event", text, (e.node,)) for e in value_events), None)
-    elif _shared_value_reasons(arch, states) or _biased_value_reasons(arch, states, sites, varying):
+    elif _shared_value_reasons(arch, states) + _biased_value_reasons(states, attention_biases, varying):
         verdicts["values"] = BlockVerdict("values", PARTIAL, tuple(
-            _shared_value_reasons(arch, states) + _biased_value_reasons(arch, states, sites, varying)), None)
+            _shared_value_reasons(arch, states) + _biased_value_reasons(states, attention_biases, varying)), None)
     else:
         verdicts["values"] = BlockVerdict("values", OBSERVABLE, (Reason(
             "live-path", ("F = P X M_l: the value path to the output is never forced "
@@ -821,16 +822,14 @@ def propagate(graph: nx.DiGraph, events: Iterable = (), normalizer=None) -> Obse
             hidden_anyway = ("identical" in before or "zero" in before or "zero" in states["output"]
                              or (sites[i].tied and i in values_zero) or any(j >= i for j in cut_layers))
         # with query and key biases the scores do not vanish on the set (A = (K X + b^K 1^T)^T b^Q 1^T): s' is not 0
-        vanish = not _bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get(f"scores:{i}")
-        normal[f"scores:{i}"] = 0 if hidden_anyway or (props[i - 1]["k"] >= 2 and vanish) else "positive"
+        normal[f"scores:{i}"] = 0 if hidden_anyway or (props[i - 1]["k"] >= 2 and not score_biased[i]) else "positive"
     for i, collapsed_heads in head_scores.items():
         before = states["input" if i == 1 else f"tokens:{i - 1}"]
         # hidden when its head adds nothing too (V_{i,h} = 0), or as a whole layer's would be
         hidden_anyway = ("identical" in before or "zero" in before or "zero" in states["output"]
                          or (sites[i].tied and i in values_zero) or any(j >= i for j in cut_layers)
                          or all(h in head_values.get(i, {}) for h in collapsed_heads))
-        vanish = not _bias_columns(arch, i, sites[i].attention, arch.widths[i - 1]).get(f"scores:{i}")
-        normal[f"scores:{i}"] = 0 if hidden_anyway or (props[i - 1]["k"] >= 2 and vanish) else "positive"
+        normal[f"scores:{i}"] = 0 if hidden_anyway or (props[i - 1]["k"] >= 2 and not score_biased[i]) else "positive"
     # a sign flip of each seen head of an even layer (a collapsed or silenced head's flip stays in its component)
     seen = [(j, h) for j in range(1, arch.layers + 1)
             if verdicts[f"scores:{j}"].status in (OBSERVABLE, PARTIAL) and props[j - 1]["even"]
