@@ -84,6 +84,7 @@ __all__ = [
     "spectrum_memory",
     "rank_check_memory",
     "jet_jacobian_memory",
+    "compressed_jacobian_memory",
     "check_memory",
     "check_count",
     "progress_bar",
@@ -545,6 +546,65 @@ def jet_jacobian_memory(arch, bank: int, truncation: int, directions: int | None
     if after > forward_bytes:
         largest = f"{jacobian_copies} x ({rows}, {P}, {order_text(truncation)}) int64 Jacobians"
     return MemoryEstimate(computation, max(forward_bytes, after), truncation, (rows, P), bank, largest)
+
+
+def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, directions: int, rows: int,
+                               block_directions=None, computation: str = "the dimension",
+                               where: str = "here") -> MemoryEstimate:
+    """Peak memory of a row-compressed Jacobian ``R J`` built ``group`` inputs at a time, then its Smith form.
+
+    The accumulator ``(rows, directions, N)`` stays alive throughout; each
+    group adds a forward pass over ``group`` inputs, its Jacobian
+    ``(d_l t group, directions, N)`` with a float64 copy, and the product
+    ``R_g J_g`` (float64, then int64 and its remainder: three accumulator
+    sizes).  The Smith valuations of :func:`symattn.algebra.valuations.smith_valuations`
+    afterwards keep about four copies of the accumulator.  So the peak grows
+    with the answer (``rows x directions``), not with the bank.
+
+    Parameters
+    ----------
+    bank, group : int
+        Inputs in all, and per group.
+    directions, rows : int
+        Columns and rows of ``R J``.
+    where : {"here", "coordinator", "worker"}
+        ``"here"``: everything in one process; ``"coordinator"``: the
+        accumulator, one arriving part and the Smith form (the groups' forward
+        passes run on Dask workers); ``"worker"``: one group's pass and part.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=2, width=8, tokens=4)
+    >>> one = compressed_jacobian_memory(arch, 12, 1, 6, 100, 102)
+    >>> all_at_once = compressed_jacobian_memory(arch, 12, 12, 6, 100, 102)
+    >>> one.bytes < all_at_once.bytes, one.jacobian, one.bank
+    (True, (102, 100), 1)
+    """
+    if where not in ("here", "coordinator", "worker"):
+        raise SymattnError(f"where must be 'here', 'coordinator' or 'worker', got {where!r}")
+    accumulator = rows * directions * truncation * _INT64
+    group_rows = arch.widths[-1] * arch.tokens * group
+    jacobian = group_rows * directions * truncation * _INT64
+    output = group_rows * (1 + directions) * truncation * _INT64
+    compression = rows * group_rows * 2 * _INT64  # R_g and its float64 copy
+    smith = 4 * accumulator
+    if where == "coordinator":  # the accumulator and one part arriving; its sum; then the Smith form
+        peak, largest = max(2 * accumulator + accumulator, accumulator + smith), "the accumulator and a part"
+        return MemoryEstimate(computation + " (coordinator)", peak, truncation, (rows, directions), group,
+                              f"({rows}, {directions}, {order_text(truncation)}) int64 accumulator")
+    forward_bytes, largest = jet_forward_memory(arch, group, truncation, _products(), block_directions)
+    after = output + 2 * jacobian + compression + 3 * accumulator
+    step = max(forward_bytes, after)
+    if after > forward_bytes:
+        largest = f"({group_rows}, {directions}, {order_text(truncation)}) int64 Jacobian of {group} inputs"
+    if where == "worker":
+        return MemoryEstimate(computation + " (one worker)", step, truncation, (group_rows, directions), group,
+                              largest)
+    peak = max(accumulator + step, accumulator + smith)
+    if accumulator + smith > accumulator + step:
+        largest = f"({rows}, {directions}, {order_text(truncation)}) int64 accumulator in the Smith form"
+    return MemoryEstimate(computation, peak, truncation, (rows, directions), group, largest)
 
 
 # -- the check ----------------------------------------------------------------------------------

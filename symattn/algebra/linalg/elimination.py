@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ShapeError
 from .limbs import matmul_mod
 from .series import series_matmul
 
-__all__ = ["EchelonBasis", "compress_rows", "inverse_mod_p", "modular_inverse", "pivots", "rank_mod_p",
+__all__ = ["EchelonBasis", "add_mod", "compress_row_blocks", "compress_rows", "inverse_mod_p", "modular_inverse", "pivots", "rank_mod_p",
            "series_matrix_inverse"]
 
 def modular_inverse(a: np.ndarray, p: int) -> np.ndarray:
@@ -204,6 +205,62 @@ def compress_rows(M: np.ndarray, rows: int, p: int, rng: np.random.Generator) ->
     R = rng.integers(0, p, size=(rows, M.shape[0]))
     flat = matmul_mod(R, M.reshape(M.shape[0], -1), p)
     return flat.reshape(rows, *M.shape[1:])
+
+
+def compress_row_blocks(M: np.ndarray, rows: int, p: int, generators) -> np.ndarray:
+    """``sum_b R_b M_b`` mod ``p``: ``M``'s rows in consecutive blocks of one height, each combined by its own ``R_b``.
+
+    ``R_b`` is drawn as ``generators[b].integers(0, p, size=(rows, height))``,
+    so the row compression of a matrix stacked from pieces (the Jacobians of
+    groups of inputs) is the sum of the pieces' compressions whatever the
+    grouping: with one generator per input, keyed by the input, ``R M`` is the
+    same computed at once or group by group (:func:`add_mod` sums them).  The
+    rows are always compressed, also when ``M`` has fewer than ``rows``.
+
+    Parameters
+    ----------
+    M : int array ``(blocks * height, ...)``
+        Further axes (series coefficients) ride along.
+    rows : int
+        Rows of the result.
+    p : int
+        A prime below ``2**28``.
+    generators : sequence of numpy.random.Generator
+        One per block, in the order of the blocks.
+
+    Returns
+    -------
+    int64 array ``(rows, ...)`` of residues.
+
+    Examples
+    --------
+    >>> M = np.arange(24).reshape(4, 3, 2)            # two blocks of two rows
+    >>> whole = compress_row_blocks(M, 5, 101, [np.random.default_rng(b) for b in (0, 1)])
+    >>> first = compress_row_blocks(M[:2], 5, 101, [np.random.default_rng(0)])
+    >>> second = compress_row_blocks(M[2:], 5, 101, [np.random.default_rng(1)])
+    >>> bool((add_mod(first, second, 101) == whole).all()), whole.shape
+    (True, (5, 3, 2))
+    """
+    generators = list(generators)
+    if not generators or M.shape[0] % len(generators):
+        raise ShapeError(f"{M.shape[0]} rows do not split into {len(generators)} blocks of one height; give one "
+                         "generator per block of rows")
+    height = M.shape[0] // len(generators)
+    R = np.concatenate([rng.integers(0, p, size=(rows, height)) for rng in generators], axis=1)
+    return matmul_mod(R, M.reshape(M.shape[0], -1), p).reshape(rows, *M.shape[1:])
+
+
+def add_mod(total: np.ndarray, part: np.ndarray, p: int) -> np.ndarray:
+    """``total + part`` mod ``p``, in place in ``total`` (int64 residues); returns ``total``.
+
+    Examples
+    --------
+    >>> add_mod(np.array([3, 4]), np.array([4, 4]), 7).tolist()
+    [0, 1]
+    """
+    np.add(total, part, out=total)
+    np.remainder(total, p, out=total)
+    return total
 
 
 class EchelonBasis:
