@@ -59,19 +59,25 @@ def run_identify(args, arch):
 
 
 def configure_dimension(parser) -> None:
-    """``--width`` accepts a range or a list here; ``--seed``, ``--estimate``.
+    """``--width`` accepts a range or a list here; ``--seed``, ``--estimate``, ``--scheduler``, ``--workers``.
 
     Examples
     --------
     >>> from symattn.cli.arguments import parse_command
-    >>> args, _ = parse_command(configure_dimension, ["--estimate", "mpmath"])
-    >>> args.accepts_width_range, args.estimate, args.seed
-    (True, 'mpmath', 0)
+    >>> args, _ = parse_command(configure_dimension, ["--estimate", "mpmath", "--workers", "2"])
+    >>> args.accepts_width_range, args.estimate, args.seed, args.workers, args.scheduler
+    (True, 'mpmath', 0, 2, None)
     """
     parser.set_defaults(accepts_width_range=True)
     parser.add_argument("--seed", type=int, default=0, help="seed of the random points and banks")
     parser.add_argument("--estimate", type=estimate_flag, default=None, metavar="float64|mpmath",
                         help=_ESTIMATE_HELP + " (an estimate column)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="compute the groups of bank inputs on the workers of this Dask scheduler "
+                             "(tcp://host:8786); the sum and the Smith form stay here; same result")
+    parser.add_argument("--workers", metavar="N", type=int, default=None,
+                        help="compute the groups of bank inputs on a local Dask cluster of N worker processes "
+                             "(when no --scheduler); same result")
 
 
 def run_dimension(args, arch):
@@ -93,7 +99,8 @@ def run_dimension(args, arch):
         architectures = [architecture_from_args(argparse.Namespace(**{**vars(args), "width": width}))
                          for width in width_values(args)]
     return dimension_table(architectures=architectures, seed=args.seed, estimate=args.estimate,
-                           progress=not args.quiet, max_memory=args.max_memory)
+                           progress=not args.quiet, max_memory=args.max_memory, scheduler=args.scheduler,
+                           workers=args.workers)
 
 
 COMMANDS = (
@@ -106,5 +113,6 @@ COMMANDS = (
                run_dimension, configure_dimension,
                examples=("symattn dimension --layers 2 --rank 2 --width 3..10",
                          "symattn dimension --widths 3,2,3 --ranks 2,1",
-                         "symattn dimension --layers 2 --rank 2 --width 3,5 --estimate mpmath")),
+                         "symattn dimension --layers 2 --rank 2 --width 3,5 --estimate mpmath",
+                         "symattn dimension --layers 2 --width 32 --rank 8 --tokens 8 --workers 2")),
 )

@@ -132,9 +132,11 @@ class DimensionPlan:
     leading orders (each input adds about one direction of the largest score
     block there), or few inputs and a deeper series (the later orders add
     directions of their own: two layers of width 32 need 16 inputs to eps^12
-    instead of 449 to eps^6).  The wide plan is the default; the narrow one is
-    taken when the wide Jacobian would not fit in the memory limit, so that
-    the memory grows with the answer (the columns) instead of the largest block.
+    instead of 449 to eps^6).  The wide plan is the default, its Jacobian
+    computed at once; when that would not fit in the memory limit, the
+    Jacobian is built in groups of inputs (:func:`compressed_jacobian`) for
+    the plan with less work (inputs times the square of the truncation), so
+    that the memory grows with the answer (the columns) instead of the bank.
 
     Examples
     --------
@@ -153,7 +155,7 @@ class DimensionPlan:
 
     @staticmethod
     def choose(arch: Architecture, curve, limit: int | None = None) -> "DimensionPlan":
-        from ..limits import format_size, jet_jacobian_memory, memory_limit
+        from ..limits import compressed_jacobian_memory, format_size, memory_limit
 
         upper, _ = _upper_bound(arch)
         if _is_polynomial_arch(arch):
@@ -163,8 +165,13 @@ class DimensionPlan:
                                                                  else 1)
         wide = DimensionPlan(_bank_size(arch, upper, on_curve=True), truncation, False)
         directions, count = gauge_slice(arch)
-        wide_bytes = jet_jacobian_memory(arch, wide.bank, wide.truncation, count, _directions_per_block(directions),
-                                         jacobian_copies=3).bytes
+        per_block = _directions_per_block(directions)
+
+        def needs(plan, group):
+            return compressed_jacobian_memory(arch, plan.bank, group, plan.truncation, count,
+                                              compressed_rows(arch, plan.bank, count), per_block).bytes
+
+        wide_bytes = needs(wide, wide.bank)
         limit = memory_limit() if limit is None else limit
         if wide_bytes <= limit:
             return wide
@@ -172,9 +179,12 @@ class DimensionPlan:
         # widths 8-32 with two layers; the adaptive driver grows both when it is not enough)
         per_input = max(1, arch.widths[-1] * arch.tokens // 2)
         bank = min(wide.bank, math.ceil(upper / per_input) + 1)
-        return DimensionPlan(bank, 2 * truncation, True,
-                             f"{bank} inputs to eps^{2 * truncation} instead of {wide.bank} to eps^{truncation}, "
-                             f"whose Jacobian would need about {format_size(wide_bytes)}")
+        narrow = DimensionPlan(bank, 2 * truncation, True,
+                               f"{bank} inputs to eps^{2 * truncation} instead of {wide.bank} to eps^{truncation}, "
+                               f"whose Jacobian would need about {format_size(wide_bytes)} at once")
+        # either one in groups of inputs: the one with less work (inputs times the square of the series length)
+        fitting = [plan for plan in (narrow, wide) if needs(plan, 1) <= limit] or [narrow]
+        return min(fitting, key=lambda plan: plan.bank * plan.truncation ** 2)
 
 
 def _dimension_memory(arch: Architecture, curve: Curve | None = None, where: str = "here"):
@@ -195,20 +205,29 @@ def _dimension_memory(arch: Architecture, curve: Curve | None = None, where: str
                                       _directions_per_block(directions[0]), where=where)
 
 
+#: Groups of inputs whose step needs less than this are not cut further (fewer, larger passes are faster there).
+GROUP_FLOOR = 64 * 2**20
+
+
 def dimension_group(arch: Architecture, bank: int, truncation: int, directions, inputs_per_task: int | None = None,
                     spread: int | None = None) -> int:
     """Inputs per group of :func:`compressed_jacobian`: ``inputs_per_task``, else the most that fit in memory.
 
     The largest group whose step (:func:`symattn.limits.compressed_jacobian_memory`)
-    fits in the memory limit, at least one.  With Dask (``spread`` workers)
+    fits in the memory limit and needs no more than the Smith form of ``R J``
+    afterwards (or :data:`GROUP_FLOOR`), at least one: so the memory grows
+    with the answer ``R J``, not with the bank.  With Dask (``spread`` workers)
     at most a quarter of the bank per worker, so that the workers share the
     bank and a lost one costs little.
 
     Examples
     --------
-    >>> arch = Architecture.uniform(layers=2, width=32, rank=8, tokens=8)
-    >>> dimension_group(arch, 16, 12, gauge_slice(arch)), dimension_group(arch, 16, 12, gauge_slice(arch), spread=2)
-    (16, 2)
+    >>> small = Architecture.uniform(layers=2, width=4, rank=2)
+    >>> dimension_group(small, 13, 6, gauge_slice(small)), dimension_group(small, 13, 6, gauge_slice(small), spread=2)
+    (13, 2)
+    >>> wide = Architecture.uniform(layers=2, width=32, rank=8, tokens=8)
+    >>> dimension_group(wide, 16, 12, gauge_slice(wide))        # R J is (1922, 1920, 12): 354 MB
+    2
     """
     if inputs_per_task is not None:
         return max(1, min(inputs_per_task, bank))
@@ -217,12 +236,18 @@ def dimension_group(arch: Architecture, bank: int, truncation: int, directions, 
     chosen, count = directions
     rows = compressed_rows(arch, bank, count)
     per_block = _directions_per_block(chosen)
-    limit = memory_limit()
     where = "here" if spread is None else "worker"
 
+    def needs(group):
+        return compressed_jacobian_memory(arch, bank, group, truncation, count, rows, per_block, where=where).bytes
+
+    # no more than the limit, nor than the Smith form of R J needs anyway (or GROUP_FLOOR): larger groups
+    # only cost memory (width 32, rank 8, 8 tokens: 4 inputs a group 1.6 GB, the 16 at once 3.4 GB and slower)
+    accumulator = rows * count * truncation * 8
+    limit = min(memory_limit(), max(needs(1), GROUP_FLOOR, 5 * accumulator if where == "here" else 4 * accumulator))
+
     def fits(group):
-        return compressed_jacobian_memory(arch, bank, group, truncation, count, rows, per_block,
-                                          where=where).bytes <= limit
+        return needs(group) <= limit
 
     low, high = 1, bank  # the largest group that fits (a larger group needs more)
     while low < high:
@@ -372,9 +397,9 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
     >>> bool((sum(pieces) % 1009 == whole).all()), whole.shape
     (True, (9, 7, 3))
     """
-    curve = _POINT if curve is None or curve == _POINT else curve  # the polynomial route; a copy from a worker
-    J = _jacobian(arch, curve if curve is _POINT else _check_curve(arch, curve), inputs, point, p, truncation,
-                  coefficient_values, directions)
+    curve = _POINT if curve is None or curve == _POINT else _check_curve(arch, curve)  # None: the polynomial route
+    # the caller checked the memory of a group (compressed_jacobian here, the coordinator's plan on Dask)
+    J = jacobian_series(arch, curve, inputs, point, p, truncation, coefficient_values, directions)
     streams = [generator(seed, "input rows", start + b) for b in range(len(inputs))]
     return compress_row_blocks(J, rows, p, streams)
 
@@ -418,7 +443,12 @@ def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncati
     calls = [(compressed_jacobian_part, (arch, curve, point, bank[start:stop], start, p, truncation,
                                          coefficient_values, directions, seed, rows))
              for start, stop in input_groups(len(bank), group or len(bank))]
-    if parts is None:
+    if parts is None:  # here: refuse a group that would not fit, before its forward pass allocates anything
+        from ..limits import check_memory, compressed_jacobian_memory
+
+        estimate = compressed_jacobian_memory(arch, len(bank), min(group or len(bank), len(bank)), truncation, count,
+                                              rows, _directions_per_block(directions[0]))
+        check_memory(estimate, arch=arch, estimate_for=lambda resized: _dimension_memory(resized, curve))
         parts = _parts_here
     total = None
     for (function, arguments), part in parts(calls):
