@@ -148,7 +148,7 @@ def map_as_completed(client, calls, name: str = "symattn", retries: int = 1):
                                priority=len(calls) - index)
         futures[future] = (function, arguments)
     try:
-        for future in as_completed(list(futures)):
+        for future in as_completed(list(futures), loop=client.loop):
             call = futures.pop(future)
             result = future.result()
             future.release()

@@ -10,15 +10,10 @@ the single-process answer.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -31,6 +26,8 @@ from symattn.identify.common import (
 )
 from symattn.jacobian import gauge_slice, jacobian_series, random_bank, random_point
 from symattn.model import Architecture
+
+from dask_processes import dask_cluster, process_of_worker, wait_for
 
 P = 1048573
 
@@ -60,6 +57,9 @@ def test_the_compressed_jacobian_is_the_same_for_every_grouping(normalizer, curv
     assert results[1].shape == (directions[1] + 2, directions[1], N)
     for group in (3, 7):
         assert np.array_equal(results[group], results[1]), group
+    # tasks of 4 inputs, each summing its own groups of 2 (as on a Dask worker): the same again
+    tasks = compressed_jacobian(arch, curve, bank, point, P, N, values, directions, 5, group=2, task_inputs=4)
+    assert np.array_equal(tasks, results[1])
     ranks = {group: series_rank(M, P) for group, M in results.items()}
     assert ranks[1] == ranks[3] == ranks[7]
     # a compression of the one Jacobian of the whole bank: the same Smith exponents here (a rank can only drop)
@@ -101,35 +101,11 @@ def test_group_size_follows_the_memory_limit():
     arch = Architecture.uniform(layers=2, width=8, rank=2, tokens=4)
     directions = gauge_slice(arch)
     with memory_limit_set("1G"):
-        assert dimension_group(arch, 29, 6, directions) == 29
-        assert dimension_group(arch, 29, 6, directions, spread=2) == 4  # a quarter of the bank per worker
+        assert dimension_group(arch, 29, 6, directions) == dimension_group(arch, 29, 6, directions, where="worker") == 29
     with memory_limit_set("6M"):
         assert 1 <= dimension_group(arch, 29, 6, directions) < 29
     assert dimension_group(arch, 29, 6, directions, inputs_per_task=100) == 29
     assert compressed_rows(arch, 29, directions[1]) == directions[1] + 2
-
-
-def _peak(compute) -> int:
-    tracemalloc.start()
-    try:
-        compute()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-@pytest.mark.parametrize("layers, width, rank, tokens, limit", [(2, 12, 3, 4, None), (2, 12, 3, 4, "24M"),
-                                                                 (2, 8, 2, 4, "4M")])
-def test_dimension_estimate_is_close_to_the_measured_peak(layers, width, rank, tokens, limit):
-    """Within a factor 1.5 either way of tracemalloc's peak (after a warm-up call: imports and caches)."""
-    from symattn.limits import memory_limit_set
-
-    arch = Architecture.uniform(layers=layers, width=width, rank=rank, tokens=tokens)
-    function_space_dimension(Architecture.uniform(layers=2, width=3, rank=2))
-    with memory_limit_set(limit):
-        estimate = _dimension_memory(arch).bytes
-        measured = _peak(lambda: function_space_dimension(arch))
-    assert measured / 1.5 <= estimate <= measured * 1.5, (estimate, measured, estimate / measured)
 
 
 def test_a_refusal_names_the_workers_and_the_limit(capsys):
@@ -165,60 +141,30 @@ def test_a_local_cluster_gives_the_single_process_answer():
     alone = function_space_dimension(arch)
     distributed = function_space_dimension(arch, workers=2)
     _same_result(distributed, alone)
-    assert "computed by a Dask LocalCluster of 2 worker processes" in distributed.method
+    # 13 inputs: two tasks per worker of at most 4 inputs each
+    assert "R J summed from 4 tasks of at most 4 inputs, computed by a Dask LocalCluster of 2 worker processes" \
+        in distributed.method
     table = dimension_table(widths=[3, 4], rank=2, workers=2)
     assert [(r.lower, r.certified) for r in table.rows] == [(25, True), (40, True)]
     assert all("Dask LocalCluster of 2 worker processes" in r.method for r in table.results)
 
 
-def _dask(*arguments, log):
-    return subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "dask"), *arguments],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _wait_for(condition, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.mark.slow  # a scheduler and two workers in their own processes, one of them killed
+# a scheduler and two workers in their own processes, one of them killed: about 7 s
 def test_a_worker_killed_mid_run_changes_nothing(tmp_path):
-    from distributed import Client
-
     from symattn.cli import main
 
     arch = Architecture.uniform(layers=2, width=8, rank=2, tokens=4)
     alone = function_space_dimension(arch)
-    scheduler_file = tmp_path / "scheduler.json"
-    log = open(tmp_path / "dask.log", "wb")
-    processes = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                       "--scheduler-file", str(scheduler_file), log=log)]
-    watcher = None
-    try:
-        _wait_for(lambda: scheduler_file.exists() and scheduler_file.stat().st_size > 0, 60, "the scheduler")
-        address = json.loads(scheduler_file.read_text())["address"]
-        workers = [_dask("worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", f"w{i}",
-                         "--host", "127.0.0.1", log=log) for i in range(2)]
-        processes += workers
-        watcher = Client(address, timeout="30s", set_as_default=False)
-        _wait_for(lambda: len(watcher.scheduler_info()["workers"]) == 2, 60, "two workers")
-        process_of = {worker: workers[int(about["name"][1:])]
-                      for worker, about in watcher.scheduler_info()["workers"].items()}
+    with dask_cluster(tmp_path) as (address, workers, watcher):
+        process_of = process_of_worker(watcher, workers)
         killed = {}
 
         def a_worker_running_a_task():
-            # a group task started, with others still waiting: the run is far from its end
-            running = {worker: keys for worker, keys in watcher.processing().items() if keys}
-            return next(iter(running), None) if running else None
+            return next((worker for worker, keys in watcher.processing().items() if keys), None)
 
         def kill_one_worker_mid_run():
             try:
-                victim = _wait_for(a_worker_running_a_task, 120, "a running task")
+                victim = wait_for(a_worker_running_a_task, 120, "a running task", every=0.05)
                 time.sleep(0.3)  # inside the task's forward pass
                 process_of[victim].send_signal(signal.SIGKILL)
                 killed["at"] = time.monotonic()
@@ -229,25 +175,15 @@ def test_a_worker_killed_mid_run_changes_nothing(tmp_path):
         killer.start()
         # one input a group: 29 tasks of about 0.2 s, one of them lost with its worker and run again
         distributed = function_space_dimension(arch, scheduler=address, inputs_per_task=1)
+        finished = time.monotonic()
         killer.join(timeout=10)
         assert "at" in killed, f"the run ended before a worker could be killed: {killed.get('error')}"
+        assert killed["at"] < finished  # killed mid-run: its task (and any queued on it) ran on the other
         assert len(watcher.scheduler_info()["workers"]) == 1
         _same_result(distributed, alone)
-        assert f"R J summed from {alone.bank} groups of at most 1 inputs, computed by" in distributed.method
+        assert f"R J summed from {alone.bank} tasks of at most 1 inputs, computed by" in distributed.method
         assert f"of the Dask scheduler at {address}" in distributed.method
         # the command line: the same table through the surviving worker
         status = main(["dimension", "--layers", "2", "--width", "8", "--rank", "2", "--tokens", "4",
                        "--scheduler", address, "--json", "--quiet"])
         assert status == 0
-    finally:
-        if watcher is not None:
-            watcher.close()
-        for process in processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        log.close()

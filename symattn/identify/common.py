@@ -198,8 +198,7 @@ def _dimension_memory(arch: Architecture, curve: Curve | None = None, where: str
 
     plan = DimensionPlan.choose(arch, curve)
     directions = gauge_slice(arch)
-    group = dimension_group(arch, plan.bank, plan.truncation, directions,
-                            spread=None if where == "here" else 1)
+    group = dimension_group(arch, plan.bank, plan.truncation, directions, where="here" if where == "here" else "worker")
     return compressed_jacobian_memory(arch, plan.bank, group, plan.truncation, directions[1],
                                       compressed_rows(arch, plan.bank, directions[1]),
                                       _directions_per_block(directions[0]), where=where)
@@ -210,20 +209,20 @@ GROUP_FLOOR = 64 * 2**20
 
 
 def dimension_group(arch: Architecture, bank: int, truncation: int, directions, inputs_per_task: int | None = None,
-                    spread: int | None = None) -> int:
+                    where: str = "here") -> int:
     """Inputs per group of :func:`compressed_jacobian`: ``inputs_per_task``, else the most that fit in memory.
 
     The largest group whose step (:func:`symattn.limits.compressed_jacobian_memory`)
     fits in the memory limit and needs no more than the Smith form of ``R J``
     afterwards (or :data:`GROUP_FLOOR`), at least one: so the memory grows
-    with the answer ``R J``, not with the bank.  With Dask (``spread`` workers)
-    at most a quarter of the bank per worker, so that the workers share the
-    bank and a lost one costs little.
+    with the answer ``R J``, not with the bank.  ``where``: ``"here"`` (the
+    accumulator and the Smith form in the same process) or ``"worker"`` (a
+    Dask worker: its task's sum of ``R_g J_g`` and one group).
 
     Examples
     --------
     >>> small = Architecture.uniform(layers=2, width=4, rank=2)
-    >>> dimension_group(small, 13, 6, gauge_slice(small)), dimension_group(small, 13, 6, gauge_slice(small), spread=2)
+    >>> dimension_group(small, 13, 6, gauge_slice(small)), dimension_group(small, 13, 6, gauge_slice(small), 2)
     (13, 2)
     >>> wide = Architecture.uniform(layers=2, width=32, rank=8, tokens=8)
     >>> dimension_group(wide, 16, 12, gauge_slice(wide))        # R J is (1922, 1920, 12): 354 MB
@@ -231,13 +230,11 @@ def dimension_group(arch: Architecture, bank: int, truncation: int, directions, 
     """
     if inputs_per_task is not None:
         return max(1, min(inputs_per_task, bank))
-    from ..limits import compressed_jacobian_memory, memory_limit
+    from ..limits import _largest_fitting, compressed_jacobian_memory, memory_limit
 
     chosen, count = directions
     rows = compressed_rows(arch, bank, count)
     per_block = _directions_per_block(chosen)
-    where = "here" if spread is None else "worker"
-
     def needs(group):
         return compressed_jacobian_memory(arch, bank, group, truncation, count, rows, per_block, where=where).bytes
 
@@ -249,16 +246,8 @@ def dimension_group(arch: Architecture, bank: int, truncation: int, directions, 
     def fits(group):
         return needs(group) <= limit
 
-    low, high = 1, bank  # the largest group that fits (a larger group needs more)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle - 1
-    if spread is not None:
-        low = min(low, max(1, math.ceil(bank / (4 * spread))))
-    return low
+    # the largest group that fits (a larger group needs more)
+    return bank if fits(bank) else (_largest_fitting(fits, bank) or 1)
 
 
 def _require_dimension_memory(arch: Architecture, curve, distributed: bool) -> None:
@@ -369,7 +358,8 @@ def input_groups(bank_size: int, group: int) -> list[tuple[int, int]]:
 
 
 def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: int, p: int, truncation: int,
-                             coefficient_values, directions, seed: int, rows: int) -> np.ndarray:
+                             coefficient_values, directions, seed: int, rows: int,
+                             group: int | None = None) -> np.ndarray:
     """``R_g J_g`` mod ``p``: the Jacobian series of the bank inputs ``start, start + 1, ...`` compressed.
 
     ``inputs`` are their residues (rows ``start .. start + len(inputs) - 1``
@@ -377,8 +367,9 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
     ``rows x d_l t`` matrix drawn from the ``"input rows"`` stream of
     :func:`~symattn.jacobian.generator` salted by ``b``, so the sum of the
     parts over any grouping of the bank is the same ``R J``
-    (:func:`compressed_jacobian`).  A pure function of its arguments: one
-    Dask task.
+    (:func:`compressed_jacobian`).  The inputs go through the forward pass
+    ``group`` at a time (default all), their parts summed here.  A pure
+    function of its arguments: one Dask task.
 
     Returns
     -------
@@ -398,14 +389,20 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
     (True, (9, 7, 3))
     """
     curve = _POINT if curve is None or curve == _POINT else _check_curve(arch, curve)  # None: the polynomial route
-    # the caller checked the memory of a group (compressed_jacobian here, the coordinator's plan on Dask)
-    J = jacobian_series(arch, curve, inputs, point, p, truncation, coefficient_values, directions)
-    streams = [generator(seed, "input rows", start + b) for b in range(len(inputs))]
-    return compress_row_blocks(J, rows, p, streams)
+    total = None
+    for first, stop in input_groups(len(inputs), group or len(inputs)):
+        # the caller checked the memory of a group (compressed_jacobian here, the coordinator's plan on Dask)
+        J = jacobian_series(arch, curve, inputs[first:stop], point, p, truncation, coefficient_values, directions)
+        streams = [generator(seed, "input rows", start + b) for b in range(first, stop)]
+        part = compress_row_blocks(J, rows, p, streams)
+        del J
+        total = part if total is None else add_mod(total, part, p)
+    return total
 
 
 def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncation: int, coefficient_values,
-                        directions, seed: int, group: int | None = None, parts=None, on_inputs=None) -> np.ndarray:
+                        directions, seed: int, group: int | None = None, parts=None, on_inputs=None,
+                        task_inputs: int | None = None) -> np.ndarray:
     """``R J`` mod ``p``, the row-compressed Jacobian series of the bank, as the sum of its groups' ``R_g J_g``.
 
     Only the accumulator ``(rows, count, N)`` and one group's Jacobian are in
@@ -420,6 +417,9 @@ def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncati
         Seeds the compression.
     group : int, optional
         Inputs per group (default: the whole bank at once).
+    task_inputs : int, optional
+        Inputs per call of :func:`compressed_jacobian_part` (a Dask task: it
+        sums its own groups, so fewer parts travel; default ``group``).
     parts : callable, optional
         ``parts(calls)`` yields ``(call, R_g J_g)`` in any order, for ``calls`` a
         list of ``(function, arguments)`` (Dask computes them; default: here,
@@ -440,14 +440,15 @@ def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncati
     """
     count = directions[1]
     rows = compressed_rows(arch, len(bank), count)
+    group = min(group or len(bank), len(bank))
     calls = [(compressed_jacobian_part, (arch, curve, point, bank[start:stop], start, p, truncation,
-                                         coefficient_values, directions, seed, rows))
-             for start, stop in input_groups(len(bank), group or len(bank))]
+                                         coefficient_values, directions, seed, rows, group))
+             for start, stop in input_groups(len(bank), task_inputs or group)]
     if parts is None:  # here: refuse a group that would not fit, before its forward pass allocates anything
         from ..limits import check_memory, compressed_jacobian_memory
 
-        estimate = compressed_jacobian_memory(arch, len(bank), min(group or len(bank), len(bank)), truncation, count,
-                                              rows, _directions_per_block(directions[0]))
+        estimate = compressed_jacobian_memory(arch, len(bank), group, truncation, count, rows,
+                                              _directions_per_block(directions[0]))
         check_memory(estimate, arch=arch, estimate_for=lambda resized: _dimension_memory(resized, curve))
         parts = _parts_here
     total = None

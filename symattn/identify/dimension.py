@@ -231,9 +231,10 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
         Worker processes of a Dask ``LocalCluster`` started for this
         computation (when no ``scheduler`` is given).
     inputs_per_task : int, optional
-        Bank inputs per group (default: the most that fit in memory, and with
-        Dask at most a quarter of the bank per worker, so that a lost worker
-        costs little).  The result does not depend on it.
+        Bank inputs per group here, or per Dask task (default: here the most
+        that fit in memory; with Dask half of each worker's share of the bank,
+        so that a lost worker costs little, each task in groups that fit).
+        The result does not depend on it.
     progress : bool
         A bar over the bank's inputs (on a terminal).
 
@@ -330,14 +331,18 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         directions = all_directions(arch) if unlucky_slice else slice_directions
         point, coefficient_values = random_point(arch, prime, seed + step.attempt)
         bank = random_bank(arch, step.bank, prime, seed + step.attempt)
-        group = dimension_group(arch, step.bank, step.truncation, directions, inputs_per_task, spread)
-        groups[step] = group
+        if spread is None:  # here: one part per group
+            group = task = dimension_group(arch, step.bank, step.truncation, directions, inputs_per_task)
+        else:  # two tasks per worker, each summing its own groups: a lost worker costs little, few parts travel
+            task = inputs_per_task or max(1, math.ceil(step.bank / (2 * spread)))
+            group = min(task, dimension_group(arch, step.bank, step.truncation, directions, where="worker"))
+        groups[step] = (group, task)
         try:
             with progress_bar(progress, total=step.bank, desc="dimension", unit="input") as bar:
                 compressed = compressed_jacobian(arch, None if polynomial else route_curve, bank, point, prime,
                                                  step.truncation, coefficient_values, directions,
                                                  seed + step.attempt, group=group, parts=parts,
-                                                 on_inputs=bar.update)
+                                                 on_inputs=bar.update, task_inputs=task)
         except ZeroDivisionError:  # a column of s(A) summed to 0 mod p at this point: draw another
             return None
         result = series_rank(compressed, prime)
@@ -381,11 +386,11 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
                   "of a real Jacobian at points of the curve, a lower bound for the dimension")
     if plan.narrow:
         method += f"; a small bank and a deeper series to fit in memory ({plan.note})"
-    group = groups.get(used_step, used_bank)
-    pieces = len(input_groups(used_bank, group))
+    group, task = groups.get(used_step, (used_bank, used_bank))
+    pieces, tasks = len(input_groups(used_bank, group)), len(input_groups(used_bank, task))
     if where is not None:
-        method += (f"; R J summed from {pieces} group{'s' * (pieces != 1)} of at most {group} inputs, "
-                   f"computed by {where}")
+        method += (f"; R J summed from {tasks} task{'s' * (tasks != 1)} of at most {task} inputs"
+                   + (f" (in groups of at most {group})" if group < task else "") + f", computed by {where}")
     elif pieces > 1:
         method += (f"; R J summed from {pieces} groups of at most {group} inputs"
                    + ("" if inputs_per_task else ", to fit in memory"))
