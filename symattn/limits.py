@@ -583,7 +583,9 @@ def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, dir
     >>> one = compressed_jacobian_memory(arch, 12, 1, 6, 100, 102)
     >>> all_at_once = compressed_jacobian_memory(arch, 12, 12, 6, 100, 102)
     >>> one.bytes < all_at_once.bytes, one.jacobian, one.bank
-    (True, (102, 100), 1)
+    (True, (102, 100), 12)
+    >>> one.largest
+    '(32, 100, 6) int64 Jacobian; groups of 1 input'
     """
     if where not in ("here", "coordinator", "worker"):
         raise SymattnError(f"where must be 'here', 'coordinator' or 'worker', got {where!r}")
@@ -593,22 +595,23 @@ def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, dir
     output = group_rows * (1 + directions) * truncation * _INT64
     compression = rows * group_rows * 2 * _INT64  # R_g and its float64 copy
     smith = 4 * accumulator
+    groups = f"; groups of {group} input{'s' * (group != 1)}"
     if where == "coordinator":  # the accumulator and one part arriving; its sum; then the Smith form
-        peak, largest = max(2 * accumulator + accumulator, accumulator + smith), "the accumulator and a part"
-        return MemoryEstimate(computation + " (coordinator)", peak, truncation, (rows, directions), group,
-                              f"({rows}, {directions}, {order_text(truncation)}) int64 accumulator")
+        peak = max(2 * accumulator + accumulator, accumulator + smith)
+        return MemoryEstimate(computation + " (coordinator)", peak, truncation, (rows, directions), bank,
+                              f"({rows}, {directions}, {order_text(truncation)}) int64 accumulator{groups}")
     forward_bytes, largest = jet_forward_memory(arch, group, truncation, _products(), block_directions)
     after = output + 2 * jacobian + compression + 3 * accumulator
     step = max(forward_bytes, after)
     if after > forward_bytes:
-        largest = f"({group_rows}, {directions}, {order_text(truncation)}) int64 Jacobian of {group} inputs"
+        largest = f"({group_rows}, {directions}, {order_text(truncation)}) int64 Jacobian"
     if where == "worker":
-        return MemoryEstimate(computation + " (one worker)", step, truncation, (group_rows, directions), group,
-                              largest)
+        return MemoryEstimate(computation + " (one worker)", step + accumulator, truncation,
+                              (group_rows, directions), bank, largest + groups)
     peak = max(accumulator + step, accumulator + smith)
     if accumulator + smith > accumulator + step:
         largest = f"({rows}, {directions}, {order_text(truncation)}) int64 accumulator in the Smith form"
-    return MemoryEstimate(computation, peak, truncation, (rows, directions), group, largest)
+    return MemoryEstimate(computation, peak, truncation, (rows, directions), bank, largest + groups)
 
 
 # -- the check ----------------------------------------------------------------------------------

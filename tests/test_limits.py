@@ -217,7 +217,7 @@ def test_wide_observe_fails_fast(capsys):
 
 
 def test_dimension_table_checks_every_width_first(capsys):
-    result = _run(capsys, ["dimension", "--layers", "1", "--width", "1..40", "--max-memory", "256M"])
+    result = _run(capsys, ["dimension", "--layers", "1", "--width", "1..40", "--max-memory", "64M"])
     _one_line_error(*result, "--width", "the dimension")
 
 

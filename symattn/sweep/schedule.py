@@ -130,7 +130,7 @@ def _run_on_dask(tasks, scheduler, workers, timeout, memory_limit, on_outcome, o
                                    key=f"symattn-sweep-{task['key']}", priority=len(tasks) - index)
             futures[future] = task
         try:
-            for future in as_completed(list(futures)):
+            for future in as_completed(list(futures), loop=client.loop):
                 task = futures[future]
                 try:
                     outcome = future.result()
