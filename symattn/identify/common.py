@@ -359,7 +359,7 @@ def input_groups(bank_size: int, group: int) -> list[tuple[int, int]]:
 
 def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: int, p: int, truncation: int,
                              coefficient_values, directions, seed: int, rows: int,
-                             group: int | None = None) -> np.ndarray:
+                             group: int | None = None, on_inputs=None) -> np.ndarray:
     """``R_g J_g`` mod ``p``: the Jacobian series of the bank inputs ``start, start + 1, ...`` compressed.
 
     ``inputs`` are their residues (rows ``start .. start + len(inputs) - 1``
@@ -368,8 +368,9 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
     :func:`~symattn.jacobian.generator` salted by ``b``, so the sum of the
     parts over any grouping of the bank is the same ``R J``
     (:func:`compressed_jacobian`).  The inputs go through the forward pass
-    ``group`` at a time (default all), their parts summed here.  A pure
-    function of its arguments: one Dask task.
+    ``group`` at a time (default all), their parts summed here in one array
+    (``on_inputs(count)`` is called after each group).  A pure function of
+    its arguments: one Dask task.
 
     Returns
     -------
@@ -394,9 +395,10 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
         # the caller checked the memory of a group (compressed_jacobian here, the coordinator's plan on Dask)
         J = jacobian_series(arch, curve, inputs[first:stop], point, p, truncation, coefficient_values, directions)
         streams = [generator(seed, "input rows", start + b) for b in range(first, stop)]
-        part = compress_row_blocks(J, rows, p, streams)
+        total = compress_row_blocks(J, rows, p, streams, out=total)
         del J
-        total = part if total is None else add_mod(total, part, p)
+        if on_inputs is not None:
+            on_inputs(stop - first)
     return total
 
 
@@ -423,7 +425,7 @@ def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncati
     parts : callable, optional
         ``parts(calls)`` yields ``(call, R_g J_g)`` in any order, for ``calls`` a
         list of ``(function, arguments)`` (Dask computes them; default: here,
-        one after the other).
+        one group after the other, summed into one array).
     on_inputs : callable, optional
         Called with the number of inputs of each group as it is added.
 
@@ -450,7 +452,9 @@ def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncati
         estimate = compressed_jacobian_memory(arch, len(bank), group, truncation, count, rows,
                                               _directions_per_block(directions[0]))
         check_memory(estimate, arch=arch, estimate_for=lambda resized: _dimension_memory(resized, curve))
-        parts = _parts_here
+        # one call over the bank: its groups summed into one array as they come
+        return compressed_jacobian_part(arch, curve, point, bank, 0, p, truncation, coefficient_values, directions,
+                                        seed, rows, group, on_inputs)
     total = None
     for (function, arguments), part in parts(calls):
         if total is None:
@@ -461,11 +465,6 @@ def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncati
         if on_inputs is not None:
             on_inputs(len(arguments[3]))
     return total
-
-
-def _parts_here(calls):
-    for function, arguments in calls:
-        yield (function, arguments), function(*arguments)
 
 
 # ---------------------------------------------------------------------------------------

@@ -207,7 +207,7 @@ def compress_rows(M: np.ndarray, rows: int, p: int, rng: np.random.Generator) ->
     return flat.reshape(rows, *M.shape[1:])
 
 
-def compress_row_blocks(M: np.ndarray, rows: int, p: int, generators) -> np.ndarray:
+def compress_row_blocks(M: np.ndarray, rows: int, p: int, generators, out: np.ndarray | None = None) -> np.ndarray:
     """``sum_b R_b M_b`` mod ``p``: ``M``'s rows in consecutive blocks of one height, each combined by its own ``R_b``.
 
     ``R_b`` is drawn as ``generators[b].integers(0, p, size=(rows, height))``,
@@ -227,10 +227,12 @@ def compress_row_blocks(M: np.ndarray, rows: int, p: int, generators) -> np.ndar
         A prime below ``2**28``.
     generators : sequence of numpy.random.Generator
         One per block, in the order of the blocks.
+    out : int64 array ``(rows, ...)`` of residues, optional
+        Add ``R M`` to it (in place, mod ``p``) instead of returning a new array.
 
     Returns
     -------
-    int64 array ``(rows, ...)`` of residues.
+    int64 array ``(rows, ...)`` of residues (``out`` when given).
 
     Examples
     --------
@@ -240,6 +242,9 @@ def compress_row_blocks(M: np.ndarray, rows: int, p: int, generators) -> np.ndar
     >>> second = compress_row_blocks(M[2:], 5, 101, [np.random.default_rng(1)])
     >>> bool((add_mod(first, second, 101) == whole).all()), whole.shape
     (True, (5, 3, 2))
+    >>> total = compress_row_blocks(M[:2], 5, 101, [np.random.default_rng(0)])
+    >>> bool((compress_row_blocks(M[2:], 5, 101, [np.random.default_rng(1)], out=total) == whole).all())
+    True
     """
     generators = list(generators)
     if not generators or M.shape[0] % len(generators):
@@ -247,7 +252,23 @@ def compress_row_blocks(M: np.ndarray, rows: int, p: int, generators) -> np.ndar
                          "generator per block of rows")
     height = M.shape[0] // len(generators)
     R = np.concatenate([rng.integers(0, p, size=(rows, height)) for rng in generators], axis=1)
-    return matmul_mod(R, M.reshape(M.shape[0], -1), p).reshape(rows, *M.shape[1:])
+    flat = M.reshape(M.shape[0], -1)
+    total = None if out is None else out.reshape(rows, flat.shape[1])  # a view: out itself is updated
+    support = np.flatnonzero(flat.any(axis=0))
+    if len(support) > 0.9 * flat.shape[1]:  # (nearly) every column: one product, no gather
+        product = matmul_mod(R, flat, p)
+        if total is None:
+            return product.reshape(rows, *M.shape[1:])
+        add_mod(total, product, p)
+        return out
+    # only the columns (series coefficients) that are nonzero somewhere: a Jacobian series along a curve
+    # has about half of them zero (width 32, rank 8, 8 tokens: its compression 16.5 s -> 9 s)
+    if total is None:
+        out = np.zeros((rows, *M.shape[1:]), dtype=np.int64)
+        total = out.reshape(rows, flat.shape[1])
+    if len(support):
+        total[:, support] = (total[:, support] + matmul_mod(R, flat[:, support], p)) % p
+    return out
 
 
 def add_mod(total: np.ndarray, part: np.ndarray, p: int) -> np.ndarray:
