@@ -88,13 +88,26 @@ def open_client(scheduler, workers: int | None = None, **cluster_options):
     Yields
     ------
     distributed.Client
+
+    Examples
+    --------
+    >>> with open_client("fast"):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: a scheduler is a Dask scheduler address such as tcp://127.0.0.1:8786 or a distributed.Client, got 'fast'
     """
     if is_client(scheduler):
         yield scheduler
         return
+    local = scheduler is None or (isinstance(scheduler, str) and scheduler.strip().lower() == "local")
+    address = scheduler_address(scheduler) if isinstance(scheduler, str) and not local else None
+    if not local and address is None:
+        raise SymattnError(f"a scheduler is a Dask scheduler address such as tcp://127.0.0.1:8786 or a "
+                           f"distributed.Client, got {scheduler!r}")
     from distributed import Client, LocalCluster
 
-    if scheduler is None or (isinstance(scheduler, str) and scheduler.strip().lower() == "local"):
+    if local:
         quiet_logs = logging.getLogger("distributed").level
         logging.getLogger("distributed").setLevel(logging.ERROR)
         cluster = None
@@ -108,10 +121,6 @@ def open_client(scheduler, workers: int | None = None, **cluster_options):
                 cluster.close()
             logging.getLogger("distributed").setLevel(quiet_logs)
         return
-    address = scheduler_address(scheduler) if isinstance(scheduler, str) else None
-    if address is None:
-        raise SymattnError(f"a scheduler is a Dask scheduler address such as tcp://127.0.0.1:8786 or a "
-                           f"distributed.Client, got {scheduler!r}")
     try:
         client = Client(address, timeout="30s", set_as_default=False)
     except OSError as err:
@@ -136,6 +145,13 @@ def map_as_completed(client, calls, name: str = "symattn", retries: int = 1):
     name : str
         Prefix of the task keys (shown on the dashboard).
     retries : int
+
+    Examples
+    --------
+    >>> from distributed import Client
+    >>> with Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as client:
+    ...     sorted(result for _, result in map_as_completed(client, [(abs, (-2,)), (abs, (3,))]))
+    [2, 3]
     """
     import uuid
 

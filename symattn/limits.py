@@ -89,6 +89,7 @@ __all__ = [
     "rank_check_memory",
     "jet_jacobian_memory",
     "compressed_jacobian_memory",
+    "largest_fitting",
     "check_memory",
     "check_count",
     "progress_bar",
@@ -651,19 +652,27 @@ def _what_fits(arch, fits: Callable, estimate_for, bank: int | None) -> list[str
         return fits_at
 
     if bank is not None:
-        value = _largest_fitting(fitting(lambda b: estimate_for(arch, bank=b)), bank)
+        value = largest_fitting(fitting(lambda b: estimate_for(arch, bank=b)), bank)
         if value is not None:
             found.append(f"--bank <= {value}")
     for flag, current in sizes:
-        value = _largest_fitting(fitting(lambda v, flag=flag: estimate_for(_resized(arch, flag, v))), current,
+        value = largest_fitting(fitting(lambda v, flag=flag: estimate_for(_resized(arch, flag, v))), current,
                                  smallest=2 if flag == "--tokens" else 1)
         if value is not None:
             found.append(f"{flag} <= {value}")
     return found
 
 
-def _largest_fitting(fits_at: Callable[[int], bool], current: int, smallest: int = 1) -> int | None:
-    """The largest value below ``current`` that fits (what fits at a value fits below it)."""
+def largest_fitting(fits_at: Callable[[int], bool], current: int, smallest: int = 1) -> int | None:
+    """The largest value below ``current`` that fits (what fits at a value fits below it), by bisection.
+
+    ``None`` when ``current <= smallest`` or not even ``smallest`` fits.
+
+    Examples
+    --------
+    >>> largest_fitting(lambda value: value * value <= 50, 100), largest_fitting(lambda value: False, 100)
+    (7, None)
+    """
     if current <= smallest or not fits_at(smallest):
         return None
     low, high = smallest, current - 1  # fits_at(low) holds; find the last value that fits

@@ -230,7 +230,7 @@ def dimension_group(arch: Architecture, bank: int, truncation: int, directions, 
     """
     if inputs_per_task is not None:
         return max(1, min(inputs_per_task, bank))
-    from ..limits import _largest_fitting, compressed_jacobian_memory, memory_limit
+    from ..limits import compressed_jacobian_memory, largest_fitting, memory_limit
 
     chosen, count = directions
     rows = compressed_rows(arch, bank, count)
@@ -247,7 +247,7 @@ def dimension_group(arch: Architecture, bank: int, truncation: int, directions, 
         return needs(group) <= limit
 
     # the largest group that fits (a larger group needs more)
-    return bank if fits(bank) else (_largest_fitting(fits, bank) or 1)
+    return bank if fits(bank) else (largest_fitting(fits, bank) or 1)
 
 
 def _require_dimension_memory(arch: Architecture, curve, distributed: bool) -> None:
