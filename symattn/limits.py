@@ -41,7 +41,7 @@ identify orders l=1 d=12 t=3 (bank 24, eps^3)          16.6 MiB   20.2 MiB    0.
 dimension l=1 d=12 t=3 (bank 24, gauge slice, eps^2)   11.3 MiB   10.4 MiB    1.09
 dimension l=2 d=8 a=2 t=4 (29 inputs at once, eps^6)   28.9 MiB   26.5 MiB    1.09
 dimension l=2 d=8 a=2 t=4 (29 inputs in groups of 2)   3.9 MiB    4.1 MiB     0.93
-dimension l=2 d=12 a=3 t=4 (64 in groups of 3, eps^6)  19.4 MiB   19.9 MiB    0.98
+dimension l=2 d=12 a=3 t=4 (64 in groups of 3)         19.4 MiB   19.9 MiB    0.98
 dimension l=2 d=16 a=4 t=4 (113 in groups of 2)        53.0 MiB   43.0 MiB    1.23
 ====================================================  =========  ==========  =====
 
