@@ -39,6 +39,10 @@ observe ranks l=3 d=3 t=3 (bank 25, eps^40)            44.4 MiB   40.9 MiB    1.
 identify orders l=2 d=5 a=2 t=3 (bank 17, eps^7)       6.4 MiB    7.9 MiB     0.82
 identify orders l=1 d=12 t=3 (bank 24, eps^3)          16.6 MiB   20.2 MiB    0.82
 dimension l=1 d=12 t=3 (bank 24, gauge slice, eps^2)   11.3 MiB   10.4 MiB    1.09
+dimension l=2 d=8 a=2 t=4 (29 inputs at once, eps^6)   28.9 MiB   26.5 MiB    1.09
+dimension l=2 d=8 a=2 t=4 (29 inputs in groups of 2)   3.9 MiB    4.1 MiB     0.93
+dimension l=2 d=12 a=3 t=4 (64 in groups of 3)         19.4 MiB   19.9 MiB    0.98
+dimension l=2 d=16 a=4 t=4 (113 in groups of 2)        53.0 MiB   43.0 MiB    1.23
 ====================================================  =========  ==========  =====
 
 Below about 2 MiB a fixed cost (caches, small arrays) dominates and the
@@ -84,6 +88,8 @@ __all__ = [
     "spectrum_memory",
     "rank_check_memory",
     "jet_jacobian_memory",
+    "compressed_jacobian_memory",
+    "largest_fitting",
     "check_memory",
     "check_count",
     "progress_bar",
@@ -547,6 +553,68 @@ def jet_jacobian_memory(arch, bank: int, truncation: int, directions: int | None
     return MemoryEstimate(computation, max(forward_bytes, after), truncation, (rows, P), bank, largest)
 
 
+def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, directions: int, rows: int,
+                               block_directions=None, computation: str = "the dimension",
+                               where: str = "here") -> MemoryEstimate:
+    """Peak memory of a row-compressed Jacobian ``R J`` built ``group`` inputs at a time, then its Smith form.
+
+    The accumulator ``(rows, directions, N)`` stays alive throughout; each
+    group adds a forward pass over ``group`` inputs, its Jacobian
+    ``(d_l t group, directions, N)`` with a float64 copy, and the product
+    ``R_g J_g`` (float64, then int64 and its remainder: three accumulator
+    sizes).  The Smith valuations of :func:`symattn.algebra.valuations.smith_valuations`
+    afterwards keep about four copies of the accumulator.  So the peak grows
+    with the answer (``rows x directions``), not with the bank.
+
+    Parameters
+    ----------
+    bank, group : int
+        Inputs in all, and per group.
+    directions, rows : int
+        Columns and rows of ``R J``.
+    where : {"here", "coordinator", "worker"}
+        ``"here"``: everything in one process; ``"coordinator"``: the
+        accumulator, one arriving part and the Smith form (the groups' forward
+        passes run on Dask workers); ``"worker"``: one group's pass and part.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> arch = Architecture.uniform(layers=2, width=8, tokens=4)
+    >>> one = compressed_jacobian_memory(arch, 12, 1, 6, 100, 102)
+    >>> all_at_once = compressed_jacobian_memory(arch, 12, 12, 6, 100, 102)
+    >>> one.bytes < all_at_once.bytes, one.jacobian, one.bank
+    (True, (102, 100), 12)
+    >>> one.largest
+    '(32, 100, 6) int64 Jacobian; groups of 1 input'
+    """
+    if where not in ("here", "coordinator", "worker"):
+        raise SymattnError(f"where must be 'here', 'coordinator' or 'worker', got {where!r}")
+    accumulator = rows * directions * truncation * _INT64
+    group_rows = arch.widths[-1] * arch.tokens * group
+    jacobian = group_rows * directions * truncation * _INT64
+    output = group_rows * (1 + directions) * truncation * _INT64
+    compression = rows * group_rows * 2 * _INT64  # R_g and its float64 copy
+    smith = 4 * accumulator
+    groups = f"; groups of {group} input{'s' * (group != 1)}"
+    if where == "coordinator":  # the accumulator and one part arriving; its sum; then the Smith form
+        peak = max(2 * accumulator + accumulator, accumulator + smith)
+        return MemoryEstimate(computation + " (coordinator)", peak, truncation, (rows, directions), bank,
+                              f"({rows}, {directions}, {order_text(truncation)}) int64 accumulator{groups}")
+    forward_bytes, largest = jet_forward_memory(arch, group, truncation, _products(), block_directions)
+    after = output + 2 * jacobian + compression + 3 * accumulator
+    step = max(forward_bytes, after)
+    if after > forward_bytes:
+        largest = f"({group_rows}, {directions}, {order_text(truncation)}) int64 Jacobian"
+    if where == "worker":
+        return MemoryEstimate(computation + " (one worker)", step + accumulator, truncation,
+                              (group_rows, directions), bank, largest + groups)
+    peak = max(accumulator + step, accumulator + smith)
+    if accumulator + smith > accumulator + step:
+        largest = f"({rows}, {directions}, {order_text(truncation)}) int64 accumulator in the Smith form"
+    return MemoryEstimate(computation, peak, truncation, (rows, directions), bank, largest + groups)
+
+
 # -- the check ----------------------------------------------------------------------------------
 def _flags(arch) -> str:
     parts = [f"--layers {arch.layers}"]
@@ -584,19 +652,27 @@ def _what_fits(arch, fits: Callable, estimate_for, bank: int | None) -> list[str
         return fits_at
 
     if bank is not None:
-        value = _largest_fitting(fitting(lambda b: estimate_for(arch, bank=b)), bank)
+        value = largest_fitting(fitting(lambda b: estimate_for(arch, bank=b)), bank)
         if value is not None:
             found.append(f"--bank <= {value}")
     for flag, current in sizes:
-        value = _largest_fitting(fitting(lambda v, flag=flag: estimate_for(_resized(arch, flag, v))), current,
+        value = largest_fitting(fitting(lambda v, flag=flag: estimate_for(_resized(arch, flag, v))), current,
                                  smallest=2 if flag == "--tokens" else 1)
         if value is not None:
             found.append(f"{flag} <= {value}")
     return found
 
 
-def _largest_fitting(fits_at: Callable[[int], bool], current: int, smallest: int = 1) -> int | None:
-    """The largest value below ``current`` that fits (what fits at a value fits below it)."""
+def largest_fitting(fits_at: Callable[[int], bool], current: int, smallest: int = 1) -> int | None:
+    """The largest value below ``current`` that fits (what fits at a value fits below it), by bisection.
+
+    ``None`` when ``current <= smallest`` or not even ``smallest`` fits.
+
+    Examples
+    --------
+    >>> largest_fitting(lambda value: value * value <= 50, 100), largest_fitting(lambda value: False, 100)
+    (7, None)
+    """
     if current <= smallest or not fits_at(smallest):
         return None
     low, high = smallest, current - 1  # fits_at(low) holds; find the last value that fits

@@ -116,6 +116,22 @@ def test_identify_estimate_is_close_to_the_measured_peak(layers, width, rank, to
     _within_factor(estimate, measured)
 
 
+@pytest.mark.parametrize("layers, width, rank, tokens, limit", [(2, 12, 3, 4, None), (2, 12, 3, 4, "24M"),
+                                                                 (2, 8, 2, 4, "4M")])
+def test_dimension_estimate_is_close_to_the_measured_peak(layers, width, rank, tokens, limit):
+    """R J built in groups of inputs (as large as the limit and the Smith form allow), then its Smith form."""
+    from symattn.identify import function_space_dimension
+    from symattn.identify.common import _dimension_memory
+    from symattn.limits import memory_limit_set
+
+    arch = _arch(layers=layers, width=width, rank=rank, tokens=tokens)
+    function_space_dimension(_arch(layers=2, width=3, rank=2))  # imports and caches, not counted
+    with memory_limit_set(limit):
+        estimate = _dimension_memory(arch).bytes
+        measured = _peak(lambda: function_space_dimension(arch))
+    _within_factor(estimate, measured)
+
+
 def test_within_the_limit_the_result_is_unchanged():
     arch = _arch()
     assert decay_spectrum(arch, progress=False, max_memory="16G") == decay_spectrum(arch, progress=False)
@@ -201,7 +217,7 @@ def test_wide_observe_fails_fast(capsys):
 
 
 def test_dimension_table_checks_every_width_first(capsys):
-    result = _run(capsys, ["dimension", "--layers", "1", "--width", "1..40", "--max-memory", "256M"])
+    result = _run(capsys, ["dimension", "--layers", "1", "--width", "1..40", "--max-memory", "64M"])
     _one_line_error(*result, "--width", "the dimension")
 
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -29,6 +26,8 @@ from symattn.model import Architecture
 from symattn.spectrum import decay_spectrum
 from symattn.sweep import GridError, read_grid, run_analysis, sweep
 from symattn.sweep import schedule as schedule_module
+
+from dask_processes import dask_cluster, process_of_worker, wait_for
 
 #: Fields that describe how and where a task ran, not its result.
 RUN_FIELDS = {"seconds", "cpu_seconds", "peak_memory", "worker", "key", "reused", "dimension_seconds", "spectrum_seconds"}
@@ -269,48 +268,16 @@ def test_local_cluster_gives_the_rows_of_each_point_alone_and_a_rerun_computes_n
 
 
 # -- a real Dask cluster losing a worker ---------------------------------------------------------------
-def _dask(*arguments, log, env=None):
-    return subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "dask"), *arguments],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env=None if env is None else {**os.environ, **env})
-
-
-def _wait_for(condition, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.mark.slow  # a scheduler and workers in their own processes, one of them killed
 @pytest.mark.parametrize("retries", [None, 0])
 def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
     """A worker killed mid-sweep: its task runs again on the other (Dask's default of 3 retries), or, when
     the scheduler allows no retry, becomes a ``lost`` row that the next run computes."""
-    from distributed import Client
-
-    scheduler_file = tmp_path / "scheduler.json"
-    log = open(tmp_path / "dask.log", "wb")
     env = None if retries is None else {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(retries)}
-    processes = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                       "--scheduler-file", str(scheduler_file), log=log, env=env)]
-    watcher = None
-    try:
-        _wait_for(lambda: scheduler_file.exists() and scheduler_file.stat().st_size > 0, 60, "the scheduler")
-        address = json.loads(scheduler_file.read_text())["address"]
-        workers = [_dask("worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", f"w{i}",
-                         "--host", "127.0.0.1", log=log) for i in range(2)]
-        processes += workers
-        # the killer's own client, connected before the sweep starts (not the default one the sweep takes and
-        # closes), so that it sees the first running task at once
-        watcher = Client(address, timeout="30s", set_as_default=False)
-        _wait_for(lambda: len(watcher.scheduler_info()["workers"]) == 2, 60, "two workers")
-        process_of = {worker: workers[int(about["name"][1:])]
-                      for worker, about in watcher.scheduler_info()["workers"].items()}
-
+    # the killer's own client (the watcher), connected before the sweep starts (not the default one the sweep
+    # takes and closes), so that it sees the first running task at once
+    with dask_cluster(tmp_path, env=env) as (address, workers, watcher):
+        process_of = process_of_worker(watcher, workers)
         out = tmp_path / "out"
         killed = {}
 
@@ -319,10 +286,10 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
 
         def kill_one_worker_mid_sweep():
             try:
-                _wait_for(lambda: (out / "store").exists() and any((out / "store").glob("*.json")), 120,
-                          "a finished task")
+                wait_for(lambda: (out / "store").exists() and any((out / "store").glob("*.json")), 120,
+                         "a finished task")
                 # killed while it runs a task, so that with no retry allowed that task is lost (not between two)
-                victim = _wait_for(a_worker_running_a_task, 120, "a running task")
+                victim = wait_for(a_worker_running_a_task, 120, "a running task")
                 killed["finished"] = {p.stem: p.read_text() for p in (out / "store").glob("*.json")}
                 process_of[victim].send_signal(signal.SIGKILL)
                 killed["at"] = time.monotonic()
@@ -358,18 +325,6 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
             again = json.loads(stdout)
             assert status == 0 and again["computed"] == len(lost) and again["reused"] == 12 - len(lost)
             assert all(row["status"] == "ok" for row in again["rows"])
-    finally:
-        if watcher is not None:
-            watcher.close()
-        for process in processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        log.close()
 
 
 def test_library_run_analysis_matches_the_command_line_rows():

@@ -226,7 +226,7 @@ class ModSeriesDomain(Domain):
         if self.schoolbook:  # (r, 1, k, ...) * (1, c, k, ...) summed over k
             product = self._mul(a[:, None, :], b.swapaxes(0, 1)[None, :, :])
             return self._reduce(product.sum(axis=2))
-        if product_engine() == "compiled":
+        if product_engine(self.p) == "compiled":
             return jet_matmul(a, b, self.p)
         return self._blas_matmul(a, b)
 

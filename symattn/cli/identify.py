@@ -59,14 +59,14 @@ def run_identify(args, arch):
 
 
 def configure_dimension(parser) -> None:
-    """``--width`` accepts a range or a list here; ``--seed``, ``--estimate``.
+    """``--width`` accepts a range or a list here; ``--seed``, ``--estimate``, ``--scheduler``, ``--workers``.
 
     Examples
     --------
     >>> from symattn.cli.arguments import parse_command
-    >>> args, _ = parse_command(configure_dimension, ["--estimate", "mpmath"])
-    >>> args.accepts_width_range, args.estimate, args.seed
-    (True, 'mpmath', 0)
+    >>> args, _ = parse_command(configure_dimension, ["--estimate", "mpmath", "--workers", "2"])
+    >>> args.accepts_width_range, args.estimate, args.seed, args.workers, args.scheduler
+    (True, 'mpmath', 0, 2, None)
     """
     parser.set_defaults(accepts_width_range=True)
     parser.add_argument("--seed", type=int, default=0, help="seed of the random points and banks")
@@ -76,6 +76,12 @@ def configure_dimension(parser) -> None:
                         help="also write a certificate of the certified lower bound to FILE (JSON; one network: "
                              "one --width or --widths), which 'symattn verify FILE' re-checks without trusting "
                              "the engine")
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="compute the groups of bank inputs on the workers of this Dask scheduler "
+                             "(tcp://host:8786); the sum and the Smith form stay here; same result")
+    parser.add_argument("--workers", metavar="N", type=int, default=None,
+                        help="compute the groups of bank inputs on a local Dask cluster of N worker processes "
+                             "(when no --scheduler); same result")
 
 
 def run_dimension(args, arch):
@@ -116,7 +122,8 @@ def run_dimension(args, arch):
                                "give one width (e.g. --width 5) or --widths")
         check_certifiable(architectures[0])  # refused before the computation, not after it
     table = dimension_table(architectures=architectures, seed=args.seed, estimate=args.estimate,
-                            progress=not args.quiet, max_memory=args.max_memory)
+                            progress=not args.quiet, max_memory=args.max_memory,
+                            scheduler=args.scheduler, workers=args.workers)
     if certificate is not None:
         from ..certificates import write_dimension_certificate
 
@@ -136,5 +143,6 @@ COMMANDS = (
                examples=("symattn dimension --layers 2 --rank 2 --width 3..10",
                          "symattn dimension --widths 3,2,3 --ranks 2,1",
                          "symattn dimension --layers 2 --rank 2 --width 5 --certificate dimension.json",
-                         "symattn dimension --layers 2 --rank 2 --width 3,5 --estimate mpmath")),
+                         "symattn dimension --layers 2 --rank 2 --width 3,5 --estimate mpmath",
+                         "symattn dimension --layers 2 --width 32 --rank 8 --tokens 8 --workers 2")),
 )

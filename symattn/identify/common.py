@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..algebra.linalg import add_mod, compress_row_blocks
 from ..algebra.valuations import smith_valuations
 from ..curves import Curve, collapse
 from ..effective import (
@@ -31,7 +32,8 @@ from ..jacobian import (
 )
 from ..model import Architecture, require_architecture, require_seed
 
-__all__ = ["DIMENSION_PRIME", "SeriesRank", "hmk_dimension", "orders_memory", "series_rank"]
+__all__ = ["DIMENSION_PRIME", "SeriesRank", "compressed_jacobian", "compressed_jacobian_part", "hmk_dimension",
+           "input_groups", "orders_memory", "series_rank"]
 
 
 #: Prime of the fast dimension certificate: below ``2**20``, so that its residues pass
@@ -130,9 +132,11 @@ class DimensionPlan:
     leading orders (each input adds about one direction of the largest score
     block there), or few inputs and a deeper series (the later orders add
     directions of their own: two layers of width 32 need 16 inputs to eps^12
-    instead of 449 to eps^6).  The wide plan is the default; the narrow one is
-    taken when the wide Jacobian would not fit in the memory limit, so that
-    the memory grows with the answer (the columns) instead of the largest block.
+    instead of 449 to eps^6).  The wide plan is the default, its Jacobian
+    computed at once; when that would not fit in the memory limit, the
+    Jacobian is built in groups of inputs (:func:`compressed_jacobian`) for
+    the plan with less work (inputs times the square of the truncation), so
+    that the memory grows with the answer (the columns) instead of the bank.
 
     Examples
     --------
@@ -151,7 +155,7 @@ class DimensionPlan:
 
     @staticmethod
     def choose(arch: Architecture, curve, limit: int | None = None) -> "DimensionPlan":
-        from ..limits import format_size, jet_jacobian_memory, memory_limit
+        from ..limits import compressed_jacobian_memory, format_size, memory_limit
 
         upper, _ = _upper_bound(arch)
         if _is_polynomial_arch(arch):
@@ -161,8 +165,13 @@ class DimensionPlan:
                                                                  else 1)
         wide = DimensionPlan(_bank_size(arch, upper, on_curve=True), truncation, False)
         directions, count = gauge_slice(arch)
-        wide_bytes = jet_jacobian_memory(arch, wide.bank, wide.truncation, count, _directions_per_block(directions),
-                                         jacobian_copies=3).bytes
+        per_block = _directions_per_block(directions)
+
+        def needs(plan, group):
+            return compressed_jacobian_memory(arch, plan.bank, group, plan.truncation, count,
+                                              compressed_rows(arch, plan.bank, count), per_block).bytes
+
+        wide_bytes = needs(wide, wide.bank)
         limit = memory_limit() if limit is None else limit
         if wide_bytes <= limit:
             return wide
@@ -170,19 +179,102 @@ class DimensionPlan:
         # widths 8-32 with two layers; the adaptive driver grows both when it is not enough)
         per_input = max(1, arch.widths[-1] * arch.tokens // 2)
         bank = min(wide.bank, math.ceil(upper / per_input) + 1)
-        return DimensionPlan(bank, 2 * truncation, True,
-                             f"{bank} inputs to eps^{2 * truncation} instead of {wide.bank} to eps^{truncation}, "
-                             f"whose Jacobian would need about {format_size(wide_bytes)}")
+        narrow = DimensionPlan(bank, 2 * truncation, True,
+                               f"{bank} inputs to eps^{2 * truncation} instead of {wide.bank} to eps^{truncation}, "
+                               f"whose Jacobian would need about {format_size(wide_bytes)} at once")
+        # either one in groups of inputs: the one with less work (inputs times the square of the series length)
+        fitting = [plan for plan in (narrow, wide) if needs(plan, 1) <= limit] or [narrow]
+        return min(fitting, key=lambda plan: plan.bank * plan.truncation ** 2)
 
 
-def _dimension_memory(arch: Architecture, curve: Curve | None = None):
-    """Memory of the first Jacobian of :func:`function_space_dimension` (gauge slice, before any growth)."""
-    from ..limits import jet_jacobian_memory
+def _dimension_memory(arch: Architecture, curve: Curve | None = None, where: str = "here"):
+    """Memory of the first run of :func:`function_space_dimension` (gauge slice, before any growth).
+
+    ``R J`` built in groups of inputs as large as fit (:func:`dimension_group`),
+    then its Smith form; ``where``: ``"here"`` (one process), ``"coordinator"``
+    (the sum and the Smith form, the groups on Dask workers) or ``"worker"``.
+    """
+    from ..limits import compressed_jacobian_memory
 
     plan = DimensionPlan.choose(arch, curve)
-    directions, count = gauge_slice(arch)
-    return jet_jacobian_memory(arch, plan.bank, plan.truncation, count,
-                               _directions_per_block(directions), computation="the dimension", jacobian_copies=3)
+    directions = gauge_slice(arch)
+    group = dimension_group(arch, plan.bank, plan.truncation, directions, where="here" if where == "here" else "worker")
+    return compressed_jacobian_memory(arch, plan.bank, group, plan.truncation, directions[1],
+                                      compressed_rows(arch, plan.bank, directions[1]),
+                                      _directions_per_block(directions[0]), where=where)
+
+
+#: Groups of inputs whose step needs less than this are not cut further (fewer, larger passes are faster there).
+GROUP_FLOOR = 64 * 2**20
+
+
+def dimension_group(arch: Architecture, bank: int, truncation: int, directions, inputs_per_task: int | None = None,
+                    where: str = "here") -> int:
+    """Inputs per group of :func:`compressed_jacobian`: ``inputs_per_task``, else the most that fit in memory.
+
+    The largest group whose step (:func:`symattn.limits.compressed_jacobian_memory`)
+    fits in the memory limit and needs no more than the Smith form of ``R J``
+    afterwards (or :data:`GROUP_FLOOR`), at least one: so the memory grows
+    with the answer ``R J``, not with the bank.  ``where``: ``"here"`` (the
+    accumulator and the Smith form in the same process) or ``"worker"`` (a
+    Dask worker: its task's sum of ``R_g J_g`` and one group).
+
+    Examples
+    --------
+    >>> small = Architecture.uniform(layers=2, width=4, rank=2)
+    >>> dimension_group(small, 13, 6, gauge_slice(small)), dimension_group(small, 13, 6, gauge_slice(small), 2)
+    (13, 2)
+    >>> wide = Architecture.uniform(layers=2, width=32, rank=8, tokens=8)
+    >>> dimension_group(wide, 16, 12, gauge_slice(wide))        # R J is (1922, 1920, 12): 354 MB
+    2
+    """
+    if inputs_per_task is not None:
+        return max(1, min(inputs_per_task, bank))
+    from ..limits import compressed_jacobian_memory, largest_fitting, memory_limit
+
+    chosen, count = directions
+    rows = compressed_rows(arch, bank, count)
+    per_block = _directions_per_block(chosen)
+    def needs(group):
+        return compressed_jacobian_memory(arch, bank, group, truncation, count, rows, per_block, where=where).bytes
+
+    # no more than the limit, nor than the Smith form of R J needs anyway (or GROUP_FLOOR): larger groups
+    # only cost memory (width 32, rank 8, 8 tokens: 4 inputs a group 1.6 GB, the 16 at once 3.4 GB and slower)
+    accumulator = rows * count * truncation * 8
+    limit = min(memory_limit(), max(needs(1), GROUP_FLOOR, 5 * accumulator if where == "here" else 4 * accumulator))
+
+    def fits(group):
+        return needs(group) <= limit
+
+    # the largest group that fits (a larger group needs more)
+    return bank if fits(bank) else (largest_fitting(fits, bank) or 1)
+
+
+def _require_dimension_memory(arch: Architecture, curve, distributed: bool) -> None:
+    """Refuse a dimension whose first run would not fit here, naming what would make it fit.
+
+    With Dask only the sum and the Smith form run here; the groups' forward
+    passes run on the workers.
+    """
+    from ..errors import ResourceLimitError
+    from ..limits import format_size, memory_limit
+
+    where = "coordinator" if distributed else "here"
+    try:
+        _require_memory(lambda network, curve_: _dimension_memory(network, curve_, where), arch, curve,
+                        MAX_TRUNCATION)
+    except ResourceLimitError as err:
+        if distributed or "needs series to" in str(err):
+            raise
+        coordinator = _dimension_memory(arch, curve, "coordinator")
+        if coordinator.bytes > memory_limit():
+            raise
+        worker = _dimension_memory(arch, curve, "worker")
+        raise ResourceLimitError(
+            f"{err}; or --workers N (workers=) or --scheduler ADDRESS (scheduler=) runs each group of inputs on a "
+            f"Dask worker (about {format_size(worker.bytes)} each, one input a group) and keeps only R J and its "
+            f"Smith form here ({format_size(coordinator.bytes)}); the bank is already taken one input at a time"
+        ) from None
 
 
 def orders_memory(arch: Architecture, curve: Curve | None = None):
@@ -234,6 +326,145 @@ def _require_jacobian_memory(arch: Architecture, curve: Curve, bank: int, trunca
 def _compress_rows(J, rows: int, p: int, seed: int) -> np.ndarray:
     """``R J`` for a random ``rows x m`` matrix ``R`` over GF(p) (rank can only drop)."""
     return compress_rows(J, p, generator(seed, "dimension rows", J.shape[0]), rows)
+
+
+# ---------------------------------------------------------------------------------------
+# the row-compressed Jacobian, built group by group
+# ---------------------------------------------------------------------------------------
+def compressed_rows(arch: Architecture, bank_size: int, count: int) -> int:
+    """Rows of the compressed Jacobian ``R J``: two more than its columns, at most the rows of ``J``.
+
+    Examples
+    --------
+    >>> compressed_rows(Architecture.uniform(layers=2, width=3, rank=2), 9, 25)
+    27
+    >>> compressed_rows(Architecture.uniform(layers=1, width=3, tokens=2), 1, 25)   # one input: d_l t = 6 rows
+    6
+    """
+    return min(count + 2, arch.widths[-1] * arch.tokens * bank_size)
+
+
+def input_groups(bank_size: int, group: int) -> list[tuple[int, int]]:
+    """The bank's inputs ``0 .. bank_size - 1`` cut into ranges ``[start, stop)`` of at most ``group``.
+
+    Examples
+    --------
+    >>> input_groups(7, 3), input_groups(2, 5)
+    ([(0, 3), (3, 6), (6, 7)], [(0, 2)])
+    """
+    if isinstance(group, bool) or not isinstance(group, (int, np.integer)) or group < 1:
+        raise SymattnError(f"inputs per group must be a positive integer, got {group!r}")
+    return [(start, min(start + int(group), bank_size)) for start in range(0, bank_size, int(group))]
+
+
+def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: int, p: int, truncation: int,
+                             coefficient_values, directions, seed: int, rows: int,
+                             group: int | None = None, on_inputs=None) -> np.ndarray:
+    """``R_g J_g`` mod ``p``: the Jacobian series of the bank inputs ``start, start + 1, ...`` compressed.
+
+    ``inputs`` are their residues (rows ``start .. start + len(inputs) - 1``
+    of the bank); ``R_g`` combines the ``d_l t`` rows of input ``b`` by a
+    ``rows x d_l t`` matrix drawn from the ``"input rows"`` stream of
+    :func:`~symattn.jacobian.generator` salted by ``b``, so the sum of the
+    parts over any grouping of the bank is the same ``R J``
+    (:func:`compressed_jacobian`).  The inputs go through the forward pass
+    ``group`` at a time (default all), their parts summed here in one array
+    (``on_inputs(count)`` is called after each group).  A pure function of
+    its arguments: one Dask task.
+
+    Returns
+    -------
+    int64 array ``(rows, count, N)``
+
+    Examples
+    --------
+    >>> from symattn.jacobian import random_bank, random_point
+    >>> arch = Architecture.uniform(layers=1, width=2, tokens=2)
+    >>> point, values = random_point(arch, 1009, 0)
+    >>> bank = random_bank(arch, 3, 1009, 0)
+    >>> directions = gauge_slice(arch)
+    >>> whole = compressed_jacobian_part(arch, collapse(), point, bank, 0, 1009, 3, values, directions, 0, 9)
+    >>> pieces = [compressed_jacobian_part(arch, collapse(), point, bank[i:i + 1], i, 1009, 3, values, directions, 0, 9)
+    ...           for i in range(3)]
+    >>> bool((sum(pieces) % 1009 == whole).all()), whole.shape
+    (True, (9, 7, 3))
+    """
+    curve = _POINT if curve is None or curve == _POINT else _check_curve(arch, curve)  # None: the polynomial route
+    total = None
+    for first, stop in input_groups(len(inputs), group or len(inputs)):
+        # the caller checked the memory of a group (compressed_jacobian here, the coordinator's plan on Dask)
+        J = jacobian_series(arch, curve, inputs[first:stop], point, p, truncation, coefficient_values, directions)
+        streams = [generator(seed, "input rows", start + b) for b in range(first, stop)]
+        total = compress_row_blocks(J, rows, p, streams, out=total)
+        del J
+        if on_inputs is not None:
+            on_inputs(stop - first)
+    return total
+
+
+def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncation: int, coefficient_values,
+                        directions, seed: int, group: int | None = None, parts=None, on_inputs=None,
+                        task_inputs: int | None = None) -> np.ndarray:
+    """``R J`` mod ``p``, the row-compressed Jacobian series of the bank, as the sum of its groups' ``R_g J_g``.
+
+    Only the accumulator ``(rows, count, N)`` and one group's Jacobian are in
+    memory at a time; the result is the same for every ``group``
+    (:func:`compressed_jacobian_part`).
+
+    Parameters
+    ----------
+    arch, curve, bank, point, p, truncation, coefficient_values, directions
+        As for :func:`symattn.jacobian.jacobian_series` (``curve`` ``None``: the random point route).
+    seed : int
+        Seeds the compression.
+    group : int, optional
+        Inputs per group (default: the whole bank at once).
+    task_inputs : int, optional
+        Inputs per call of :func:`compressed_jacobian_part` (a Dask task: it
+        sums its own groups, so fewer parts travel; default ``group``).
+    parts : callable, optional
+        ``parts(calls)`` yields ``(call, R_g J_g)`` in any order, for ``calls`` a
+        list of ``(function, arguments)`` (Dask computes them; default: here,
+        one group after the other, summed into one array).
+    on_inputs : callable, optional
+        Called with the number of inputs of each group as it is added.
+
+    Examples
+    --------
+    >>> from symattn.jacobian import random_bank, random_point
+    >>> arch = Architecture.uniform(layers=2, width=2, tokens=3)
+    >>> point, values = random_point(arch, 1009, 0)
+    >>> bank = random_bank(arch, 5, 1009, 0)
+    >>> whole = compressed_jacobian(arch, collapse(), bank, point, 1009, 4, values, gauge_slice(arch), 0)
+    >>> pairs = compressed_jacobian(arch, collapse(), bank, point, 1009, 4, values, gauge_slice(arch), 0, group=2)
+    >>> bool((whole == pairs).all()), whole.shape
+    (True, (12, 10, 4))
+    """
+    count = directions[1]
+    rows = compressed_rows(arch, len(bank), count)
+    group = min(group or len(bank), len(bank))
+    calls = [(compressed_jacobian_part, (arch, curve, point, bank[start:stop], start, p, truncation,
+                                         coefficient_values, directions, seed, rows, group))
+             for start, stop in input_groups(len(bank), task_inputs or group)]
+    if parts is None:  # here: refuse a group that would not fit, before its forward pass allocates anything
+        from ..limits import check_memory, compressed_jacobian_memory
+
+        estimate = compressed_jacobian_memory(arch, len(bank), group, truncation, count, rows,
+                                              _directions_per_block(directions[0]))
+        check_memory(estimate, arch=arch, estimate_for=lambda resized: _dimension_memory(resized, curve))
+        # one call over the bank: its groups summed into one array as they come
+        return compressed_jacobian_part(arch, curve, point, bank, 0, p, truncation, coefficient_values, directions,
+                                        seed, rows, group, on_inputs)
+    total = None
+    for (function, arguments), part in parts(calls):
+        if total is None:
+            total = part if part.flags.writeable else part.copy()  # Dask may hand back a read-only buffer
+        else:
+            add_mod(total, part, p)
+        del part
+        if on_inputs is not None:
+            on_inputs(len(arguments[3]))
+    return total
 
 
 # ---------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass
@@ -27,10 +28,12 @@ from ..jacobian import (
     random_real_point,
 )
 from ..model import Architecture
+from .._cluster import check_workers, is_client, scheduler_address
+from ..limits import progress_bar
 from .common import (
     DIMENSION_PRIME, MAX_TRUNCATION, _POINT, DimensionPlan, _check_arch, _check_curve, _check_estimate,
-    _check_exact_taylor, _check_seed, _compress_rows, _dimension_memory, _expected_dimension, _is_polynomial_arch,
-    _jacobian, _require_memory, _upper_bound, series_rank,
+    _check_exact_taylor, _check_seed, _expected_dimension, _is_polynomial_arch,
+    _require_dimension_memory, _upper_bound, compressed_jacobian, dimension_group, input_groups, series_rank,
 )
 
 __all__ = ["DimensionResult", "DimensionRow", "DimensionTable", "dimension_table", "function_space_dimension"]
@@ -175,7 +178,8 @@ def _numeric_estimate(arch: Architecture, upper: int, seed: int, base, dps: int)
 
 def function_space_dimension(arch: Architecture, curve: Curve | None = None, seed: int = 0,
                              estimate=None, dps: int = 30, prime: int = DIMENSION_PRIME,
-                             max_attempts: int = 4, max_memory=None) -> DimensionResult:
+                             max_attempts: int = 4, max_memory=None, scheduler=None, workers: int | None = None,
+                             inputs_per_task: int | None = None, progress: bool = False) -> DimensionResult:
     """Certified lower bound, upper bound and an estimate of the dimension of the function space.
 
     * **Lower bound** (certified): when every normalizer is a polynomial
@@ -188,6 +192,10 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
       the gauge slice (:func:`gauge_slice`) is differentiated, and rows are
       compressed by a random GF(p) combination first; if the rank falls
       short, a new point, a larger bank and a deeper truncation are tried.
+      The compressed Jacobian ``R J`` is built a group of inputs at a time
+      (``R J = sum_g R_g J_g``, with ``R_g`` drawn per input), so memory
+      holds ``R J`` and one group's Jacobian, not the bank's; the groups can
+      run on Dask workers (``scheduler``, ``workers``) with the same result.
     * **Upper bound**: the dimension of the effective parameters, minus one
       scaling per lightning layer.
     * **Estimate**, only when asked for: the numerical rank at a random real
@@ -212,7 +220,23 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
         Memory limit (e.g. ``"16G"``; default ``$SYMATTN_MAX_MEMORY`` or half the
         machine).  The first Jacobian is estimated before it is computed, and so
         is each larger one; over the limit, or with series deeper than
-        ``MAX_TRUNCATION``, a ResourceLimitError says which sizes fit.
+        ``MAX_TRUNCATION``, a ResourceLimitError says which sizes fit.  The
+        groups of inputs are as large as fit in it.
+    scheduler : str or distributed.Client, optional
+        Compute the groups' ``R_g J_g`` on Dask workers: the address of a
+        scheduler (``tcp://host:8786``) or a client; the sum and the Smith form
+        stay here.  Default: here, in this process (or a local cluster when
+        ``workers`` is given).
+    workers : int, optional
+        Worker processes of a Dask ``LocalCluster`` started for this
+        computation (when no ``scheduler`` is given).
+    inputs_per_task : int, optional
+        Bank inputs per group here, or per Dask task (default: here the most
+        that fit in memory; with Dask half of each worker's share of the bank,
+        so that a lost worker costs little, each task in groups that fit).
+        The result does not depend on it.
+    progress : bool
+        A bar over the bank's inputs (on a terminal).
 
     Returns
     -------
@@ -232,16 +256,58 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
     seed = _check_seed(seed)
     estimate = _check_estimate(estimate)
     prime = check_prime(prime)
+    workers = check_workers(workers)
+    inputs_per_task = _check_inputs_per_task(inputs_per_task)
+    distributed = _check_scheduler(scheduler, workers)
     from ..limits import memory_limit_set
 
     with memory_limit_set(max_memory):
         if not _is_polynomial_arch(arch):
             _check_exact_taylor(arch)
-        _require_memory(_dimension_memory, arch, curve, MAX_TRUNCATION)
-        return _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started)
+        _require_dimension_memory(arch, curve, distributed)
+        if not distributed:
+            return _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started,
+                                             inputs_per_task=inputs_per_task, progress=progress)
+        from .._cluster import map_as_completed, open_client
+
+        with open_client(scheduler, workers) as client:
+            spread = max(1, len(client.scheduler_info().get("workers", {})) or (workers or 1))
+            return _function_space_dimension(
+                arch, curve, seed, estimate, dps, prime, max_attempts, started, inputs_per_task=inputs_per_task,
+                progress=progress, spread=spread, where=_describe_client(scheduler, workers, spread),
+                parts=lambda calls: map_as_completed(client, calls, name="symattn-dimension"))
 
 
-def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started) -> DimensionResult:
+def _check_inputs_per_task(value) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+        raise SymattnError(f"inputs_per_task must be a positive integer (bank inputs per group), got {value!r}")
+    return None if value is None else int(value)
+
+
+def _check_scheduler(scheduler, workers) -> bool:
+    """True when the groups run on Dask (a scheduler, or a local cluster of ``workers``); checks the address."""
+    if scheduler is None:
+        return workers is not None
+    if is_client(scheduler):
+        return True
+    if not isinstance(scheduler, str) or (scheduler.strip().lower() != "local" and scheduler_address(scheduler) is None):
+        raise SymattnError(f"scheduler must be a Dask scheduler address such as tcp://127.0.0.1:8786, 'local' or a "
+                           f"distributed.Client, got {scheduler!r}")
+    return True
+
+
+def _describe_client(scheduler, workers, spread: int) -> str:
+    if is_client(scheduler):
+        if type(getattr(scheduler, "cluster", None)).__name__ == "LocalCluster":
+            return f"a Dask LocalCluster of {spread} worker process{'es' * (spread != 1)}"
+        return f"{spread} worker{'s' * (spread != 1)} of the Dask scheduler at {scheduler.scheduler.address}"
+    if scheduler is None or scheduler.strip().lower() == "local":
+        return f"a Dask LocalCluster of {workers or 1} worker process{'es' * ((workers or 1) != 1)}"
+    return f"{spread} worker{'s' * (spread != 1)} of the Dask scheduler at {scheduler_address(scheduler)}"
+
+
+def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started, inputs_per_task=None,
+                              progress=False, spread=None, where=None, parts=None) -> DimensionResult:
     prime = field_primes(arch, (prime,))[0]  # algebraic Taylor coefficients: a prime with a root of their field
     upper, upper_reason = _upper_bound(arch)
     polynomial = _is_polynomial_arch(arch)
@@ -257,6 +323,7 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
     slice_directions = gauge_slice(arch)
 
     ranks: list = []  # the rank of each run so far
+    groups: dict = {}  # the inputs per group of each run, by its step
 
     def run(step):
         # the last attempt differentiates every native parameter, in case the slice is unlucky
@@ -264,12 +331,22 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         directions = all_directions(arch) if unlucky_slice else slice_directions
         point, coefficient_values = random_point(arch, prime, seed + step.attempt)
         bank = random_bank(arch, step.bank, prime, seed + step.attempt)
+        if spread is None:  # here: one part per group
+            group = task = dimension_group(arch, step.bank, step.truncation, directions, inputs_per_task)
+        else:  # two tasks per worker, each summing its own groups: a lost worker costs little, few parts travel
+            task = inputs_per_task or max(1, math.ceil(step.bank / (2 * spread)))
+            group = min(task, dimension_group(arch, step.bank, step.truncation, directions, where="worker"))
+        groups[step] = (group, task)
         try:
-            J = _jacobian(arch, route_curve, bank, point, prime, step.truncation,
-                          coefficient_values, directions=directions)
+            with progress_bar(progress, total=step.bank, desc="dimension", unit="input") as bar:
+                compressed = compressed_jacobian(arch, None if polynomial else route_curve, bank, point, prime,
+                                                 step.truncation, coefficient_values, directions,
+                                                 seed + step.attempt, group=group, parts=parts,
+                                                 on_inputs=bar.update, task_inputs=task)
         except ZeroDivisionError:  # a column of s(A) summed to 0 mod p at this point: draw another
             return None
-        result = series_rank(_compress_rows(J, directions[1] + 2, prime, seed + step.attempt), prime)
+        result = series_rank(compressed, prime)
+        del compressed
         ranks.append(result.rank)
         return result, directions[1]
 
@@ -309,6 +386,14 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
                   "of a real Jacobian at points of the curve, a lower bound for the dimension")
     if plan.narrow:
         method += f"; a small bank and a deeper series to fit in memory ({plan.note})"
+    group, task = groups.get(used_step, (used_bank, used_bank))
+    pieces, tasks = len(input_groups(used_bank, group)), len(input_groups(used_bank, task))
+    if where is not None:
+        method += (f"; R J summed from {tasks} task{'s' * (tasks != 1)} of at most {task} inputs"
+                   + (f" (in groups of at most {group})" if group < task else "") + f", computed by {where}")
+    elif pieces > 1:
+        method += (f"; R J summed from {pieces} groups of at most {group} inputs"
+                   + ("" if inputs_per_task else ", to fit in memory"))
     method += f"; adaptive steps: {adapted.describe()}"
     if field_note(arch, (prime,)):
         method += "; " + field_note(arch, (prime,))
@@ -436,7 +521,8 @@ class DimensionTable(FormattedResult):
 
 def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens: int = 3,
                     normalizer="softmax", seed: int = 0, estimate=None, dps: int = 30,
-                    progress: bool = False, architectures=None, max_memory=None) -> DimensionTable:
+                    progress: bool = False, architectures=None, max_memory=None, scheduler=None,
+                    workers: int | None = None) -> DimensionTable:
     """HMK's Figure 3: the certified dimension for each width (default ``l = 2, t = 3, a = 2, d = 3..10``).
 
     Parameters
@@ -452,6 +538,10 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
     max_memory : int or str, optional
         Memory limit; every width is checked before the first is computed
         (see :func:`function_space_dimension`).
+    scheduler, workers
+        Compute each width's groups of inputs on Dask workers (see
+        :func:`function_space_dimension`); a local cluster of ``workers`` is
+        started once for all the widths.
 
     Examples
     --------
@@ -468,20 +558,35 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
         architectures = [Architecture.uniform(layers=layers, width=d, rank=rank, tokens=tokens,
                                               normalizer=normalizer) for d in widths]
     architectures = [_check_arch(a) for a in architectures]
-    from ..limits import memory_limit_set, progress_bar
+    workers = check_workers(workers)
+    distributed = _check_scheduler(scheduler, workers)
+    from ..limits import memory_limit_set
 
     with memory_limit_set(max_memory):
         for arch in architectures:  # the largest width last: refuse it before the first runs for minutes
             if not _is_polynomial_arch(arch):
                 _check_exact_taylor(arch)
-            _require_memory(_dimension_memory, arch, None, MAX_TRUNCATION)
-    bar = progress_bar(progress, total=len(architectures), desc="dimension", unit="width")
+            _require_dimension_memory(arch, None, distributed)
+    with contextlib.ExitStack() as stack:
+        if distributed and not is_client(scheduler):  # one local cluster or connection for every width
+            from .._cluster import open_client
+
+            scheduler = stack.enter_context(open_client(scheduler, workers))
+        return _dimension_rows(architectures, seed, estimate, dps, progress, max_memory, scheduler, started)
+
+
+def _dimension_rows(architectures, seed, estimate, dps, progress, max_memory, scheduler, started) -> DimensionTable:
+    from ..limits import memory_limit_set
+
+    bar = progress_bar(progress and len(architectures) > 1, total=len(architectures), desc="dimension",
+                       unit="width")
     rows, results, exact_seconds = [], [], 0.0
     try:
         for arch in architectures:
             bar.set_postfix_str(f"d = {arch.widths[0]}")
             with memory_limit_set(max_memory):
-                result = function_space_dimension(arch, seed=seed, estimate=None)
+                result = function_space_dimension(arch, seed=seed, estimate=None, scheduler=scheduler,
+                                                  progress=progress)
             exact_seconds += result.seconds
             if estimate is not None:
                 value, method, gap = _numeric_estimate(arch, result.upper, seed, estimate, dps)

@@ -56,6 +56,7 @@ STREAMS = {
     "bank": 7919,              # random_bank: inputs mod p
     "rows": 3571,              # compress_rows of the decay spectrum
     "dimension rows": 31337,   # compress_rows of the dimension and fiber ranks (salted by the row count)
+    "input rows": 8191,        # the dimension's row compression, one block per bank input (salted by its index)
     "small point": 6007,       # small_integer_point: sign-flip checks
     "real point": 271828,      # random_real_point of the numerical sensitivity
     "estimate point": 2718,    # random_real_point of the numerical dimension estimate
@@ -78,7 +79,7 @@ def generator(seed: int, stream: str, *salt: int) -> np.random.Generator:
     >>> generator(0, "dice")
     Traceback (most recent call last):
     ...
-    symattn.errors.SymattnError: unknown random stream 'dice'; streams are point, bank, rows, dimension rows, small point, real point, estimate point, value rank, near set
+    symattn.errors.SymattnError: unknown random stream 'dice'; streams are point, bank, rows, dimension rows, input rows, small point, real point, estimate point, value rank, near set
     """
     if stream not in STREAMS:
         raise SymattnError(f"unknown random stream {stream!r}; streams are {', '.join(STREAMS)}")

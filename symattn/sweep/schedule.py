@@ -25,11 +25,11 @@ Examples
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from typing import Callable
 
+from .._cluster import check_workers, open_client, scheduler_address
 from ..errors import SymattnError
 from .runner import (
     CRASHED, ERROR, LOCAL_ENVIRONMENT_VARIABLE, LOST, MEMORY_ENVIRONMENT_VARIABLE, TaskRunner, run_in_process,
@@ -63,11 +63,9 @@ def resolve_scheduler(scheduler: str | None) -> str:
     text = scheduler.strip()
     if text.lower() in (LOCAL, SEQUENTIAL, SYNCHRONOUS):
         return text.lower()
-    if "://" in text:
-        return text
-    host, _, port = text.rpartition(":")
-    if host and port.isdigit():
-        return f"tcp://{text}"
+    address = scheduler_address(text)
+    if address is not None:
+        return address
     raise SymattnError(f"unknown scheduler {scheduler!r}: give local, sequential, synchronous or a Dask "
                        "scheduler address such as tcp://127.0.0.1:8786")
 
@@ -98,8 +96,7 @@ def local_workers(workers: int | None, tasks: int) -> int:
     (1, 1)
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise SymattnError(f"workers must be a positive integer, got {workers!r}")
+    check_workers(workers)
     return max(1, min(cores, workers or cores, tasks))
 
 
@@ -119,49 +116,30 @@ def _lost(task: dict, err: BaseException) -> dict:
 
 
 def _run_on_dask(tasks, scheduler, workers, timeout, memory_limit, on_outcome, on_start):
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import as_completed
 
-    cluster = None
-    quiet_logs = logging.getLogger("distributed").level
-    try:
-        if scheduler == LOCAL:
-            logging.getLogger("distributed").setLevel(logging.ERROR)
-            # each worker starts its task process as it starts (the preload), so their imports overlap
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0", silence_logs=logging.ERROR,
-                                   preload=["symattn.sweep.runner"],
-                                   env={MEMORY_ENVIRONMENT_VARIABLE: str(memory_limit or 0),
-                                        LOCAL_ENVIRONMENT_VARIABLE: "1"})
-            client = Client(cluster)
-        else:
-            try:
-                client = Client(scheduler, timeout="30s")
-            except OSError as err:
-                raise SymattnError(f"cannot reach the Dask scheduler at {scheduler}: {' '.join(str(err).split())}") \
-                    from None
-        with client:
-            services = client.scheduler_info().get("services", {})
-            on_start(client.dashboard_link if "dashboard" in services else None)
-            futures = {}
-            for index, task in enumerate(tasks):  # started in the order given (the largest first)
-                future = client.submit(run_on_worker, task, timeout, memory_limit, pure=False,
-                                       key=f"symattn-sweep-{task['key']}", priority=len(tasks) - index)
-                futures[future] = task
-            try:
-                for future in as_completed(list(futures)):
-                    task = futures[future]
-                    try:
-                        outcome = future.result()
-                    except Exception as err:  # the task's worker died too often, or could not run it
-                        outcome = _lost(task, err)
-                    on_outcome(task, outcome)
-            except BaseException:
-                client.cancel(list(futures), force=True)
-                raise
-    finally:
-        if cluster is not None:
-            cluster.close()
-        logging.getLogger("distributed").setLevel(quiet_logs)
+    # each local worker starts its task process as it starts (the preload), so their imports overlap
+    local = dict(preload=["symattn.sweep.runner"],
+                 env={MEMORY_ENVIRONMENT_VARIABLE: str(memory_limit or 0), LOCAL_ENVIRONMENT_VARIABLE: "1"})
+    with open_client(None if scheduler == LOCAL else scheduler, workers, **local) as client:
+        services = client.scheduler_info().get("services", {})
+        on_start(client.dashboard_link if "dashboard" in services else None)
+        futures = {}
+        for index, task in enumerate(tasks):  # started in the order given (the largest first)
+            future = client.submit(run_on_worker, task, timeout, memory_limit, pure=False,
+                                   key=f"symattn-sweep-{task['key']}", priority=len(tasks) - index)
+            futures[future] = task
+        try:
+            for future in as_completed(list(futures), loop=client.loop):
+                task = futures[future]
+                try:
+                    outcome = future.result()
+                except Exception as err:  # the task's worker died too often, or could not run it
+                    outcome = _lost(task, err)
+                on_outcome(task, outcome)
+        except BaseException:
+            client.cancel(list(futures), force=True)
+            raise
 
 
 def run_tasks(tasks: list[dict], scheduler: str, workers: int | None, timeout: float | None,

@@ -57,3 +57,33 @@ def best_of(function, repeats: int) -> tuple[float, object]:
         result = function()
         best = min(best, time.perf_counter() - start)
     return best, result
+
+
+_MEASURE = """
+import json, resource, sys, time
+sys.path.insert(0, {folder!r})
+{setup}
+started = time.perf_counter()
+{body}
+seconds = time.perf_counter() - started
+try:  # the high-water mark of this process's own memory (ru_maxrss also counts the forking parent's)
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) * 1024
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+print(json.dumps({{"seconds": seconds, "peak_bytes": peak, "result": result}}))
+"""
+
+
+def measure_in_a_process(setup: str, body: str, environment: dict | None = None,
+                         timeout: float = 1800) -> dict:
+    """Run ``setup`` (imports, not timed), then ``body`` (timed; it sets ``result``) in a fresh interpreter.
+
+    Returns its seconds, its peak resident memory and its result.  ``environment``: variables
+    added to the child's environment.
+    """
+    code = _MEASURE.format(folder=str(HERE), setup=setup, body=body)
+    env = None if environment is None else {**os.environ, **environment}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])

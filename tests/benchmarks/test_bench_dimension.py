@@ -35,12 +35,7 @@ Run with ``python -m pytest -q -s tests/benchmarks/test_bench_dimension.py``.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -49,6 +44,8 @@ from symattn.algebra.domains import Domain
 from symattn.identify import dimension_table, hmk_dimension
 from symattn.model import Architecture, Parameters, forward
 from symattn.numeric import numeric_jacobian
+
+from harness import measure_in_a_process as _measure_in_a_process
 
 pytestmark = pytest.mark.benchmark
 
@@ -176,21 +173,6 @@ DIMENSION_COMMAND = ["dimension", "--layers", str(LAYERS), "--tokens", str(TOKEN
 #: (reported, not asserted: see the module docstring).
 TARGET_RATIO = 0.25
 
-_MEASURE = """
-import json, resource, sys, time
-sys.path.insert(0, {folder!r})
-{setup}
-started = time.perf_counter()
-{body}
-seconds = time.perf_counter() - started
-try:  # the high-water mark of this process's own memory (ru_maxrss also counts the forking parent's)
-    with open("/proc/self/status") as status:
-        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) * 1024
-except (OSError, StopIteration):
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-print(json.dumps({{"seconds": seconds, "peak_bytes": peak, "result": result}}))
-"""
-
 _CLI_SETUP = """
 import contextlib, io
 from symattn.cli import main
@@ -211,19 +193,6 @@ from test_bench_dimension import float64_table
 _FLOAT64_BODY = """
 result = float64_table()
 """
-
-
-def _measure_in_a_process(setup: str, body: str, environment: dict | None = None) -> dict:
-    """Run ``setup`` (imports, not timed), then ``body`` (timed; it sets ``result``) in a fresh interpreter.
-
-    Returns its seconds, its peak resident memory and its result.  ``environment``: variables
-    added to the child's environment.
-    """
-    code = _MEASURE.format(folder=str(Path(__file__).resolve().parent), setup=setup, body=body)
-    env = None if environment is None else {**os.environ, **environment}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=1800, env=env)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 #: Runs of each side, interleaved; the fastest of each counts (other load on the machine only slows a run down).

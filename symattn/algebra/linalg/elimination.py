@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ShapeError
 from .limbs import matmul_mod
 from .series import series_matmul
 
-__all__ = ["EchelonBasis", "compress_rows", "inverse_mod_p", "modular_inverse", "pivots", "rank_mod_p",
+__all__ = ["EchelonBasis", "add_mod", "compress_row_blocks", "compress_rows", "inverse_mod_p", "modular_inverse", "pivots", "rank_mod_p",
            "series_matrix_inverse"]
 
 def modular_inverse(a: np.ndarray, p: int) -> np.ndarray:
@@ -204,6 +205,83 @@ def compress_rows(M: np.ndarray, rows: int, p: int, rng: np.random.Generator) ->
     R = rng.integers(0, p, size=(rows, M.shape[0]))
     flat = matmul_mod(R, M.reshape(M.shape[0], -1), p)
     return flat.reshape(rows, *M.shape[1:])
+
+
+def compress_row_blocks(M: np.ndarray, rows: int, p: int, generators, out: np.ndarray | None = None) -> np.ndarray:
+    """``sum_b R_b M_b`` mod ``p``: ``M``'s rows in consecutive blocks of one height, each combined by its own ``R_b``.
+
+    ``R_b`` is drawn as ``generators[b].integers(0, p, size=(rows, height))``,
+    so the row compression of a matrix stacked from pieces (the Jacobians of
+    groups of inputs) is the sum of the pieces' compressions whatever the
+    grouping: with one generator per input, keyed by the input, ``R M`` is the
+    same computed at once or group by group (:func:`add_mod` sums them).  The
+    rows are always compressed, also when ``M`` has fewer than ``rows``.
+
+    Parameters
+    ----------
+    M : int array ``(blocks * height, ...)``
+        Further axes (series coefficients) ride along.
+    rows : int
+        Rows of the result.
+    p : int
+        A prime below ``2**28``.
+    generators : sequence of numpy.random.Generator
+        One per block, in the order of the blocks.
+    out : int64 array ``(rows, ...)`` of residues, optional
+        Add ``R M`` to it (in place, mod ``p``) instead of returning a new array.
+
+    Returns
+    -------
+    int64 array ``(rows, ...)`` of residues (``out`` when given).
+
+    Examples
+    --------
+    >>> M = np.arange(24).reshape(4, 3, 2)            # two blocks of two rows
+    >>> whole = compress_row_blocks(M, 5, 101, [np.random.default_rng(b) for b in (0, 1)])
+    >>> first = compress_row_blocks(M[:2], 5, 101, [np.random.default_rng(0)])
+    >>> second = compress_row_blocks(M[2:], 5, 101, [np.random.default_rng(1)])
+    >>> bool((add_mod(first, second, 101) == whole).all()), whole.shape
+    (True, (5, 3, 2))
+    >>> total = compress_row_blocks(M[:2], 5, 101, [np.random.default_rng(0)])
+    >>> bool((compress_row_blocks(M[2:], 5, 101, [np.random.default_rng(1)], out=total) == whole).all())
+    True
+    """
+    generators = list(generators)
+    if not generators or M.shape[0] % len(generators):
+        raise ShapeError(f"{M.shape[0]} rows do not split into {len(generators)} blocks of one height; give one "
+                         "generator per block of rows")
+    height = M.shape[0] // len(generators)
+    R = np.concatenate([rng.integers(0, p, size=(rows, height)) for rng in generators], axis=1)
+    flat = M.reshape(M.shape[0], -1)
+    total = None if out is None else out.reshape(rows, flat.shape[1])  # a view: out itself is updated
+    support = np.flatnonzero(flat.any(axis=0))
+    if len(support) > 0.9 * flat.shape[1]:  # (nearly) every column: one product, no gather
+        product = matmul_mod(R, flat, p)
+        if total is None:
+            return product.reshape(rows, *M.shape[1:])
+        add_mod(total, product, p)
+        return out
+    # only the columns (series coefficients) that are nonzero somewhere: a Jacobian series along a curve
+    # has about half of them zero (width 32, rank 8, 8 tokens: its compression 16.5 s -> 9 s)
+    if total is None:
+        out = np.zeros((rows, *M.shape[1:]), dtype=np.int64)
+        total = out.reshape(rows, flat.shape[1])
+    if len(support):
+        total[:, support] = (total[:, support] + matmul_mod(R, flat[:, support], p)) % p
+    return out
+
+
+def add_mod(total: np.ndarray, part: np.ndarray, p: int) -> np.ndarray:
+    """``total + part`` mod ``p``, in place in ``total`` (int64 residues); returns ``total``.
+
+    Examples
+    --------
+    >>> add_mod(np.array([3, 4]), np.array([4, 4]), 7).tolist()
+    [0, 1]
+    """
+    np.add(total, part, out=total)
+    np.remainder(total, p, out=total)
+    return total
 
 
 class EchelonBasis:
