@@ -1,0 +1,132 @@
+"""The fields of a spectrum certificate, and what its check proves.
+
+A spectrum certificate (kind ``"spectrum"``) claims exponents
+``e_1 <= ... <= e_r`` (as ``{e: multiplicity}``) for the native Jacobian
+``J(eps)`` of an architecture along a curve, on a bank, at an integer point:
+the derivatives of the outputs in the native parameters (every entry of every
+``Q, K, V``) at ``theta_eps``.  Its witness is ``r`` rows and ``r`` columns of
+``J(eps)``; :func:`symattn.verifier.verify` recomputes that minor ``M(eps)``
+with its own forward pass (the tangent of a native parameter ``W = eps^m B``
+is ``1``, not ``eps^m``) and requires its pivot valuations under
+least-valuation full pivoting to be exactly the claimed ones.
+
+What that proves.  The entries of ``M`` are power series over ``Z_(p)``
+(rationals with denominators prime to ``p``: the checker refuses Taylor
+coefficients with ``p`` in a denominator and column sums of ``s(A)`` that
+vanish mod ``p``), known exactly mod ``(p, eps^N)``; every pivot valuation is
+below ``N``, so ``e_1, ..., e_r`` are the Smith valuations of ``M`` over
+``GF(p)[[eps]]``.
+
+1. Over ``GF(p)[[eps]]``, the invariant factors of a submatrix are multiples
+   of those of the whole matrix, one by one (interlacing): the bank's
+   Jacobian reduced mod ``p`` has rank ``>= r`` and its ``j``-th smallest
+   Smith valuation is at most ``e_j``.
+2. Over ``Q`` (the real network): a ``k x k`` minor whose reduction mod ``p``
+   has valuation ``v`` has valuation at most ``v`` over ``Q`` (its coefficient
+   of ``eps^v`` is not divisible by ``p``, hence not 0).  So the ``k``-th
+   determinantal divisor of the bank's real Jacobian, the sum of its ``k``
+   smallest Smith valuations, is at most ``e_1 + ... + e_k`` for each
+   ``k <= r``: the product of its ``k`` largest singular values is at least
+   ``c eps^(e_1 + ... + e_k)`` (``c > 0``) for small ``eps``.  In particular its
+   rank at small ``eps != 0`` is ``>= r`` and its smallest exponent is at most
+   ``e_1``.
+
+Both are upper bounds on exponents and lower bounds on the rank; a larger
+bank adds rows and keeps them.  Not proved: that the exponents are exactly
+these or that none is smaller, the kernel dimension, that the bank separates,
+and over ``Q`` the bound on each exponent one by one: the minor
+``[[eps, p], [0, eps]]`` has Smith valuations ``{1: 2}`` mod ``p`` but
+``{0: 1, 2: 1}`` over ``Q``.
+
+This module imports nothing but the standard library and its own package:
+it is part of the independent checker.
+
+Examples
+--------
+>>> spectrum_claim(7, {0: 4, 1: 3}, 101)
+'along its curve, the native Jacobian of this architecture on its bank has rank at least 7, and its decay exponents over GF(101)[[eps]], in increasing order, are at most {0: 4, 1: 3}'
+"""
+
+from __future__ import annotations
+
+from .check import Disagreement, _field, _integer, _short
+
+__all__ = ["read_exponents", "spectrum_claim", "conclusion"]
+
+
+def spectrum_claim(rank: int, exponents: dict, p: int) -> str:
+    """The sentence a spectrum certificate must claim, written here from the checker's own reading.
+
+    Examples
+    --------
+    >>> spectrum_claim(2, {1: 1, 0: 1}, 7)[-50:]
+    'over GF(7)[[eps]], in increasing order, are at most {0: 1, 1: 1}'
+    """
+    histogram = "{" + ", ".join(f"{e}: {m}" for e, m in sorted(exponents.items())) + "}"
+    return (f"along its curve, the native Jacobian of this architecture on its bank has rank at least {rank}, "
+            f"and its decay exponents over GF({p})[[eps]], in increasing order, are at most {histogram}")
+
+
+def read_exponents(document: dict, rank: int, valuations: list, checked: list) -> dict:
+    """The claimed ``{exponent: multiplicity}``: integers, adding up to ``rank``, the witness's valuations.
+
+    Also requires ``coordinates`` to be ``"native"``: the spectrum is that of
+    the native Jacobian.
+
+    Examples
+    --------
+    >>> read_exponents({"coordinates": "native", "exponents": {"0": 2, "3": 1}}, 3, [0, 3, 0], [])
+    {0: 2, 3: 1}
+    >>> read_exponents({"coordinates": "native", "exponents": {"0": 2, "3": 1}}, 3, [0, 3, 3], [])
+    Traceback (most recent call last):
+    ...
+    symattn.verifier.check.Disagreement: exponents {0: 2, 3: 1} are not the witness's pivot valuations {0: 1, 3: 2}
+    """
+    coordinates = _field(document, "coordinates")
+    if coordinates != "native":
+        raise Disagreement(f"coordinates must be 'native' (a spectrum is that of the native Jacobian), got "
+                           f"{_short(coordinates)}")
+    given = _field(document, "exponents")
+    if not isinstance(given, dict):
+        raise Disagreement(f"exponents must be an object {{exponent: multiplicity}}, got {_short(given)}")
+    exponents = {}
+    for key, multiplicity in given.items():
+        if not (isinstance(key, str) and key.isdigit() and key.isascii() and len(key) <= 9):
+            raise Disagreement(f"exponents: the key {_short(key)} is not an exponent (digits: '0', '1', '5', ...)")
+        exponents[int(key)] = _integer(multiplicity, f"exponents[{key!r}]", 1, 10 ** 9)
+    exponents = dict(sorted(exponents.items()))
+    if sum(exponents.values()) != rank:
+        raise Disagreement(f"the multiplicities of exponents {_text(exponents)} add up to "
+                           f"{sum(exponents.values())}, not to the rank {rank}")
+    witness: dict = {}
+    for v in sorted(valuations):
+        witness[v] = witness.get(v, 0) + 1
+    if witness != exponents:
+        raise Disagreement(f"exponents {_text(exponents)} are not the witness's pivot valuations {_text(witness)}")
+    checked.append(f"claimed exponents {_text(exponents)} in the native parameters: the witness's valuations, "
+                   f"rank {rank}")
+    return exponents
+
+
+def conclusion(rank: int, found: list, p: int, N: int) -> str:
+    """What the agreement proves, in the report's words.
+
+    Examples
+    --------
+    >>> conclusion(2, [0, 1], 7, 2)[:60]
+    'the claimed pivot valuations agree, all below eps^2: over GF'
+    """
+    found = sorted(found)
+    sums = []
+    total = 0
+    for v in found:
+        total += v
+        sums.append(total)
+    return (f"the claimed pivot valuations agree, all below eps^{N}: over GF({p})[[eps]] the bank's native Jacobian "
+            f"has rank >= {rank} and its j-th smallest Smith valuation is at most e_j = {found[:8]}"
+            f"{'...' if len(found) > 8 else ''}; over Q its rank near eps = 0 on the curve is >= {rank} and the sum "
+            f"of its k smallest exponents is at most e_1 + ... + e_k = {sums[:8]}{'...' if len(sums) > 8 else ''}")
+
+
+def _text(histogram: dict) -> str:
+    return "{" + ", ".join(f"{e}: {m}" for e, m in histogram.items()) + "}"
