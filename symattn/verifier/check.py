@@ -21,8 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from .arithmetic import widen
+from .disagreement import Disagreement
 from .network import ScoresDoNotVanish, forward
 from .pivots import pivot_valuations
+from .spectrum import conclusion, read_exponents, spectrum_claim
 
 __all__ = ["SCHEMA", "VERSION", "KINDS", "CertificateError", "Disagreement", "VerificationReport", "verify",
            "parameter_names", "known_taylor"]
@@ -50,16 +52,6 @@ class CertificateError(ValueError):
     Traceback (most recent call last):
     ...
     symattn.verifier.check.CertificateError: the certificate is not JSON: Expecting property name enclosed in double quotes at line 1, column 2
-    """
-
-
-class Disagreement(Exception):
-    """The first field or claim that does not check; its message says which and why.
-
-    Examples
-    --------
-    >>> str(Disagreement("prime 91 is not a prime"))
-    'prime 91 is not a prime'
     """
 
 
@@ -171,7 +163,7 @@ def rational(text, what: str) -> Fraction:
     >>> rational("1e3", "c_1")
     Traceback (most recent call last):
     ...
-    symattn.verifier.check.Disagreement: c_1 must be a rational written "p/q" or "p" with digits only, got '1e3'
+    symattn.verifier.disagreement.Disagreement: c_1 must be a rational written "p/q" or "p" with digits only, got '1e3'
     """
     if not isinstance(text, str) or len(text) > MAX_RATIONAL_DIGITS or not _RATIONAL.fullmatch(text):
         raise Disagreement(f'{what} must be a rational written "p/q" or "p" with digits only, got {_short(text)}')
@@ -566,8 +558,6 @@ def verify(source) -> VerificationReport:
         _read_point_and_bank(document, cert, checked)
         _read_witness(document, cert, checked)
         if kind == "spectrum":
-            from .spectrum import read_exponents, spectrum_claim
-
             exponents = read_exponents(document, cert.rank, cert.valuations, checked)
             claim = spectrum_claim(cert.rank, exponents, cert.prime)
         else:
@@ -593,8 +583,6 @@ def verify(source) -> VerificationReport:
             raise Disagreement(f"the pivot valuations of the witness minor are {_histogram(found)}, the certificate "
                                f"claims {_histogram(cert.valuations)}")
         if kind == "spectrum":
-            from .spectrum import conclusion
-
             checked.append(conclusion(cert.rank, found, cert.prime, cert.truncation))
         else:
             checked.append(f"the claimed pivot valuations agree; {cert.rank} pivots below eps^{cert.truncation}: "

@@ -49,7 +49,9 @@ Examples
 
 from __future__ import annotations
 
-from .check import Disagreement, _field, _integer, _short
+import json
+
+from .disagreement import Disagreement
 
 __all__ = ["read_exponents", "spectrum_claim", "conclusion"]
 
@@ -59,7 +61,7 @@ def spectrum_claim(rank: int, exponents: dict, p: int) -> str:
 
     Examples
     --------
-    >>> spectrum_claim(2, {1: 1, 0: 1}, 7)[-50:]
+    >>> spectrum_claim(2, {1: 1, 0: 1}, 7)[-64:]
     'over GF(7)[[eps]], in increasing order, are at most {0: 1, 1: 1}'
     """
     histogram = "{" + ", ".join(f"{e}: {m}" for e, m in sorted(exponents.items())) + "}"
@@ -80,20 +82,26 @@ def read_exponents(document: dict, rank: int, valuations: list, checked: list) -
     >>> read_exponents({"coordinates": "native", "exponents": {"0": 2, "3": 1}}, 3, [0, 3, 3], [])
     Traceback (most recent call last):
     ...
-    symattn.verifier.check.Disagreement: exponents {0: 2, 3: 1} are not the witness's pivot valuations {0: 1, 3: 2}
+    symattn.verifier.disagreement.Disagreement: exponents {0: 2, 3: 1} are not the witness's pivot valuations {0: 1, 3: 2}
     """
-    coordinates = _field(document, "coordinates")
+    for name in ("coordinates", "exponents"):
+        if name not in document:
+            raise Disagreement(f"the certificate has no field {name!r}")
+    coordinates = document["coordinates"]
     if coordinates != "native":
         raise Disagreement(f"coordinates must be 'native' (a spectrum is that of the native Jacobian), got "
                            f"{_short(coordinates)}")
-    given = _field(document, "exponents")
+    given = document["exponents"]
     if not isinstance(given, dict):
         raise Disagreement(f"exponents must be an object {{exponent: multiplicity}}, got {_short(given)}")
     exponents = {}
     for key, multiplicity in given.items():
         if not (isinstance(key, str) and key.isdigit() and key.isascii() and len(key) <= 9):
             raise Disagreement(f"exponents: the key {_short(key)} is not an exponent (digits: '0', '1', '5', ...)")
-        exponents[int(key)] = _integer(multiplicity, f"exponents[{key!r}]", 1, 10 ** 9)
+        if isinstance(multiplicity, bool) or not isinstance(multiplicity, int) or not 1 <= multiplicity <= rank:
+            raise Disagreement(f"exponents[{key!r}] must be a multiplicity, an integer in 1 .. {rank} (the rank), "
+                               f"got {_short(multiplicity)}")
+        exponents[int(key)] = multiplicity
     exponents = dict(sorted(exponents.items()))
     if sum(exponents.values()) != rank:
         raise Disagreement(f"the multiplicities of exponents {_text(exponents)} add up to "
@@ -126,6 +134,11 @@ def conclusion(rank: int, found: list, p: int, N: int) -> str:
             f"has rank >= {rank} and its j-th smallest Smith valuation is at most e_j = {found[:8]}"
             f"{'...' if len(found) > 8 else ''}; over Q its rank near eps = 0 on the curve is >= {rank} and the sum "
             f"of its k smallest exponents is at most e_1 + ... + e_k = {sums[:8]}{'...' if len(sums) > 8 else ''}")
+
+
+def _short(value, limit: int = 60) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _text(histogram: dict) -> str:
