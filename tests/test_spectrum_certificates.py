@@ -199,6 +199,27 @@ def test_mod_p_valuations_bound_partial_sums_over_q_not_each_exponent():
     assert "e_1 + ... + e_k" in certificate["proves"]
 
 
+# -- the checker's normalizer: baby and giant steps against the plain sum --------------------------------
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_polynomials_of_series_is_the_plain_sum(data):
+    from symattn.verifier.arithmetic import convolve
+    from symattn.verifier.network import polynomials_of_series
+
+    p = data.draw(st.sampled_from([2, 7, 101, 268435399]))
+    N = data.draw(st.integers(1, 12))
+    a = np.array(data.draw(st.lists(st.integers(0, p - 1), min_size=N, max_size=N)), dtype=np.int64)
+    lists = data.draw(st.lists(st.lists(st.integers(0, p - 1), min_size=1, max_size=30), min_size=1, max_size=3))
+    expected = []
+    for coefficients in lists:
+        total, power = np.zeros(N, dtype=np.int64), np.eye(1, N, dtype=np.int64)[0]
+        for c in coefficients:
+            total = (total + c * power) % p
+            power = convolve(power, a, p)
+        expected.append(total.tolist())
+    assert [r.tolist() for r in polynomials_of_series(lists, a, p)] == expected
+
+
 # -- tampering ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def base_certificate():
