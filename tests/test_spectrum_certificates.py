@@ -79,8 +79,26 @@ def test_round_trip_verifies_the_spectrum(name):
     assert certificate["claim"] == report.claim == spectrum_claim(rank, spectrum, result.primes[0])
     assert certificate["truncation"] == 1 + max(spectrum)
     assert certificate["coordinates"] == "native" and certificate["kind"] == "spectrum"
+    # the stronger check: the gauge orbit's tangents and the witness's rank add up to #params, so the
+    # kernel is decided, and it is the engine's (except lightning's scalings, which are not gauge)
+    assert report.kernel == (None if name == "lightning, 2 layers" else result.kernel)
     # through JSON text, as a file would carry it
     assert verify(json.dumps(certificate)).verified
+
+
+def test_the_gauge_kernel_check_decides_or_says_it_does_not():
+    report = verify(spectrum_certificate(Architecture.uniform(layers=2, width=2, rank=1)))
+    assert report.kernel == 6
+    assert report.checked[-1] == (
+        "stronger check (gauge kernel): the gauge orbit's tangents at the point have 6 pivots below eps^6, so the "
+        "network's Jacobian along the curve has rank <= 16 - 6 = 10; with rank >= 10 from the witness, the rank of "
+        "the bank's Jacobian and of the network's is exactly 10 and the kernel is exactly the gauge orbit's tangent "
+        "space, of dimension 6")
+    one_token = verify(spectrum_certificate(Architecture.uniform(layers=2, width=2, rank=1, tokens=1)))
+    assert one_token.verified and one_token.kernel is None
+    assert one_token.checked[-1].endswith("rank <= 16 - 4 = 12; the witness proves rank >= 4: not decided (the 8 "
+                                          "directions between are neither in the witness nor gauge)")
+    assert one_token.to_json()["kernel"] is None and report.to_json()["kernel"] == 6
 
 
 def test_the_plain_network_exact_values():

@@ -24,7 +24,7 @@ from .arithmetic import widen
 from .disagreement import Disagreement
 from .network import ScoresDoNotVanish, forward
 from .pivots import pivot_valuations
-from .spectrum import conclusion, read_exponents, spectrum_claim
+from .spectrum import conclusion, gauge_conclusion, gauge_tangents, read_exponents, spectrum_claim
 
 __all__ = ["SCHEMA", "VERSION", "KINDS", "CertificateError", "Disagreement", "VerificationReport", "verify",
            "parameter_names", "known_taylor"]
@@ -73,6 +73,10 @@ class VerificationReport:
     valuations : tuple of int
         The recomputed pivot valuations of the witness minor.
     seconds : float
+    kernel : int or None
+        A spectrum certificate's stronger check: the kernel dimension, when the
+        gauge orbit's tangents and the witness's rank add up to the number of
+        parameters (then the rank is exactly ``rank``); ``None`` when not decided.
 
     Examples
     --------
@@ -90,11 +94,12 @@ class VerificationReport:
     rank: int | None = None
     valuations: tuple = ()
     seconds: float = 0.0
+    kernel: int | None = None
 
     def to_json(self) -> dict:
         return {"verified": self.verified, "claim": self.claim, "checked": list(self.checked),
                 "problem": self.problem, "rank": self.rank, "valuations": list(self.valuations),
-                "seconds": round(self.seconds, 4)}
+                "seconds": round(self.seconds, 4), "kernel": self.kernel}
 
     def __str__(self) -> str:
         if self.verified:
@@ -516,7 +521,9 @@ def verify(source) -> VerificationReport:
       dimension ``>= r``.
     * A spectrum certificate (kind ``"spectrum"``): the minor is in the native
       parameters, and its pivot valuations must be the claimed exponents;
-      what that proves is in :mod:`symattn.verifier.spectrum`.
+      what that proves is in :mod:`symattn.verifier.spectrum`.  A stronger
+      check, reported apart and never failing the certificate, compares the
+      rank with the gauge orbit's tangents: ``kernel`` when they decide it.
 
     Returns
     -------
@@ -582,8 +589,11 @@ def verify(source) -> VerificationReport:
         if sorted(found) != sorted(cert.valuations):
             raise Disagreement(f"the pivot valuations of the witness minor are {_histogram(found)}, the certificate "
                                f"claims {_histogram(cert.valuations)}")
+        kernel = None
         if kind == "spectrum":
             checked.append(conclusion(cert.rank, found, cert.prime, cert.truncation))
+            kernel, words = _gauge_check(cert)
+            checked.append(words)
         else:
             checked.append(f"the claimed pivot valuations agree; {cert.rank} pivots below eps^{cert.truncation}: "
                            f"the minor is nonzero over Q[[eps]], so the rank of the real Jacobian near eps = 0 on "
@@ -591,7 +601,21 @@ def verify(source) -> VerificationReport:
     except Disagreement as err:
         return VerificationReport(False, claim, tuple(checked), str(err), seconds=time.perf_counter() - started)
     return VerificationReport(True, claim, tuple(checked), None, len(found), tuple(found),
-                              time.perf_counter() - started)
+                              time.perf_counter() - started, kernel)
+
+
+def _gauge_check(cert: _Certificate) -> tuple:
+    """The stronger check of a spectrum certificate (:mod:`symattn.verifier.spectrum`): ``(kernel or None, words)``."""
+    blocks = _blocks(cert.widths, cert.score_ranks, cert.heads)
+    layers, n = [], 0
+    for i in range(1, len(cert.widths)):
+        layers.append([tuple(name for name, _ in blocks[n + 3 * h:n + 3 * h + 3]) for h in range(cert.heads[i - 1])])
+        n += 3 * cert.heads[i - 1]
+    tangents = gauge_tangents(layers, dict(blocks), [name for name, _ in blocks], cert.point, cert.powers,
+                              cert.residual, cert.truncation, cert.prime)
+    gauge_rank = len(pivot_valuations(tangents, cert.prime)) if len(tangents) else 0
+    parameters = sum(rows * cols for _, (rows, cols) in blocks)
+    return gauge_conclusion(cert.rank, parameters, gauge_rank, cert.truncation)
 
 
 def _histogram(values) -> str:

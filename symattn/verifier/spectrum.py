@@ -38,8 +38,21 @@ and over ``Q`` the bound on each exponent one by one: the minor
 ``[[eps, p], [0, eps]]`` has Smith valuations ``{1: 2}`` mod ``p`` but
 ``{0: 1, 2: 1}`` over ``Q``.
 
-This module imports nothing but the standard library and its own package:
-it is part of the independent checker.
+A stronger check, labelled as such and never part of the claim: the gauge
+group (``Q_h -> G Q_h, K_h -> G^-T K_h`` per head, and ``V_i -> H V_i`` with
+the next layer's ``Q, K, V -> (.) H^-1`` per hidden width, without a residual
+stream) leaves the network's function unchanged (MATH.md section 2), so the
+tangents of its orbit at ``theta_eps`` lie in the kernel of the network's
+Jacobian for every input.  :func:`gauge_tangents` writes them down at the
+certificate's point; ``g`` pivots of their matrix below ``eps^N`` mod ``p``
+prove its rank ``>= g`` over ``Q((eps))``, hence the network's Jacobian has
+rank ``<= #params - g`` along the curve.  When ``r + g = #params`` the rank
+is exactly ``r``, for the bank and for the network, and the kernel is exactly
+the gauge orbit's tangent space; otherwise (a residual stream, lightning
+attention's scalings, one token) the check says it is not decided.
+
+This module imports nothing but the standard library, numpy and its own
+package: it is part of the independent checker.
 
 Examples
 --------
@@ -51,9 +64,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from .disagreement import Disagreement
 
-__all__ = ["read_exponents", "spectrum_claim", "conclusion"]
+__all__ = ["read_exponents", "spectrum_claim", "conclusion", "gauge_tangents", "gauge_conclusion"]
 
 
 def spectrum_claim(rank: int, exponents: dict, p: int) -> str:
@@ -143,3 +158,88 @@ def _short(value, limit: int = 60) -> str:
 
 def _text(histogram: dict) -> str:
     return "{" + ", ".join(f"{e}: {m}" for e, m in histogram.items()) + "}"
+
+
+def gauge_tangents(layers: list, shapes: dict, order: list, point: dict, powers: dict, residual: bool,
+                   N: int, p: int) -> np.ndarray:
+    """The gauge orbit's tangents at ``theta_eps`` as series: ``(generators, #params, N)`` residues.
+
+    ``layers[i]`` lists the ``(Q, K, V)`` block names of the heads of layer
+    ``i + 1``; ``shapes`` maps a block to ``(rows, cols)``; ``order`` is the
+    parameter order (blocks, each row-major); ``point`` the integer point and
+    ``powers`` the curve's power of ``eps`` on each block.  One generator per
+    ``E = e_r e_c^T``: in a head's ``gl(a)``, ``dQ = E Q`` and
+    ``dK = -E^T K``; in a hidden width's ``gl(d_i)`` (no residual stream),
+    ``dV_i = E V_i`` for each head of layer ``i`` and ``dW = -W E`` for each
+    ``Q, K, V`` of layer ``i + 1``.
+
+    Examples
+    --------
+    >>> shapes = {"Q_1": (1, 1), "K_1": (1, 1), "V_1": (1, 1)}
+    >>> point = {"Q_1": [[2]], "K_1": [[3]], "V_1": [[5]]}
+    >>> T = gauge_tangents([[("Q_1", "K_1", "V_1")]], shapes, ["Q_1", "K_1", "V_1"], point,
+    ...                    {"Q_1": 1, "K_1": 1, "V_1": 0}, False, 3, 101)
+    >>> T[0].tolist()                        # (dQ, dK, dV) = (eps 2, -eps 3, 0)
+    [[0, 2, 0], [0, 98, 0], [0, 0, 0]]
+    """
+    offsets, start = {}, 0
+    for name in order:
+        offsets[name] = start
+        start += shapes[name][0] * shapes[name][1]
+    residues = {name: np.array(point[name], dtype=object) % p for name in order}
+    generators = []
+
+    def tangent():
+        generators.append(np.zeros((start, N), dtype=np.int64))
+        return generators[-1]
+
+    def add(row, name, r, c, value):
+        """Add ``value * eps^power`` (``value`` a residue) to the entry ``(r, c)`` of block ``name``."""
+        if powers[name] < N:
+            index = offsets[name] + r * shapes[name][1] + c
+            row[index, powers[name]] = (row[index, powers[name]] + int(value)) % p
+
+    for heads in layers:
+        for Q, K, _ in heads:                         # G in gl(a) of each head
+            a, d = shapes[Q]
+            for r in range(a):
+                for c in range(a):
+                    row = tangent()
+                    for j in range(d):
+                        add(row, Q, r, j, residues[Q][c, j])          # (E Q)[r, :] = Q[c, :]
+                        add(row, K, c, j, -residues[K][r, j])         # (-E^T K)[c, :] = -K[r, :]
+    if not residual:
+        for i in range(len(layers) - 1):             # H in gl(d_i) of each hidden width
+            width = shapes[layers[i][0][2]][0]
+            for r in range(width):
+                for c in range(width):
+                    row = tangent()
+                    for _, _, V in layers[i]:
+                        for j in range(shapes[V][1]):
+                            add(row, V, r, j, residues[V][c, j])      # (E V)[r, :] = V[c, :]
+                    for head in layers[i + 1]:
+                        for W in head:
+                            for k in range(shapes[W][0]):
+                                add(row, W, k, c, -residues[W][k, r])  # (-W E)[:, c] = -W[:, r]
+    return np.array(generators, dtype=np.int64).reshape(len(generators), start, N)
+
+
+def gauge_conclusion(rank: int, parameters: int, gauge_rank: int, N: int) -> tuple:
+    """``(kernel or None, the words)`` of the stronger check, from the witness's rank and the gauge tangents' rank.
+
+    Examples
+    --------
+    >>> gauge_conclusion(10, 16, 6, 6)[0]
+    6
+    >>> gauge_conclusion(8, 16, 6, 6)[0] is None
+    True
+    """
+    head = (f"stronger check (gauge kernel): the gauge orbit's tangents at the point have {gauge_rank} pivots below "
+            f"eps^{N}, so the network's Jacobian along the curve has rank <= {parameters} - {gauge_rank} = "
+            f"{parameters - gauge_rank}")
+    if rank + gauge_rank == parameters:
+        return gauge_rank, (head + f"; with rank >= {rank} from the witness, the rank of the bank's Jacobian and of "
+                            f"the network's is exactly {rank} and the kernel is exactly the gauge orbit's tangent "
+                            f"space, of dimension {gauge_rank}")
+    return None, (head + f"; the witness proves rank >= {rank}: not decided (the {parameters - gauge_rank - rank} "
+                  "directions between are neither in the witness nor gauge)")
