@@ -101,6 +101,33 @@ def test_the_gauge_kernel_check_decides_or_says_it_does_not():
     assert one_token.to_json()["kernel"] is None and report.to_json()["kernel"] == 6
 
 
+@pytest.mark.parametrize("name", ["softmax, 2 layers", "2 heads", "causal", "residual",
+                                  "heads, causal, residual, cosh", "lightning, 2 layers"])
+def test_the_checkers_gauge_tangents_are_in_the_engines_kernel(name):
+    # the checker's orbit tangents (its own formulas) against the engine's native Jacobian: J T^T = 0 exactly
+    from symattn.algebra.linalg import series_matmul
+    from symattn.curves import collapse
+    from symattn.jacobian import jacobian_series
+    from symattn.verifier.check import _blocks
+    from symattn.verifier.spectrum import gauge_tangents
+
+    arch = Architecture.uniform(**ROUND_TRIPS[name][0])
+    certificate = spectrum_certificate(arch)
+    p, N = certificate["prime"], certificate["truncation"]
+    architecture = certificate["architecture"]
+    blocks = _blocks(architecture["widths"], architecture["score_ranks"], architecture["heads"])
+    layers, n = [], 0
+    for heads in architecture["heads"]:
+        layers.append([tuple(block for block, _ in blocks[n + 3 * h:n + 3 * h + 3]) for h in range(heads)])
+        n += 3 * heads
+    T = gauge_tangents(layers, dict(blocks), [block for block, _ in blocks], certificate["point"],
+                       certificate["curve"]["powers"], architecture["residual"], N, p)
+    point, values = random_point(arch, p, 0)
+    J = jacobian_series(arch, collapse(), np.array(certificate["bank"]), point, p, N, values)
+    assert T.shape == (verify(certificate).kernel or len(T), arch.param_count, N)
+    assert not series_matmul(J, T.transpose(1, 0, 2), p, N).any()
+
+
 def test_the_plain_network_exact_values():
     arch = Architecture.uniform(layers=2, width=2, rank=1)
     certificate = spectrum_certificate(arch)
