@@ -54,7 +54,8 @@ from .model.components import Attention, CausalMask, Residual
 from .verifier.check import SCHEMA, VERSION
 
 __all__ = ["CertificateRefused", "check_certifiable", "dimension_certificate", "write_dimension_certificate",
-           "least_valuation_pivots", "spectrum_certificate", "spectrum_claim", "write_spectrum_certificate"]
+           "least_valuation_pivots", "spectrum_certificate", "spectrum_claim", "write_spectrum_certificate",
+           "orders_certificate", "orders_claim", "identify_certificate", "write_identify_certificate"]
 
 #: What a dimension certificate proves, and what it does not, in words (written into every certificate).
 PROVES = ("A nonzero r x r minor of the Jacobian series J(eps) mod (p, eps^N), at an integer point and integer "
@@ -338,7 +339,8 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     }
 
 
-def _document(arch: Architecture, curve: Curve, p: int, point, bank, pivots: list, directions: dict) -> dict:
+def _document(arch: Architecture, curve: Curve, p: int, point, bank, pivots: list, directions: dict,
+              truncation: int | None = None) -> dict:
     """The fields every certificate shares: architecture, normalizers, curve, prime, truncation, point, bank, witness.
 
     The truncation is one past the deepest pivot: a pivot of valuation ``v``
@@ -346,7 +348,8 @@ def _document(arch: Architecture, curve: Curve, p: int, point, bank, pivots: lis
     to check.  ``directions`` maps each block to the jet index of its entries
     (``-1`` for entries held fixed), as the Jacobian's columns were numbered.
     """
-    truncation = 1 + max((v for _, _, v in pivots), default=0)
+    if truncation is None:
+        truncation = 1 + max((v for _, _, v in pivots), default=0)
     labels = {key: arch.block_label(key) for key, _ in arch.blocks()}
     names = {}
     for key, chosen in directions.items():
@@ -365,8 +368,7 @@ def _document(arch: Architecture, curve: Curve, p: int, point, bank, pivots: lis
         "truncation": int(truncation),
         "point": {labels[key]: np.asarray(point[key]).tolist() for key, _ in arch.blocks()},
         "bank": np.asarray(bank).tolist(),
-        "parameters": [f"{labels[key]}[{r},{c}]" for key, (rows, cols) in arch.blocks()
-                       for r in range(rows) for c in range(cols)],
+        "parameters": _parameter_names(arch),
         "witness": {
             "rows": [[row // per_input, row % per_input // arch.tokens, row % arch.tokens] for row, _, _ in pivots],
             "columns": [names[col] for _, col, _ in pivots],
@@ -520,6 +522,220 @@ def write_spectrum_certificate(arch: Architecture, path, result=None, **options)
     (True, {'0': 4, '1': 3})
     """
     return _write(spectrum_certificate(arch, result=result, **options), path)
+
+
+#: What an identification-orders certificate proves, and what it does not (written into every such certificate).
+ORDERS_PROVES = (
+    "For each block (the entries of Q_i and K_i, or of one head's; every V for the values), at the integer point "
+    "and bank, in the curve's coordinates: C_n, the coefficient of eps^n of the Jacobian series, has an entry on "
+    "the block that is nonzero mod p, hence the rational it reduces from is nonzero: dF_n/d(block) is not "
+    "identically zero, so the block's identification order is at most n. And r rows (output entries, with "
+    "coefficients m <= n) and r columns of the block give a constant matrix of [C_0; ...; C_n] that is "
+    "nonsingular mod p, hence over Q: the jet of order n has rank >= r on the block's columns at this point, "
+    "hence at generic points. No probability enters.")
+ORDERS_DOES_NOT_PROVE = (
+    "It does not prove that C_m vanishes on the block for every m < n at every point (that the order is exactly "
+    "n): the checker recomputes C_0 .. C_(n-1) on the block for the whole bank at this point and fails on a "
+    "nonzero entry, which can refute the claim but not prove it (symattn's own exact symbolic check, where it "
+    "ran, is recorded under produced_by). It does not prove that r is the block's effective dimension (the upper "
+    "bound is the argument of MATH.md section 4), nor anything about the generic fiber.")
+
+
+def orders_claim(orders: list) -> str:
+    """The claim of an identification-orders certificate in words (the checker writes it from its own reading).
+
+    Examples
+    --------
+    >>> orders_claim([{"block": "scores:1", "order": 2, "jet_rank": 3}])
+    'along its curve, at its point: scores:1 has identification order at most 2 and jet rank at least 3 on its columns'
+    """
+    return "along its curve, at its point: " + "; ".join(
+        f"{entry['block']} has identification order at most {entry['order']} and jet rank at least "
+        f"{entry['jet_rank']} on its columns" for entry in orders)
+
+
+def orders_certificate(arch: Architecture, result=None, curve: Curve | None = None, seed: int = 0,
+                       **options) -> dict:
+    """A certificate of the identification orders of :func:`~symattn.identify.identification_orders`.
+
+    Uses the run's own Jacobian in the curve's coordinates (its first prime,
+    the point and bank of ``seed``).  For each block with an order ``n``: an
+    entry of ``C_n`` on the block that is nonzero mod ``p``, and ``r`` rows of
+    ``[C_0; ...; C_n]`` and ``r`` of the block's columns whose constant matrix
+    is nonsingular mod ``p``, found by pivoting, ``r`` the run's jet rank on
+    the block.  What it proves: :data:`ORDERS_PROVES`.
+
+    Parameters
+    ----------
+    arch : Architecture
+    result : OrdersResult, optional
+        The run to certify, computed with this ``seed`` (default:
+        :func:`identification_orders` with ``curve``, ``seed`` and ``options``).
+    curve : Curve, optional
+        The result's curve (default collapse).
+    seed : int
+        The seed of the run (its point and bank are drawn again from it).
+
+    Returns
+    -------
+    dict
+        The JSON document (schema ``docs/certificate.schema.json``).
+
+    Raises
+    ------
+    CertificateRefused
+        As :func:`dimension_certificate`, before any computation.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> certificate = orders_certificate(Architecture.uniform(layers=2, width=2, rank=1))
+    >>> [(entry["block"], entry["order"], entry["jet_rank"]) for entry in certificate["orders"]]
+    [('scores:1', 2, 3), ('scores:2', 6, 3), ('values', 0, 4)]
+    >>> from symattn.verifier import verify
+    >>> verify(certificate).verified
+    True
+    """
+    from .algebra.linalg import pivots as independent_pivots
+    from .identify import identification_orders
+    from .identify.orders import OrdersResult
+    from .jacobian import block_columns
+
+    arch = require_architecture(arch)
+    _refuse_unsupported(arch, curve)
+    route_curve = collapse() if curve is None else curve
+    if result is None:
+        result = identification_orders(arch, route_curve, seed=seed, **options)
+    elif options:
+        raise SymattnError(f"options {sorted(options)} set how the orders are computed; with result= the run is "
+                           "given: pass one or the other")
+    if not isinstance(result, OrdersResult):
+        raise SymattnError(f"result must be the OrdersResult of identification_orders, got {type(result).__name__}")
+    if result.curve != route_curve.describe(arch.layers):
+        raise SymattnError(f"the result was computed along {result.curve}, not along "
+                           f"{route_curve.describe(arch.layers)}: pass the result's curve")
+    p = int(result.primes[0])
+    point, _ = random_point(arch, p, seed)
+    if any(not np.array_equal(np.asarray(point[key]), np.asarray(result.point[key])) for key in point):
+        raise SymattnError(f"the result was not computed with seed {seed}: pass the seed of the run")
+    bank = random_bank(arch, result.bank, p, seed)
+    J = result.jacobian % p  # (d_l t bank, #params, N), curve coordinates
+    per_input = arch.widths[-1] * arch.tokens
+    names = _parameter_names(arch)
+
+    def output_entry(row: int) -> list:
+        return [row // per_input, row % per_input // arch.tokens, row % arch.tokens]
+
+    columns, orders = block_columns(arch), []
+    for block in (*result.scores, result.values):
+        if block.order is None or not columns[block.block]:
+            continue  # no order below the truncation: nothing to certify for this block
+        n, chosen = block.order, columns[block.block]
+        rows, cols = np.nonzero(J[:, chosen, n])
+        nonzero = {"row": output_entry(int(rows[0])), "column": names[chosen[int(cols[0])]]}
+        stacked = np.concatenate([J[:, chosen, m] for m in range(n + 1)])  # [C_0; ...; C_n] on the block
+        pivot_rows, pivot_cols = independent_pivots(stacked, p)
+        orders.append({
+            "block": block.block, "order": int(n), "jet_rank": len(pivot_rows),
+            "nonzero": nonzero,
+            "witness": {"rows": [output_entry(r % len(J)) + [r // len(J)] for r in pivot_rows],
+                        "columns": [names[chosen[c]] for c in pivot_cols]},
+        })
+    if not orders:
+        raise SymattnError("no block has an identification order below the truncation: nothing to certify")
+    truncation = 1 + max(entry["order"] for entry in orders)
+    document = _document(arch, route_curve, p, point, bank, [], all_directions(arch)[0], truncation)
+    del document["witness"]
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "kind": "identification orders",
+        "claim": orders_claim(orders),
+        "proves": ORDERS_PROVES,
+        "does_not_prove": ORDERS_DOES_NOT_PROVE,
+        **document,
+        "orders": orders,
+        "produced_by": {"program": "symattn", "version": __version__, "function": "identification_orders",
+                        "seed": int(seed), "bank_size": int(result.bank), "engine_truncation": int(result.truncation),
+                        "orders": {b.block: {"order": b.order, "sharp": b.sharp, "jet_rank": b.jet_rank,
+                                             "block_dimension": b.block_dimension,
+                                             "exact_independence": b.exact_independence, "confirmed": b.confirmed}
+                                   for b in (*result.scores, result.values)},
+                        "primes": [int(q) for q in result.primes], "method": result.method},
+    }
+
+
+def identify_certificate(arch: Architecture, report=None, curve: Curve | None = None, seed: int = 0,
+                         **options) -> dict:
+    """A bundle (kind ``"identify"``) of the certificates of an identifiability report: dimension and orders.
+
+    ``parts`` holds :func:`dimension_certificate` of the report's dimension
+    and :func:`orders_certificate` of its orders; the checker verifies each,
+    and the bundle's claim is theirs joined.  The generic fiber (gauge orbit,
+    sign flips) is not certified.
+
+    Parameters
+    ----------
+    arch : Architecture
+    report : IdentificationReport, optional
+        The report to certify, computed with this ``seed`` (default:
+        :func:`~symattn.identify.identify` with ``curve``, ``seed`` and ``options``).
+    curve : Curve, optional
+    seed : int
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> bundle = identify_certificate(Architecture.uniform(layers=1, width=2, tokens=2))
+    >>> bundle["kind"], [part["kind"] for part in bundle["parts"]]
+    ('identify', ['dimension lower bound', 'identification orders'])
+    >>> from symattn.verifier import verify
+    >>> verify(bundle).verified
+    True
+    """
+    from .identify import identify
+    from .identify.report import IdentificationReport
+
+    arch = require_architecture(arch)
+    _refuse_unsupported(arch, curve)
+    if report is None:
+        report = identify(arch, curve=curve, seed=seed, **options)
+    elif options:
+        raise SymattnError(f"options {sorted(options)} set how the report is computed; with report= it is given: "
+                           "pass one or the other")
+    if not isinstance(report, IdentificationReport):
+        raise SymattnError(f"report must be the IdentificationReport of identify, got {type(report).__name__}")
+    parts = [dimension_certificate(arch, result=report.dimension, curve=curve),
+             orders_certificate(arch, result=report.orders_result, curve=curve, seed=seed)]
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "kind": "identify",
+        "claim": "; ".join(part["claim"] for part in parts),
+        "proves": "Each part proves what its own 'proves' says; the generic fiber of the report is not certified.",
+        "parts": parts,
+    }
+
+
+def write_identify_certificate(arch: Architecture, path, report=None, **options) -> dict:
+    """Write :func:`identify_certificate` to ``path`` as JSON (atomically) and return it.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from symattn.verifier import verify
+    >>> path = os.path.join(tempfile.mkdtemp(), "identify.json")
+    >>> bundle = write_identify_certificate(Architecture.uniform(layers=1, width=1, tokens=2), path)
+    >>> verify(path).verified, len(bundle["parts"])
+    (True, 2)
+    """
+    return _write(identify_certificate(arch, report=report, **options), path)
+
+
+def _parameter_names(arch: Architecture) -> list:
+    """``Q_1[0,0]``, ...: the native parameters in the Jacobian's column order."""
+    labels = {key: arch.block_label(key) for key, _ in arch.blocks()}
+    return [f"{labels[key]}[{r},{c}]" for key, (rows, cols) in arch.blocks() for r in range(rows) for c in range(cols)]
 
 
 def _write(certificate: dict, path) -> dict:

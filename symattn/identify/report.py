@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 from ..curves import Curve
@@ -64,6 +64,8 @@ class IdentificationReport(FormattedResult):
     formula_claimed: bool
     seconds: float
     method: str
+    #: The run of :func:`identification_orders` behind ``orders`` (its Jacobian, point): certificates read it.
+    orders_result: object = field(default=None, repr=False, compare=False)
 
     @property
     def value_order(self) -> int | None:
@@ -317,5 +319,5 @@ def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, prog
         effective_dim=_effective_dim(arch), dimension=dimension, fiber=fiber, orders=orders.scores,
         values=orders.values, jet_ranks=orders.jet_ranks, truncation=orders.truncation, bank=orders.bank,
         primes=orders.primes, error_bound=orders.error_bound, formula_claimed=formula,
-        seconds=time.perf_counter() - started, method=method,
+        seconds=time.perf_counter() - started, method=method, orders_result=orders,
     )

@@ -1,8 +1,10 @@
 """An independent checker of symattn's certificates: re-check a result without trusting symattn.
 
-Two kinds of certificate: a lower bound of the dimension of the function
-space, and the decay spectrum of the native Jacobian along a curve
-(:mod:`symattn.verifier.spectrum` says what the latter proves).
+Three kinds of certificate: a lower bound of the dimension of the function
+space, the decay spectrum of the native Jacobian along a curve
+(:mod:`symattn.verifier.spectrum` says what it proves), and the
+identification orders of the blocks (:mod:`symattn.verifier.orders`); and
+bundles of them (kind ``"identify"``: a report's dimension and orders).
 
 A certificate (:mod:`symattn.certificates` writes them) holds everything a
 claim rests on: the architecture, each normalizer's Taylor coefficients as
@@ -22,7 +24,7 @@ Examples
 --------
 >>> from symattn.verifier import verify
 >>> verify({"schema": "symattn-certificate", "version": 1, "kind": "rank"}).problem
-"kind 'rank': this checker checks 'dimension lower bound' and 'spectrum'"
+"kind 'rank': this checker checks 'dimension lower bound', 'spectrum', 'identification orders' and 'identify'"
 """
 
 from .check import SCHEMA, VERSION, CertificateError, VerificationReport, verify

@@ -24,6 +24,7 @@ from .arithmetic import widen
 from .disagreement import Disagreement
 from .network import ScoresDoNotVanish, forward
 from .pivots import pivot_valuations
+from .orders import KIND as ORDERS_KIND, check_orders, orders_claim, read_orders
 from .spectrum import conclusion, gauge_conclusion, gauge_tangents, read_exponents, spectrum_claim
 
 __all__ = ["SCHEMA", "VERSION", "KINDS", "CertificateError", "Disagreement", "VerificationReport", "verify",
@@ -34,7 +35,7 @@ SCHEMA = "symattn-certificate"
 VERSION = 1
 
 #: The kinds of certificate this checker checks (the spectrum's own fields: :mod:`symattn.verifier.spectrum`).
-KINDS = ("dimension lower bound", "spectrum")
+KINDS = ("dimension lower bound", "spectrum", ORDERS_KIND, "identify")
 
 #: Largest prime the checker accepts: residues times residues stay below 2**62 in int64.
 MAX_PRIME = 2 ** 31
@@ -382,7 +383,8 @@ def _read_point_and_bank(document: dict, cert: _Certificate, checked: list) -> N
                    f"{d0} x {t}")
 
 
-def _read_witness(document: dict, cert: _Certificate, checked: list) -> None:
+def _read_parameters(document: dict, cert: _Certificate) -> list:
+    """The parameter names, which must be the architecture's in the checker's own order."""
     names = parameter_names(cert.widths, cert.score_ranks, cert.heads)
     given = _list(_field(document, "parameters"), "parameters")
     if given != names:
@@ -390,6 +392,11 @@ def _read_witness(document: dict, cert: _Certificate, checked: list) -> None:
         raise Disagreement(f"parameters: entry {first} is {_short(given[first]) if first < len(given) else 'missing'}"
                            f", expected {names[first] if first < len(names) else 'nothing'} (the order is per "
                            "layer, per head, Q, K, V, row-major)")
+    return names
+
+
+def _read_witness(document: dict, cert: _Certificate, checked: list) -> None:
+    names = _read_parameters(document, cert)
     cert.rank = _integer(_field(document, "rank"), "rank", 0)
     witness = _field(document, "witness")
     if not isinstance(witness, dict):
@@ -452,14 +459,23 @@ def _minor(cert: _Certificate, native: bool = False) -> np.ndarray:
 
     The columns are derivatives in the curve's coordinates, or with ``native`` in the native parameters.
     """
-    p, N, r = cert.prime, cert.truncation, cert.rank
+    return _jacobian_entries(cert, cert.rows, cert.columns, native)
+
+
+def _jacobian_entries(cert: _Certificate, rows: list, columns: list, native: bool = False) -> np.ndarray:
+    """``(len(rows), len(columns), N)``: ``d F(X_b)_ij / d (column)`` mod ``(p, eps^N)`` for rows ``(b, i, j)``.
+
+    The columns are parameter names (distinct); derivatives in the curve's
+    coordinates, or with ``native`` in the native parameters.
+    """
+    p, N, r = cert.prime, cert.truncation, len(columns)
     names = parameter_names(cert.widths, cert.score_ranks, cert.heads)
     order = {name: n for n, name in enumerate(names)}
     # jet k = 1, 2, ... numbers the witness columns in parameter order, which is the order the forward
     # pass meets them: each block carries only the directions met up to it (arithmetic.widen)
-    jet = {name: k for k, name in enumerate(sorted(cert.columns, key=order.__getitem__), start=1)}
+    jet = {name: k for k, name in enumerate(sorted(columns, key=order.__getitem__), start=1)}
     directions: dict = {}
-    for name in cert.columns:
+    for name in columns:
         block, _, entry = name.partition("[")
         row, col = (int(v) for v in entry.rstrip("]").split(","))
         directions.setdefault(block, {})[(row, col)] = jet[name]
@@ -475,19 +491,18 @@ def _minor(cert: _Certificate, native: bool = False) -> np.ndarray:
             suffix = f"{i}" if cert.heads[i - 1] == 1 else f"{{{i},{h}}}"
             heads.append(tuple(blocks[f"{name}_{suffix}"] for name in "QKV"))
         layers.append(heads)
-    used = sorted({row[0] for row in cert.rows})                  # only the inputs the witness rows read
+    used = sorted({row[0] for row in rows})                       # only the inputs the rows read
     X = np.zeros((len(used), cert.widths[0], cert.tokens, 1, N), dtype=np.int64)
     if cert.input_power < N:
         # eps^m X_b: no tangent (the inputs are data, not parameters)
         X[..., 0, cert.input_power] = np.array([cert.bank[b] for b in used], dtype=object) % p
     output = widen(forward(X, layers, cert.normalizers, cert.causal, cert.residual, p), 1 + r)
     position = {b: n for n, b in enumerate(used)}
-    inputs = [position[b] for b, _, _ in cert.rows]
-    out_rows = [i for _, i, _ in cert.rows]
-    tokens = [j for _, _, j in cert.rows]
-    columns = [jet[name] for name in cert.columns]
-    # minor[n, k] = d F(X_b)_ij / d (column k), for witness row n = (b, i, j)
-    return output[inputs, out_rows, tokens][:, columns, :]
+    inputs = [position[b] for b, _, _ in rows]
+    out_rows = [i for _, i, _ in rows]
+    tokens = [j for _, _, j in rows]
+    # entry[n, k] = d F(X_b)_ij / d (column k), for row n = (b, i, j)
+    return output[inputs, out_rows, tokens][:, [jet[name] for name in columns], :]
 
 
 def _load(source):
@@ -557,12 +572,17 @@ def verify(source) -> VerificationReport:
                                f"version {VERSION}")
         kind = document.get("kind")
         if kind not in KINDS:
-            raise Disagreement(f"kind {_short(kind)}: this checker checks " + " and ".join(map(repr, KINDS)))
+            raise Disagreement(f"kind {_short(kind)}: this checker checks " + ", ".join(map(repr, KINDS[:-1]))
+                               + f" and {KINDS[-1]!r}")
+        if kind == "identify":
+            return _verify_parts(document, started)
         cert = _read_architecture(document, checked)
         _read_field_data(document, cert, checked)
         _read_normalizers(document, cert, checked)
         _read_curve(document, cert, checked)
         _read_point_and_bank(document, cert, checked)
+        if kind == ORDERS_KIND:
+            return _verify_orders(document, cert, checked, started)
         _read_witness(document, cert, checked)
         if kind == "spectrum":
             exponents = read_exponents(document, cert.rank, cert.valuations, checked)
@@ -602,6 +622,49 @@ def verify(source) -> VerificationReport:
         return VerificationReport(False, claim, tuple(checked), str(err), seconds=time.perf_counter() - started)
     return VerificationReport(True, claim, tuple(checked), None, len(found), tuple(found),
                               time.perf_counter() - started, kernel)
+
+
+def _verify_orders(document: dict, cert: _Certificate, checked: list, started: float) -> VerificationReport:
+    """An identification-orders certificate (:mod:`symattn.verifier.orders`): each block's two witnesses."""
+    names = _read_parameters(document, cert)
+    d_l, t = cert.widths[-1], cert.tokens
+    claims = read_orders(document, names, len(cert.bank), d_l, t, cert.truncation, checked)
+    claim = orders_claim(claims)
+    if document.get("claim") != claim:
+        raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
+    try:
+        check_orders(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns), len(cert.bank), d_l, t,
+                     cert.prime, checked)
+    except ScoresDoNotVanish as err:
+        raise Disagreement(str(err)) from None
+    except ZeroDivisionError:
+        raise Disagreement(f"a column sum of s(A) is 0 mod {cert.prime} at eps = 0: the weights are not "
+                           "defined mod p at this point") from None
+    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
+
+
+def _verify_parts(document: dict, started: float) -> VerificationReport:
+    """A bundle (kind ``"identify"``): every certificate of ``parts`` must verify; the claims joined."""
+    parts = document.get("parts")
+    if not isinstance(parts, list) or not parts or not all(isinstance(part, dict) for part in parts):
+        return VerificationReport(False, "", (), f"parts must be a non-empty list of certificates, got "
+                                                 f"{_short(parts)}", seconds=time.perf_counter() - started)
+    checked, claims = [], []
+    for n, part in enumerate(parts):
+        if part.get("kind") == "identify":
+            return VerificationReport(False, "", tuple(checked), f"parts[{n}] is a bundle itself: a part is one "
+                                      "certificate", seconds=time.perf_counter() - started)
+        report = verify(part)
+        checked += [f"parts[{n}] ({part.get('kind')}): {item}" for item in report.checked]
+        if not report.verified:
+            return VerificationReport(False, "; ".join(claims), tuple(checked), f"parts[{n}]: {report.problem}",
+                                      seconds=time.perf_counter() - started)
+        claims.append(report.claim)
+    claim = "; ".join(claims)
+    if document.get("claim") != claim:
+        return VerificationReport(False, "", tuple(checked), f"claim {_short(document.get('claim'), 200)} is not "
+                                  f"the parts' claims joined: {claim!r}", seconds=time.perf_counter() - started)
+    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
 
 
 def _gauge_check(cert: _Certificate) -> tuple:
