@@ -498,12 +498,12 @@ class DimensionTable(FormattedResult):
     def to_markdown(self) -> str:
         lines = [markdown_table(self._HEADER, [self._cells(row) for row in self.rows], align="r" * len(self._HEADER))]
         lines += ["", f"- {self.description}",
-                  f"- all certified: {self.all_certified} (exact part {self.exact_seconds:.2f} s, "
+                  f"- all certified: {'yes' if self.all_certified else 'no'} (exact part {self.exact_seconds:.2f} s, "
                   f"total {self.seconds:.2f} s)"]
         if self.results:
             lines += [f"- lower bound (e.g. the last width): {self.results[-1].method}",
                       f"- upper bound: {self.results[-1].upper_reason}",
-                      f"- {self.results[-1].estimate_method}"]
+                      f"- estimate: {self.results[-1].estimate_method}"]
         return "\n".join(lines)
 
     def _latex_body(self) -> str:
