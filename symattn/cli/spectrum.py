@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .arguments import add_renamed_flag, auto_or_int
+from .arguments import add_cluster_arguments, add_renamed_flag, auto_or_int
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_spectrum", "run_spectrum"]
 
 
 def configure_spectrum(parser) -> None:
-    """``--bank``, ``--truncation``, ``--seed`` (``--order``, the old name of ``--truncation``, is refused).
+    """``--bank``, ``--truncation``, ``--seed``, ``--scheduler``, ``--workers`` (``--order``, the old name of ``--truncation``, is refused).
 
     Examples
     --------
@@ -25,6 +25,7 @@ def configure_spectrum(parser) -> None:
                              "directions of valuation >= N are reported unresolved")
     add_renamed_flag(parser, "--order", "--truncation", "the truncation N, powers eps^0..eps^(N-1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
+    add_cluster_arguments(parser, "the forward passes over jets (groups of bank inputs)")
 
 
 def run_spectrum(args, arch):
@@ -41,7 +42,7 @@ def run_spectrum(args, arch):
     from ..spectrum import decay_spectrum
 
     return decay_spectrum(arch, bank=args.bank, truncation=args.truncation, seed=args.seed,
-                          progress=not args.quiet)
+                          progress=not args.quiet, scheduler=args.scheduler, workers=args.workers)
 
 
 COMMANDS = (
@@ -49,5 +50,6 @@ COMMANDS = (
                run_spectrum, configure_spectrum,
                examples=("symattn spectrum --layers 2",
                          "symattn spectrum --layers 3 --normalizer cosh --json",
-                         "symattn spectrum --layers 4 --bank 20 --truncation 60")),
+                         "symattn spectrum --layers 4 --bank 20 --truncation 60",
+                         "symattn spectrum --layers 6 --workers 2")),
 )

@@ -1,0 +1,131 @@
+"""The spectrum's forward passes over jets, and identify's dimension, on Dask workers.
+
+The rows of the Jacobian series of one bank input depend on that input
+alone, so the groups' Jacobians stacked in the bank's order are the whole
+bank's Jacobian, entry by entry, whoever computed them: the spectrum on
+workers is the single-process spectrum (a ``LocalCluster``; a ``dask
+scheduler`` with two ``dask worker`` processes on 127.0.0.1, one of them
+killed while it computes a group).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from symattn.curves import collapse, input_scaling
+from symattn.errors import SymattnError
+from symattn.jacobian import (
+    gauge_slice, input_groups, jacobian_series, jacobian_series_in_groups, random_bank, random_point,
+)
+from symattn.model import Architecture
+from symattn.spectrum import decay_spectrum
+
+from dask_processes import dask_cluster, process_of_worker, wait_for
+
+P = 1048573
+
+
+def _here_in_reverse(calls):
+    """The calls run here, the last first: the parts must land in place whatever their order."""
+    return ((call, call[0](*call[1])) for call in reversed(calls))
+
+
+def _same_spectrum(distributed, alone):
+    ours, theirs = distributed.to_json(), alone.to_json()
+    ours_method, their_method = ours.pop("method"), theirs.pop("method")
+    assert ours == theirs
+    assert ours_method.startswith(their_method)
+    assert ours_method[len(their_method):].startswith("; the forward passes over jets on ")
+
+
+@pytest.mark.parametrize("arch", [
+    Architecture.uniform(layers=2, width=2, rank=1, tokens=3),
+    Architecture.uniform(layers=2, width=3, rank=2, tokens=3, normalizer="cosh", heads=2),
+    Architecture.uniform(layers=2, width=2, tokens=3, causal=True, residual=True),
+], ids=["softmax", "cosh-heads", "causal-residual"])
+@pytest.mark.parametrize("group", [1, 2, 7])
+def test_the_jacobian_in_groups_is_the_jacobian_of_the_bank(arch, group):
+    point, values = random_point(arch, P, 3)
+    bank = random_bank(arch, 7, P, 3)
+    whole = jacobian_series(arch, collapse(), bank, point, P, 5, values)
+    seen = []
+    grouped = jacobian_series_in_groups(arch, collapse(), bank, point, P, 5, values, group=group,
+                                        parts=_here_in_reverse, on_inputs=seen.append)
+    assert np.array_equal(grouped, whole)
+    assert sum(seen) == 7 and len(seen) == len(input_groups(7, group))
+    # chosen directions and another curve: the same again
+    sliced = jacobian_series(arch, input_scaling(), bank, point, P, 4, values, gauge_slice(arch))
+    assert np.array_equal(jacobian_series_in_groups(arch, input_scaling(), bank, point, P, 4, values,
+                                                    gauge_slice(arch), group=group, parts=_here_in_reverse), sliced)
+
+
+def test_bad_scheduler_and_workers_are_refused_before_any_work():
+    arch = Architecture.uniform(layers=1, width=2, tokens=2)
+    with pytest.raises(SymattnError, match="scheduler must be a Dask scheduler address .* got 'fast'"):
+        decay_spectrum(arch, scheduler="fast", progress=False)
+    with pytest.raises(SymattnError, match="workers must be a positive integer .* got 0"):
+        decay_spectrum(arch, workers=0, progress=False)
+
+
+# -- Dask ----------------------------------------------------------------------------------------------------
+def test_a_local_cluster_gives_the_single_process_spectrum_and_identify_report():
+    from distributed import Client, LocalCluster
+
+    from symattn.identify import identify
+
+    spectrum_arch = Architecture.uniform(layers=3, width=2, rank=1, tokens=3)
+    identify_arch = Architecture.uniform(layers=2, width=3, rank=2, tokens=3)
+    alone = decay_spectrum(spectrum_arch, progress=False)
+    report_alone = identify(identify_arch)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        distributed = decay_spectrum(spectrum_arch, progress=False, scheduler=client)
+        report = identify(identify_arch, scheduler=client)
+    _same_spectrum(distributed, alone)
+    assert distributed.exponents == {0: 4, 1: 3, 5: 3, 17: 3}
+    assert "on a Dask LocalCluster of 2 worker processes, about 4 tasks each" in distributed.method
+    assert (report.dimension.lower, report.dimension.certified) == (report_alone.dimension.lower, True)
+    assert [(o.block, o.order) for o in report.orders] == [(o.block, o.order) for o in report_alone.orders]
+    assert "Dask LocalCluster of 2 worker processes" in report.dimension.method
+
+
+# a scheduler and two workers in their own processes, one of them killed: about 10 s
+def test_a_worker_killed_mid_spectrum_changes_nothing(tmp_path):
+    from symattn.cli import main
+
+    arch = Architecture.uniform(layers=4, width=2, rank=1, tokens=3)
+    alone = decay_spectrum(arch, progress=False)
+    with dask_cluster(tmp_path) as (address, workers, watcher):
+        process_of = process_of_worker(watcher, workers)
+        killed = {}
+
+        def a_worker_running_a_task():
+            return next((worker for worker, keys in watcher.processing().items() if keys), None)
+
+        def kill_one_worker_mid_run():
+            try:
+                victim = wait_for(a_worker_running_a_task, 120, "a running task", every=0.02)
+                time.sleep(0.1)  # inside the task's forward pass
+                process_of[victim].send_signal(signal.SIGKILL)
+                killed["at"] = time.monotonic()
+            except BaseException as err:  # said by the assertion below, not lost in the thread
+                killed["error"] = repr(err)
+
+        killer = threading.Thread(target=kill_one_worker_mid_run, daemon=True)
+        killer.start()
+        distributed = decay_spectrum(arch, progress=False, scheduler=address)
+        finished = time.monotonic()
+        killer.join(timeout=10)
+        assert "at" in killed, f"the run ended before a worker could be killed: {killed.get('error')}"
+        assert killed["at"] < finished
+        assert len(watcher.scheduler_info()["workers"]) == 1
+        _same_spectrum(distributed, alone)
+        assert f"of the Dask scheduler at {address}" in distributed.method
+        # the command line, through the surviving worker
+        status = main(["spectrum", "--layers", "2", "--scheduler", address, "--json", "--quiet"])
+        assert status == 0
