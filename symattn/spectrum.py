@@ -37,7 +37,7 @@ from .algebra.linalg import products_reported, series_matmul
 from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
 from .effective import effective_block_dimensions, has_bottleneck
-from .errors import BankError, DomainError, SymattnError, TruncationError
+from .errors import BankError, DomainError, ResourceLimitError, SymattnError, TruncationError
 # The points, banks and Jacobians live in symattn.jacobian; the names are re-exported here,
 # where earlier versions defined them.
 from .jacobian import (  # noqa: F401
@@ -847,7 +847,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 
     def before_step(step, _previous):
         _require_step_memory(arch, curve, step.bank, grown_bank(step.bank), step.truncation,
-                             (first_step.bank, first_step.truncation), bank, requested, max_memory)
+                             (first_step.bank, first_step.truncation), bank, requested, max_memory,
+                             group=per_task(step.bank + grown_bank(step.bank)) if distributed else None)
 
     growth = Growth(max_bank=max_bank if auto_bank else None,
                     max_truncation=max_truncation if auto_truncation else None)
@@ -958,9 +959,14 @@ def automatic_bank_size(arch: Architecture, rank_bound: int) -> int:
 
 
 def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: int, truncation: int,
-                         first_step: tuple, bank, requested, max_memory) -> None:
-    """Refuse a step of :func:`decay_spectrum` that would not fit, before it allocates anything."""
-    from .limits import MAX_BANK, check_count, check_memory, spectrum_memory
+                         first_step: tuple, bank, requested, max_memory, group: int | None = None) -> None:
+    """Refuse a step of :func:`decay_spectrum` that would not fit, before it allocates anything.
+
+    With ``group`` (inputs per task) the forward passes run on Dask workers:
+    this process needs the Jacobian and what follows it, not the passes.  A
+    step refused in one process that would fit that way says so.
+    """
+    from .limits import MAX_BANK, check_count, check_memory, format_size, memory_limit, spectrum_memory
 
     chosen = isinstance(bank, (int, np.integer)) and not isinstance(bank, bool)  # --bank N
     if chosen:  # an automatic bank too large is the network's size: the memory check names the flag that fits
@@ -982,6 +988,21 @@ def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: in
         step = f"growing the bank to {size} inputs"
     elif truncation != first_step[1]:
         step = f"deepening the truncation to eps^{truncation}"
-    check_memory(spectrum_memory(arch, size + larger, truncation), max_memory, arch=arch,
-                 estimate_for=estimate_for, bank=fixed_bank, step=step)
+    where = "here" if group is None else "coordinator"
+    try:
+        check_memory(spectrum_memory(arch, size + larger, truncation, where=where, group=group), max_memory,
+                     arch=arch, estimate_for=estimate_for, bank=fixed_bank, step=step)
+    except ResourceLimitError as err:
+        if group is not None or "beyond the deepest" in str(err):
+            raise
+        limit = memory_limit(max_memory)
+        # one input a task: what this process and each worker would need
+        coordinator = spectrum_memory(arch, size + larger, truncation, where="coordinator", group=1)
+        if coordinator.bytes > limit:
+            raise
+        worker = spectrum_memory(arch, size + larger, truncation, where="worker", group=1)
+        raise ResourceLimitError(
+            f"{err}; or --workers N (workers=) or --scheduler ADDRESS (scheduler=) runs the forward passes on Dask "
+            f"workers (about {format_size(worker.bytes)} each, one input a task) and keeps the Jacobian and its "
+            f"Smith forms here ({format_size(coordinator.bytes)})") from None
 

@@ -72,6 +72,43 @@ def test_bad_scheduler_and_workers_are_refused_before_any_work():
         decay_spectrum(arch, workers=0, progress=False)
 
 
+def test_a_refusal_for_memory_names_the_workers_when_they_would_fit():
+    from symattn.errors import ResourceLimitError
+    from symattn.limits import spectrum_memory
+
+    four = Architecture.uniform(layers=4)  # 30 inputs to eps^55: 30 MiB here, 6 MiB with the passes on workers
+    assert spectrum_memory(four, 30, 55).bytes > 20 * 2**20 > spectrum_memory(four, 30, 55, where="coordinator", group=1).bytes
+    with pytest.raises(ResourceLimitError) as refused:
+        decay_spectrum(four, progress=False, max_memory="20M")
+    message = str(refused.value)
+    assert "over the limit of 20.0 MiB" in message and "--max-memory SIZE" in message
+    assert "; or --workers N (workers=) or --scheduler ADDRESS (scheduler=) runs the forward passes" in message
+    assert "(about 1.1 MiB each, one input a task)" in message and "Smith forms here (6.3 MiB)" in message
+    # nothing would fit 2 MiB: the refusal does not offer the workers
+    with pytest.raises(ResourceLimitError) as refused:
+        decay_spectrum(four, progress=False, max_memory="2M")
+    assert "--workers" not in str(refused.value)
+
+
+@pytest.mark.parametrize("where", ["here", "coordinator", "worker"])
+def test_the_memory_of_a_step_on_workers_is_the_part_each_process_holds(where):
+    from symattn.limits import spectrum_memory
+
+    arch = Architecture.uniform(layers=5, width=3, rank=2)
+    estimate = spectrum_memory(arch, 40, 163, where=where, group=10)
+    rows, params = 3 * 3, arch.param_count
+    if where == "worker":
+        assert estimate.jacobian == (rows * 10, params) and estimate.bank == 10
+    else:
+        assert estimate.jacobian == (rows * 40, params) and estimate.bank == 40
+    # the coordinator holds at least the whole Jacobian, and less than everything in one process
+    jacobian = rows * 40 * params * 163 * 8
+    if where == "coordinator":
+        assert jacobian < estimate.bytes < spectrum_memory(arch, 40, 163).bytes
+    with pytest.raises(SymattnError, match="where must be 'here', 'coordinator' or 'worker', got 'there'"):
+        spectrum_memory(arch, 40, 163, where="there")
+
+
 # -- Dask ----------------------------------------------------------------------------------------------------
 def test_a_local_cluster_gives_the_single_process_spectrum_and_identify_report():
     from distributed import Client, LocalCluster
@@ -86,12 +123,16 @@ def test_a_local_cluster_gives_the_single_process_spectrum_and_identify_report()
             Client(cluster) as client:
         distributed = decay_spectrum(spectrum_arch, progress=False, scheduler=client)
         report = identify(identify_arch, scheduler=client)
+        # four layers under 20 MiB: refused in one process, computed with the passes on the workers
+        four = Architecture.uniform(layers=4)
+        limited = decay_spectrum(four, progress=False, scheduler=client, max_memory="20M")
     _same_spectrum(distributed, alone)
     assert distributed.exponents == {0: 4, 1: 3, 5: 3, 17: 3}
     assert "on a Dask LocalCluster of 2 worker processes, about 4 tasks each" in distributed.method
     assert (report.dimension.lower, report.dimension.certified) == (report_alone.dimension.lower, True)
     assert [(o.block, o.order) for o in report.orders] == [(o.block, o.order) for o in report_alone.orders]
     assert "Dask LocalCluster of 2 worker processes" in report.dimension.method
+    _same_spectrum(limited, decay_spectrum(four, progress=False))
 
 
 # a scheduler and two workers in their own processes, one of them killed: about 10 s
