@@ -115,7 +115,15 @@ def describe_client(scheduler, workers, spread: int) -> str:
 
 
 def worker_count(client, workers: int | None = None) -> int:
-    """The workers ``client`` has now (at least 1; ``workers`` when the scheduler does not say yet)."""
+    """The workers ``client`` has now (at least 1; ``workers`` when the scheduler does not say yet).
+
+    Examples
+    --------
+    >>> from distributed import Client
+    >>> with Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None) as client:
+    ...     worker_count(client)
+    2
+    """
     return max(1, len(client.scheduler_info().get("workers", {})) or (workers or 1))
 
 
