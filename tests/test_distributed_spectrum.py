@@ -10,8 +10,6 @@ killed while it computes a group).
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 
 import numpy as np
@@ -25,7 +23,7 @@ from symattn.jacobian import (
 from symattn.model import Architecture
 from symattn.spectrum import decay_spectrum
 
-from dask_processes import dask_cluster, process_of_worker, wait_for
+from dask_processes import dask_cluster, kill_a_worker_mid_run
 
 P = 1048573
 
@@ -142,23 +140,7 @@ def test_a_worker_killed_mid_spectrum_changes_nothing(tmp_path):
     arch = Architecture.uniform(layers=4, width=2, rank=1, tokens=3)
     alone = decay_spectrum(arch, progress=False)
     with dask_cluster(tmp_path) as (address, workers, watcher):
-        process_of = process_of_worker(watcher, workers)
-        killed = {}
-
-        def a_worker_running_a_task():
-            return next((worker for worker, keys in watcher.processing().items() if keys), None)
-
-        def kill_one_worker_mid_run():
-            try:
-                victim = wait_for(a_worker_running_a_task, 120, "a running task", every=0.02)
-                time.sleep(0.1)  # inside the task's forward pass
-                process_of[victim].send_signal(signal.SIGKILL)
-                killed["at"] = time.monotonic()
-            except BaseException as err:  # said by the assertion below, not lost in the thread
-                killed["error"] = repr(err)
-
-        killer = threading.Thread(target=kill_one_worker_mid_run, daemon=True)
-        killer.start()
+        killer, killed = kill_a_worker_mid_run(watcher, workers, settle=0.1, every=0.02)
         distributed = decay_spectrum(arch, progress=False, scheduler=address)
         finished = time.monotonic()
         killer.join(timeout=10)
