@@ -1,4 +1,4 @@
-"""Certificates anyone can re-check without trusting symattn (issue 27): the certified dimension.
+"""Certificates anyone can re-check without trusting symattn (issue 27): the certified dimension, the decay spectrum.
 
 :func:`symattn.identify.function_space_dimension` certifies a lower bound
 ``r`` on the dimension of the function space by an exact rank over
@@ -19,6 +19,13 @@ no larger, and those of the curve-coordinate Jacobian ``J_curve = J_native D``
 ``J_curve (eps D^-1) = eps J_native``.  So the witness is searched mod
 ``eps^(N+1)``; the certificate's truncation is then one past its deepest
 pivot (a pivot of valuation ``v`` is exact mod any ``eps^M`` with ``M > v``).
+
+:func:`spectrum_certificate` does the same for the decay spectrum of
+:func:`symattn.spectrum.decay_spectrum` (kind ``"spectrum"``): the witness is
+``r`` rows and ``r`` columns of the *native* Jacobian series (derivatives in
+the native parameters at ``theta_eps``, the matrix whose Smith valuations the
+spectrum is) with pivot valuations exactly the claimed exponents; see
+:data:`SPECTRUM_PROVES` for what that proves.
 
 Examples
 --------
@@ -41,12 +48,13 @@ import numpy as np
 from . import __version__
 from .curves import Curve, collapse
 from .errors import SymattnError
-from .jacobian import all_directions, gauge_slice, jacobian_series, random_bank, random_point
+from .jacobian import all_directions, bank_residues, gauge_slice, jacobian_series, random_bank, random_point
 from .model import Architecture, require_architecture
 from .model.components import Attention, CausalMask, Residual
 from .verifier.check import SCHEMA, VERSION
 
-__all__ = ["CertificateRefused", "check_certifiable", "dimension_certificate", "write_dimension_certificate", "least_valuation_pivots"]
+__all__ = ["CertificateRefused", "check_certifiable", "dimension_certificate", "write_dimension_certificate",
+           "least_valuation_pivots", "spectrum_certificate", "spectrum_claim", "write_spectrum_certificate"]
 
 #: What a dimension certificate proves, and what it does not, in words (written into every certificate).
 PROVES = ("A nonzero r x r minor of the Jacobian series J(eps) mod (p, eps^N), at an integer point and integer "
@@ -61,6 +69,31 @@ DOES_NOT_PROVE = ("It does not prove an upper bound: that the dimension is at mo
                   "(the function factors through the effective parameters; see MATH.md section 2), not "
                   "checked here. It does not check that the listed Taylor coefficients are those of the named "
                   "normalizer, except for the normalizers the checker knows (exp, cosh, exp(x**2), 1 + x**2).")
+
+
+#: What a spectrum certificate proves, and what it does not, in words (written into every spectrum certificate).
+SPECTRUM_PROVES = (
+    "The witness is an r x r minor M(eps) of the native Jacobian series J(eps): the derivatives of the outputs "
+    "on the bank in the native parameters, at the point of the curve through the integer point. Its entries "
+    "are power series over Z_(p) (rational, with denominators prime to p), and the checker computes them exactly "
+    "mod (p, eps^N). Least-valuation pivoting of M mod p finds valuations e_1 <= ... <= e_r, all below N, hence "
+    "exact: they are the Smith valuations of M over GF(p)[[eps]]. (1) Over GF(p)[[eps]]: a submatrix's Smith "
+    "valuations bound those of the whole matrix one by one, so the bank's Jacobian reduced mod p has rank >= r "
+    "and its j-th smallest Smith valuation is at most e_j, for each j <= r. (2) Over Q, for the real network: "
+    "a minor whose reduction mod p has valuation v has valuation at most v over Q, so for each k <= r the sum of "
+    "the k smallest Smith valuations of the bank's real Jacobian (its k-th determinantal divisor) is at most "
+    "e_1 + ... + e_k: the product of its k largest singular values is at least c eps^(e_1 + ... + e_k), c > 0, "
+    "for small eps. In particular the real Jacobian has rank >= r at the points of the curve with small "
+    "eps != 0, and its smallest exponent is at most e_1. Upper bounds on the exponents, a lower bound on the "
+    "rank; a larger bank only adds rows and keeps them. No probability enters: an unlucky random draw can only "
+    "make the bounds weaker, never wrong.")
+SPECTRUM_DOES_NOT_PROVE = (
+    "It does not prove that the exponents are exactly e_1, ..., e_r or that no exponent is smaller (another "
+    "bank, point or prime can only lower them), nor an upper bound on the rank, the kernel dimension "
+    "(#params - rank) or that the bank separates. Over Q it bounds the partial sums e_1 + ... + e_k, not each "
+    "exponent: the minor [[eps, p], [0, eps]] has Smith valuations {1: 2} mod p but {0: 1, 2: 1} over Q. It "
+    "does not check that the listed Taylor coefficients are those of the named normalizer, except for the "
+    "normalizers the checker knows (exp, cosh, exp(x**2), 1 + x**2).")
 
 
 class CertificateRefused(SymattnError, ValueError):
@@ -276,7 +309,6 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
         truncation = result.truncation + 1  # curve coordinates: each Smith exponent at most one higher
     point, coefficient_values = random_point(arch, p, result.seed)
     bank = random_bank(arch, result.bank, p, result.seed)
-    labels = {key: arch.block_label(key) for key, _ in arch.blocks()}
     for attempt, directions in enumerate((gauge_slice(arch), all_directions(arch))):
         if attempt and result.lower >= arch.param_count:
             break
@@ -288,16 +320,8 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     else:  # cannot happen: the uncompressed Jacobian has every direction the compressed one had
         raise SymattnError(f"the witness search found {len(pivots)} pivots below eps^{truncation}, fewer than the "
                            f"certified rank {result.lower}: this is a bug in symattn, please report it")
-    # the certificate's truncation: just past the deepest pivot (each is exact below any N above it)
-    truncation = 1 + max((v for _, _, v in pivots), default=0)
-    normalizers = [_taylor_strings(arch, i, truncation) for i in range(1, arch.layers + 1)]
-    names = {}
-    for key, chosen in directions[0].items():
-        for (r, c), k in np.ndenumerate(chosen):
-            if k >= 0:
-                names[int(k)] = f"{labels[key]}[{r},{c}]"
-    per_input = arch.widths[-1] * arch.tokens
     rank = len(pivots)
+    document = _document(arch, route_curve, p, point, bank, pivots, directions[0])
     return {
         "schema": SCHEMA,
         "version": VERSION,
@@ -305,12 +329,38 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
         "claim": f"the dimension of the function space of this architecture is at least {rank}",
         "proves": PROVES,
         "does_not_prove": DOES_NOT_PROVE,
+        **document,
+        "rank": rank,
+        "produced_by": {"program": "symattn", "version": __version__, "function": "function_space_dimension",
+                        "seed": int(result.seed), "bank_size": int(result.bank),
+                        "engine_truncation": int(result.truncation), "lower": int(result.lower),
+                        "upper": int(result.upper), "upper_reason": result.upper_reason, "method": result.method},
+    }
+
+
+def _document(arch: Architecture, curve: Curve, p: int, point, bank, pivots: list, directions: dict) -> dict:
+    """The fields every certificate shares: architecture, normalizers, curve, prime, truncation, point, bank, witness.
+
+    The truncation is one past the deepest pivot: a pivot of valuation ``v``
+    is exact mod any ``eps^M`` with ``M > v``, and a shorter series is cheaper
+    to check.  ``directions`` maps each block to the jet index of its entries
+    (``-1`` for entries held fixed), as the Jacobian's columns were numbered.
+    """
+    truncation = 1 + max((v for _, _, v in pivots), default=0)
+    labels = {key: arch.block_label(key) for key, _ in arch.blocks()}
+    names = {}
+    for key, chosen in directions.items():
+        for (r, c), k in np.ndenumerate(chosen):
+            if k >= 0:
+                names[int(k)] = f"{labels[key]}[{r},{c}]"
+    per_input = arch.widths[-1] * arch.tokens
+    return {
         "architecture": {"widths": list(arch.widths), "score_ranks": list(arch.score_ranks),
                          "tokens": arch.tokens, "heads": list(arch.heads), "causal": arch.causal,
                          "residual": arch.residual, "normalizers": [n.name for n in arch.normalizers]},
-        "normalizers": normalizers,
-        "curve": {"name": route_curve.describe(arch.layers), "input_power": int(route_curve.input_power),
-                  "powers": {labels[key]: int(route_curve.block_power(*key[:2]) or 0) for key, _ in arch.blocks()}},
+        "normalizers": [_taylor_strings(arch, i, truncation) for i in range(1, arch.layers + 1)],
+        "curve": {"name": curve.describe(arch.layers), "input_power": int(curve.input_power),
+                  "powers": {labels[key]: int(curve.block_power(*key[:2]) or 0) for key, _ in arch.blocks()}},
         "prime": int(p),
         "truncation": int(truncation),
         "point": {labels[key]: np.asarray(point[key]).tolist() for key, _ in arch.blocks()},
@@ -322,11 +372,6 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
             "columns": [names[col] for _, col, _ in pivots],
             "valuations": [v for _, _, v in pivots],
         },
-        "rank": rank,
-        "produced_by": {"program": "symattn", "version": __version__, "function": "function_space_dimension",
-                        "seed": int(result.seed), "bank_size": int(result.bank),
-                        "engine_truncation": int(result.truncation), "lower": int(result.lower),
-                        "upper": int(result.upper), "upper_reason": result.upper_reason, "method": result.method},
     }
 
 
@@ -342,11 +387,147 @@ def write_dimension_certificate(arch: Architecture, path, result=None, **options
     >>> verify(path).verified, certificate["rank"]
     (True, 2)
     """
+    return _write(dimension_certificate(arch, result=result, **options), path)
+
+
+def spectrum_claim(rank: int, exponents: dict, p: int) -> str:
+    """The claim of a spectrum certificate in words (the checker writes the same sentence from its own reading).
+
+    Examples
+    --------
+    >>> spectrum_claim(7, {0: 4, 1: 3}, 101)
+    'along its curve, the native Jacobian of this architecture on its bank has rank at least 7, and its decay exponents over GF(101)[[eps]], in increasing order, are at most {0: 4, 1: 3}'
+    """
+    histogram = "{" + ", ".join(f"{e}: {m}" for e, m in sorted(exponents.items())) + "}"
+    return (f"along its curve, the native Jacobian of this architecture on its bank has rank at least {rank}, "
+            f"and its decay exponents over GF({p})[[eps]], in increasing order, are at most {histogram}")
+
+
+def spectrum_certificate(arch: Architecture, result=None, curve: Curve | None = None, bank="auto",
+                         **options) -> dict:
+    """A certificate of the decay spectrum of :func:`~symattn.spectrum.decay_spectrum` (kind ``"spectrum"``).
+
+    Reproduces the run's main computation (its first prime, its seed's point,
+    its bank and truncation, as ``result`` records them), computes the
+    uncompressed native Jacobian series there, and finds a witness minor by
+    :func:`least_valuation_pivots`.  The claimed exponents are the witness's
+    pivot valuations: the Smith valuations of the uncompressed Jacobian mod
+    ``p``, which are the run's (its random row compression can only raise
+    them, with probability at most ``r / p``); the run's own are kept under
+    ``produced_by``.  What the certificate proves: :data:`SPECTRUM_PROVES`.
+
+    Parameters
+    ----------
+    arch : Architecture
+    result : Spectrum, optional
+        The run to certify (default: :func:`decay_spectrum` with ``curve``,
+        ``bank`` and ``options``, without a progress bar).
+    curve : Curve, optional
+        The result's curve (default collapse).
+    bank : "auto", int or list of matrices
+        As for :func:`decay_spectrum`; a list must be the bank the result
+        was computed on (a random bank is drawn again from the result's seed).
+    **options
+        ``truncation``, ``seed``, ``primes``, ``confirm``, ``max_bank``,
+        ``max_truncation``, ``max_memory`` of :func:`decay_spectrum`, when
+        ``result`` is not given.
+
+    Returns
+    -------
+    dict
+        The JSON document (schema ``docs/certificate.schema.json``).
+
+    Raises
+    ------
+    CertificateRefused
+        As :func:`dimension_certificate`, before any computation.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> certificate = spectrum_certificate(Architecture.uniform(layers=2, width=2, rank=1))
+    >>> certificate["kind"], certificate["exponents"], certificate["rank"], certificate["truncation"]
+    ('spectrum', {'0': 4, '1': 3, '5': 3}, 10, 6)
+    >>> certificate["witness"]["columns"][-1], certificate["witness"]["valuations"][-1]
+    ('K_2[0,0]', 5)
+    >>> from symattn.verifier import verify
+    >>> verify(certificate).verified
+    True
+    """
+    from .spectrum import Spectrum, decay_spectrum
+
+    arch = require_architecture(arch)
+    _refuse_unsupported(arch, curve)
+    route_curve = collapse() if curve is None else curve
+    if result is None:
+        result = decay_spectrum(arch, curve=route_curve, bank=bank, progress=False, **options)
+    elif options:
+        raise SymattnError(f"options {sorted(options)} set how a spectrum is computed; with result= the run is "
+                           "given: pass one or the other")
+    if not isinstance(result, Spectrum):
+        raise SymattnError(f"result must be the Spectrum of decay_spectrum, got {type(result).__name__}")
+    if result.curve != route_curve.describe(arch.layers):
+        raise SymattnError(f"the result was computed along {result.curve}, not along "
+                           f"{route_curve.describe(arch.layers)}: pass the result's curve")
+    if result.architecture != arch.to_json():
+        raise SymattnError("the result was computed for another architecture: pass the result's architecture")
+    p, seed = result.primes[0], result.seeds[0]
+    point, coefficient_values = random_point(arch, p, seed)
+    if isinstance(bank, str) or isinstance(bank, (int, np.integer)):
+        inputs = random_bank(arch, result.bank, p, seed)
+    else:
+        inputs = bank_residues(arch, list(bank), p)
+        if len(inputs) != result.bank:
+            raise SymattnError(f"the bank given has {len(inputs)} inputs, the result's {result.bank}: pass the "
+                               "bank the result was computed on")
+    J = jacobian_series(arch, route_curve, inputs, point, p, result.truncation, coefficient_values)
+    pivots = least_valuation_pivots(J, p)
+    valuations = sorted(v for _, _, v in pivots)
+    exponents: dict = {}
+    for v in valuations:
+        exponents[v] = exponents.get(v, 0) + 1
+    document = _document(arch, route_curve, p, point, inputs, pivots, all_directions(arch)[0])
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "kind": "spectrum",
+        "claim": spectrum_claim(len(pivots), exponents, p),
+        "proves": SPECTRUM_PROVES,
+        "does_not_prove": SPECTRUM_DOES_NOT_PROVE,
+        **document,
+        "coordinates": "native",
+        "exponents": {str(e): m for e, m in exponents.items()},
+        "rank": len(pivots),
+        "produced_by": {"program": "symattn", "version": __version__, "function": "decay_spectrum",
+                        "seed": int(seed), "bank_size": int(result.bank), "engine_truncation": int(result.truncation),
+                        "spectrum": {str(e): m for e, m in result.exponents.items()}, "rank": int(result.rank),
+                        "kernel": int(result.kernel), "unresolved": int(result.unresolved),
+                        "primes": [int(q) for q in result.primes], "separating": bool(result.separating),
+                        "confirmed": bool(result.confirmed), "method": result.method},
+    }
+
+
+def write_spectrum_certificate(arch: Architecture, path, result=None, **options) -> dict:
+    """Write :func:`spectrum_certificate` to ``path`` as JSON (atomically) and return it.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from symattn.verifier import verify
+    >>> path = os.path.join(tempfile.mkdtemp(), "spectrum.json")
+    >>> certificate = write_spectrum_certificate(Architecture.uniform(layers=1, width=2, tokens=2), path)
+    >>> verify(path).verified, certificate["exponents"]
+    (True, {'0': 4, '1': 3})
+    """
+    return _write(spectrum_certificate(arch, result=result, **options), path)
+
+
+def _write(certificate: dict, path) -> dict:
+    """``certificate`` as indented JSON at ``path``, written atomically."""
     import json
 
     from ._files import write_atomically
 
-    certificate = dimension_certificate(arch, result=result, **options)
     text = json.dumps(certificate, indent=1)
     write_atomically(Path(path), lambda temporary: temporary.write_text(text + "\n", encoding="utf-8"))
     return certificate

@@ -18,7 +18,8 @@ def configure_verify(parser) -> None:
     'dimension.json'
     """
     parser.add_argument("certificate", metavar="FILE",
-                        help="a certificate written by 'symattn dimension --certificate FILE' (JSON)")
+                        help="a certificate written by 'symattn dimension --certificate FILE' or 'symattn spectrum "
+                             "--certificate FILE' (JSON)")
 
 
 def run_verify(args, arch):
@@ -57,5 +58,6 @@ COMMANDS = (
     Subcommand("verify", "re-check a certificate without trusting symattn (its independent checker)",
                run_verify, configure_verify,
                examples=("symattn verify dimension.json",
+                         "symattn verify spectrum.json",
                          "symattn verify dimension.json --json")),
 )

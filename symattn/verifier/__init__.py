@@ -1,5 +1,9 @@
 """An independent checker of symattn's certificates: re-check a result without trusting symattn.
 
+Two kinds of certificate: a lower bound of the dimension of the function
+space, and the decay spectrum of the native Jacobian along a curve
+(:mod:`symattn.verifier.spectrum` says what the latter proves).
+
 A certificate (:mod:`symattn.certificates` writes them) holds everything a
 claim rests on: the architecture, each normalizer's Taylor coefficients as
 exact rationals, the curve, a prime ``p``, a truncation ``N``, an integer point
@@ -17,8 +21,8 @@ threadpoolctl): on a busy machine BLAS threads mostly wait for each other.
 Examples
 --------
 >>> from symattn.verifier import verify
->>> verify({"schema": "symattn-certificate", "version": 1, "kind": "spectrum"}).problem
-"kind 'spectrum': this checker checks 'dimension lower bound'"
+>>> verify({"schema": "symattn-certificate", "version": 1, "kind": "rank"}).problem
+"kind 'rank': this checker checks 'dimension lower bound' and 'spectrum'"
 """
 
 from .check import SCHEMA, VERSION, CertificateError, VerificationReport, verify

@@ -1,4 +1,4 @@
-"""Check a dimension certificate: read every field, recompute the witness minor, compare every claim.
+"""Check a certificate (a dimension lower bound, a decay spectrum): read every field, recompute the witness minor, compare every claim.
 
 The certificate is user input: every field is validated here with a message
 naming the bad value and what is accepted; rationals are read with
@@ -21,15 +21,20 @@ from pathlib import Path
 import numpy as np
 
 from .arithmetic import widen
+from .disagreement import Disagreement
 from .network import ScoresDoNotVanish, forward
 from .pivots import pivot_valuations
+from .spectrum import conclusion, gauge_conclusion, gauge_tangents, read_exponents, spectrum_claim
 
-__all__ = ["SCHEMA", "VERSION", "CertificateError", "Disagreement", "VerificationReport", "verify",
+__all__ = ["SCHEMA", "VERSION", "KINDS", "CertificateError", "Disagreement", "VerificationReport", "verify",
            "parameter_names", "known_taylor"]
 
 #: The schema name and the version this checker reads.
 SCHEMA = "symattn-certificate"
 VERSION = 1
+
+#: The kinds of certificate this checker checks (the spectrum's own fields: :mod:`symattn.verifier.spectrum`).
+KINDS = ("dimension lower bound", "spectrum")
 
 #: Largest prime the checker accepts: residues times residues stay below 2**62 in int64.
 MAX_PRIME = 2 ** 31
@@ -47,16 +52,6 @@ class CertificateError(ValueError):
     Traceback (most recent call last):
     ...
     symattn.verifier.check.CertificateError: the certificate is not JSON: Expecting property name enclosed in double quotes at line 1, column 2
-    """
-
-
-class Disagreement(Exception):
-    """The first field or claim that does not check; its message says which and why.
-
-    Examples
-    --------
-    >>> str(Disagreement("prime 91 is not a prime"))
-    'prime 91 is not a prime'
     """
 
 
@@ -78,6 +73,10 @@ class VerificationReport:
     valuations : tuple of int
         The recomputed pivot valuations of the witness minor.
     seconds : float
+    kernel : int or None
+        A spectrum certificate's stronger check: the kernel dimension, when the
+        gauge orbit's tangents and the witness's rank add up to the number of
+        parameters (then the rank is exactly ``rank``); ``None`` when not decided.
 
     Examples
     --------
@@ -95,11 +94,12 @@ class VerificationReport:
     rank: int | None = None
     valuations: tuple = ()
     seconds: float = 0.0
+    kernel: int | None = None
 
     def to_json(self) -> dict:
         return {"verified": self.verified, "claim": self.claim, "checked": list(self.checked),
                 "problem": self.problem, "rank": self.rank, "valuations": list(self.valuations),
-                "seconds": round(self.seconds, 4)}
+                "seconds": round(self.seconds, 4), "kernel": self.kernel}
 
     def __str__(self) -> str:
         if self.verified:
@@ -168,7 +168,7 @@ def rational(text, what: str) -> Fraction:
     >>> rational("1e3", "c_1")
     Traceback (most recent call last):
     ...
-    symattn.verifier.check.Disagreement: c_1 must be a rational written "p/q" or "p" with digits only, got '1e3'
+    symattn.verifier.disagreement.Disagreement: c_1 must be a rational written "p/q" or "p" with digits only, got '1e3'
     """
     if not isinstance(text, str) or len(text) > MAX_RATIONAL_DIGITS or not _RATIONAL.fullmatch(text):
         raise Disagreement(f'{what} must be a rational written "p/q" or "p" with digits only, got {_short(text)}')
@@ -429,23 +429,29 @@ def _read_witness(document: dict, cert: _Certificate, checked: list) -> None:
 
 
 # -- the computation ----------------------------------------------------------------------------
-def _jet_block(values, power: int, directions: dict, J: int, N: int, p: int) -> np.ndarray:
-    """A parameter block on the curve as a jet: value ``eps^power B``, tangent ``eps^power`` in its witness directions.
+def _jet_block(values, power: int, directions: dict, J: int, N: int, p: int, native: bool = False) -> np.ndarray:
+    """A parameter block on the curve as a jet: value ``eps^power B``, tangent in its witness directions.
 
-    The derivative is in the curve's coordinate ``B`` (``d/dB (eps^power B) = eps^power``); ``directions``
-    maps an entry ``(row, col)`` to its jet index (``1 .. J-1``).
+    The derivative is in the curve's coordinate ``B`` (``d/dB (eps^power B) = eps^power``), or with
+    ``native`` in the native parameter ``W = eps^power B`` itself (``dW/dW = 1``, at ``eps^0``);
+    ``directions`` maps an entry ``(row, col)`` to its jet index (``1 .. J-1``).
     """
     rows, cols = len(values), len(values[0])
     block = np.zeros((rows, cols, J, N), dtype=np.int64)
     if power < N:
         block[:, :, 0, power] = np.array(values, dtype=object) % p
+    tangent_power = 0 if native else power
+    if tangent_power < N:
         for (r, c), k in directions.items():
-            block[r, c, k, power] = 1
+            block[r, c, k, tangent_power] = 1
     return block
 
 
-def _minor(cert: _Certificate) -> np.ndarray:
-    """The witness minor ``(r, r, N)``: row ``(b, i, j)``, column ``k``: ``d F(X_b)_ij / d (column k)`` mod ``(p, eps^N)``."""
+def _minor(cert: _Certificate, native: bool = False) -> np.ndarray:
+    """The witness minor ``(r, r, N)``: row ``(b, i, j)``, column ``k``: ``d F(X_b)_ij / d (column k)`` mod ``(p, eps^N)``.
+
+    The columns are derivatives in the curve's coordinates, or with ``native`` in the native parameters.
+    """
     p, N, r = cert.prime, cert.truncation, cert.rank
     names = parameter_names(cert.widths, cert.score_ranks, cert.heads)
     order = {name: n for n, name in enumerate(names)}
@@ -460,7 +466,8 @@ def _minor(cert: _Certificate) -> np.ndarray:
     blocks, met = {}, 0
     for name, _ in _blocks(cert.widths, cert.score_ranks, cert.heads):
         met += len(directions.get(name, {}))
-        blocks[name] = _jet_block(cert.point[name], cert.powers[name], directions.get(name, {}), 1 + met, N, p)
+        blocks[name] = _jet_block(cert.point[name], cert.powers[name], directions.get(name, {}), 1 + met, N, p,
+                                  native)
     layers = []
     for i in range(1, len(cert.widths)):
         heads = []
@@ -500,15 +507,23 @@ def _load(source):
 
 
 def verify(source) -> VerificationReport:
-    """Check a dimension certificate (a path, its JSON text starting with ``{``, or the parsed dict).
+    """Check a certificate (a path, its JSON text starting with ``{``, or the parsed dict).
 
     Every field is validated; then the witness minor of the Jacobian is
     recomputed over ``GF(p)[eps]/(eps^N)`` at the certificate's integer point
     and bank by this package's own forward pass, its pivot valuations found by
-    least-valuation full pivoting, and compared with the claimed ones.  All
-    ``r`` pivots below ``eps^N`` prove the minor nonzero over ``Q[[eps]]``: the
-    real Jacobian has rank ``>= r`` at points of the curve with small
-    ``eps != 0``, so the function space has dimension ``>= r``.
+    least-valuation full pivoting, and compared with the claimed ones.
+
+    * A dimension certificate (kind ``"dimension lower bound"``): the minor is
+      in the curve's coordinates; all ``r`` pivots below ``eps^N`` prove it
+      nonzero over ``Q[[eps]]``: the real Jacobian has rank ``>= r`` at points
+      of the curve with small ``eps != 0``, so the function space has
+      dimension ``>= r``.
+    * A spectrum certificate (kind ``"spectrum"``): the minor is in the native
+      parameters, and its pivot valuations must be the claimed exponents;
+      what that proves is in :mod:`symattn.verifier.spectrum`.  A stronger
+      check, reported apart and never failing the certificate, compares the
+      rank with the gauge orbit's tangents: ``kernel`` when they decide it.
 
     Returns
     -------
@@ -540,27 +555,33 @@ def verify(source) -> VerificationReport:
         if document.get("version") != VERSION:
             raise Disagreement(f"version {_short(document.get('version'))} of {SCHEMA}: this checker reads "
                                f"version {VERSION}")
-        if document.get("kind") != "dimension lower bound":
-            raise Disagreement(f"kind {_short(document.get('kind'))}: this checker checks 'dimension lower bound'")
+        kind = document.get("kind")
+        if kind not in KINDS:
+            raise Disagreement(f"kind {_short(kind)}: this checker checks " + " and ".join(map(repr, KINDS)))
         cert = _read_architecture(document, checked)
         _read_field_data(document, cert, checked)
         _read_normalizers(document, cert, checked)
         _read_curve(document, cert, checked)
         _read_point_and_bank(document, cert, checked)
         _read_witness(document, cert, checked)
-        claim = f"the dimension of the function space of this architecture is at least {cert.rank}"
+        if kind == "spectrum":
+            exponents = read_exponents(document, cert.rank, cert.valuations, checked)
+            claim = spectrum_claim(cert.rank, exponents, cert.prime)
+        else:
+            claim = f"the dimension of the function space of this architecture is at least {cert.rank}"
         if document.get("claim") != claim:
             raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
         try:
-            minor = _minor(cert)
+            minor = _minor(cert, native=kind == "spectrum")
         except ScoresDoNotVanish as err:
             raise Disagreement(str(err)) from None
         except ZeroDivisionError:
             raise Disagreement(f"a column sum of s(A) is 0 mod {cert.prime} at eps = 0: the weights are not "
                                "defined mod p at this point") from None
         found = pivot_valuations(minor, cert.prime)
+        coordinates = "native parameters" if kind == "spectrum" else "curve's coordinates"
         checked.append(f"recomputed the {cert.rank} x {cert.rank} witness minor of the Jacobian mod "
-                       f"({cert.prime}, eps^{cert.truncation}) in the curve's coordinates: pivot valuations "
+                       f"({cert.prime}, eps^{cert.truncation}) in the {coordinates}: pivot valuations "
                        f"{_histogram(found)}")
         if len(found) < cert.rank:
             raise Disagreement(f"the witness minor has only {len(found)} pivots below eps^{cert.truncation}, not "
@@ -568,13 +589,33 @@ def verify(source) -> VerificationReport:
         if sorted(found) != sorted(cert.valuations):
             raise Disagreement(f"the pivot valuations of the witness minor are {_histogram(found)}, the certificate "
                                f"claims {_histogram(cert.valuations)}")
-        checked.append(f"the claimed pivot valuations agree; {cert.rank} pivots below eps^{cert.truncation}: the "
-                       f"minor is nonzero over Q[[eps]], so the rank of the real Jacobian near eps = 0 on the "
-                       f"curve, and the dimension, is at least {cert.rank}")
+        kernel = None
+        if kind == "spectrum":
+            checked.append(conclusion(cert.rank, found, cert.prime, cert.truncation))
+            kernel, words = _gauge_check(cert)
+            checked.append(words)
+        else:
+            checked.append(f"the claimed pivot valuations agree; {cert.rank} pivots below eps^{cert.truncation}: "
+                           f"the minor is nonzero over Q[[eps]], so the rank of the real Jacobian near eps = 0 on "
+                           f"the curve, and the dimension, is at least {cert.rank}")
     except Disagreement as err:
         return VerificationReport(False, claim, tuple(checked), str(err), seconds=time.perf_counter() - started)
     return VerificationReport(True, claim, tuple(checked), None, len(found), tuple(found),
-                              time.perf_counter() - started)
+                              time.perf_counter() - started, kernel)
+
+
+def _gauge_check(cert: _Certificate) -> tuple:
+    """The stronger check of a spectrum certificate (:mod:`symattn.verifier.spectrum`): ``(kernel or None, words)``."""
+    blocks = _blocks(cert.widths, cert.score_ranks, cert.heads)
+    layers, n = [], 0
+    for i in range(1, len(cert.widths)):
+        layers.append([tuple(name for name, _ in blocks[n + 3 * h:n + 3 * h + 3]) for h in range(cert.heads[i - 1])])
+        n += 3 * cert.heads[i - 1]
+    tangents = gauge_tangents(layers, dict(blocks), [name for name, _ in blocks], cert.point, cert.powers,
+                              cert.residual, cert.truncation, cert.prime)
+    gauge_rank = len(pivot_valuations(tangents, cert.prime)) if len(tangents) else 0
+    parameters = sum(rows * cols for _, (rows, cols) in blocks)
+    return gauge_conclusion(cert.rank, parameters, gauge_rank, cert.truncation)
 
 
 def _histogram(values) -> str:

@@ -21,11 +21,13 @@ This module imports nothing but numpy: it is part of the independent checker.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .arithmetic import both_widened, convolve, invert, matmul, multiply, times_series, transpose
 
-__all__ = ["ScoresDoNotVanish", "forward"]
+__all__ = ["ScoresDoNotVanish", "forward", "polynomials_of_series"]
 
 
 class ScoresDoNotVanish(ValueError):
@@ -43,6 +45,50 @@ def _constant(value: int, like: np.ndarray, p: int) -> np.ndarray:
     out = np.zeros_like(like)
     out[..., 0, 0] = value % p
     return out
+
+
+def polynomials_of_series(coefficient_lists: list, a: np.ndarray, p: int) -> list:
+    """``sum_n c_n a^n`` for each list ``[c_0, c_1, ...]``, ``a`` a series ``(..., N)``, by baby and giant steps.
+
+    Horner's rule would take one series product per coefficient.  With
+    ``m ~ sqrt(len)``, the baby steps ``a^0 .. a^(m-1)`` are computed once;
+    each block of ``m`` coefficients is a combination of them (products by
+    numbers, no series product), and Horner's rule runs over the blocks with
+    the giant step ``a^m``: about ``2 sqrt(len)`` series products in all
+    (Paterson and Stockmeyer), the giant steps of every list in one call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.array([0, 1, 0, 0, 0])                       # eps
+    >>> [r.tolist() for r in polynomials_of_series([[1, 2, 3, 4, 5, 6], [7]], a, 101)]
+    [[1, 2, 3, 4, 5], [7, 0, 0, 0, 0]]
+    """
+    N = a.shape[-1]
+    longest = max(len(c) for c in coefficient_lists)
+    m = max(1, math.isqrt(longest - 1) + 1)                   # m * m >= longest
+    one = np.zeros_like(a)
+    one[..., 0] = 1
+    powers = [one]
+    for _ in range(1, m):
+        powers.append(convolve(powers[-1], a, p))
+    giant = convolve(powers[-1], a, p) if longest > m else None    # a^m
+
+    def block(coefficients, j):
+        """``sum_i c_(j m + i) a^i``: products by numbers only (each below p^2, the sums reduced as they go)."""
+        out = np.zeros_like(a)
+        for i, c in enumerate(coefficients[j * m:(j + 1) * m]):
+            if c % p:
+                out = (out + (c % p) * powers[i]) % p
+        return out
+
+    blocks = -(-longest // m)
+    results = np.stack([block(c, blocks - 1) for c in coefficient_lists])
+    for j in range(blocks - 2, -1, -1):
+        # Horner over the blocks: result a^m + block j, every list in one product
+        results = convolve(results, giant, p)
+        results = (results + np.stack([block(c, j) for c in coefficient_lists])) % p
+    return list(results)
 
 
 def normalizer_weights(A: np.ndarray, taylor: list, polynomial: bool, causal: bool, p: int,
@@ -71,17 +117,11 @@ def normalizer_weights(A: np.ndarray, taylor: list, polynomial: bool, causal: bo
         nonzero = (A[..., 0, :] != 0)
         v = int(np.where(nonzero.any(axis=-1), nonzero.argmax(axis=-1), N).min())
         taylor = taylor[:2 + (N - 1) // v]
-    # s(A) entrywise, as a jet: s(a + dA) = s(a) + s'(a) dA (first order), with s(a) and s'(a) by
-    # Horner's rule on the values alone: s(a) = ((c_D a + c_{D-1}) a + ...) a + c_0, and
-    # s'(a) = ((D c_D a + (D-1) c_{D-1}) a + ...) a + c_1
+    # s(A) entrywise, as a jet: s(a + dA) = s(a) + s'(a) dA (first order), s(a) = sum_n c_n a^n and
+    # s'(a) = sum_n (n + 1) c_(n+1) a^n evaluated on the values alone
     a = A[..., 0, :]
-    value = np.full_like(a, taylor[-1] % p) * (np.arange(N) == 0)
-    derivative = np.zeros_like(a)
-    for n in range(len(taylor) - 2, -1, -1):
-        # derivative first: it uses the value of step n + 1 (d/da of (v a + c_n) is v' a + v)
-        derivative = (convolve(derivative, a, p) + value) % p
-        value = convolve(value, a, p)
-        value[..., 0] = (value[..., 0] + taylor[n]) % p
+    derivative_coefficients = [(n + 1) * c % p for n, c in enumerate(taylor[1:])] or [0]
+    value, derivative = polynomials_of_series([taylor, derivative_coefficients], a, p)
     s = np.zeros_like(A)
     s[..., 0, :] = value
     s[..., 1:, :] = times_series(A[..., 1:, :], derivative, p)                 # s'(a) dA
