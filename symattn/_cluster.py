@@ -1,4 +1,4 @@
-"""Dask clients for the analyses that spread one computation over workers (a sweep, a dimension).
+"""Dask clients for the analyses that spread one computation over workers (a sweep, a dimension, a spectrum).
 
 ``open_client(scheduler, workers)`` gives a ``distributed.Client``: to the
 scheduler at an address, to a client the caller already holds, or to a
@@ -21,7 +21,8 @@ import logging
 
 from .errors import SymattnError
 
-__all__ = ["scheduler_address", "open_client", "map_as_completed", "check_workers", "is_client"]
+__all__ = ["scheduler_address", "open_client", "map_as_completed", "check_workers", "is_client", "uses_dask",
+           "describe_client", "worker_count"]
 
 
 def scheduler_address(text: str) -> str | None:
@@ -68,6 +69,62 @@ def is_client(value) -> bool:
     False
     """
     return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")
+
+
+def uses_dask(scheduler, workers) -> bool:
+    """True when a computation runs on Dask: a scheduler (address, ``"local"`` or client) or ``workers``.
+
+    The address is checked here, before any work.
+
+    Examples
+    --------
+    >>> uses_dask(None, None), uses_dask(None, 2), uses_dask("tcp://127.0.0.1:8786", None)
+    (False, True, True)
+    >>> uses_dask("fast", None)
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: scheduler must be a Dask scheduler address such as tcp://127.0.0.1:8786, 'local' or a distributed.Client, got 'fast'
+    """
+    if scheduler is None:
+        return workers is not None
+    if is_client(scheduler):
+        return True
+    if not isinstance(scheduler, str) or (scheduler.strip().lower() != "local" and scheduler_address(scheduler) is None):
+        raise SymattnError(f"scheduler must be a Dask scheduler address such as tcp://127.0.0.1:8786, 'local' or a "
+                           f"distributed.Client, got {scheduler!r}")
+    return True
+
+
+def describe_client(scheduler, workers, spread: int) -> str:
+    """Where the tasks ran, for a method text: a LocalCluster of N processes, or N workers of a scheduler.
+
+    Examples
+    --------
+    >>> describe_client(None, 2, 2)
+    'a Dask LocalCluster of 2 worker processes'
+    >>> describe_client("127.0.0.1:8786", None, 3)
+    '3 workers of the Dask scheduler at tcp://127.0.0.1:8786'
+    """
+    if is_client(scheduler):
+        if type(getattr(scheduler, "cluster", None)).__name__ == "LocalCluster":
+            return f"a Dask LocalCluster of {spread} worker process{'es' * (spread != 1)}"
+        return f"{spread} worker{'s' * (spread != 1)} of the Dask scheduler at {scheduler.scheduler.address}"
+    if scheduler is None or scheduler.strip().lower() == "local":
+        return f"a Dask LocalCluster of {workers or 1} worker process{'es' * ((workers or 1) != 1)}"
+    return f"{spread} worker{'s' * (spread != 1)} of the Dask scheduler at {scheduler_address(scheduler)}"
+
+
+def worker_count(client, workers: int | None = None) -> int:
+    """The workers ``client`` has now (at least 1; ``workers`` when the scheduler does not say yet).
+
+    Examples
+    --------
+    >>> from distributed import Client
+    >>> with Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None) as client:
+    ...     worker_count(client)
+    2
+    """
+    return max(1, len(client.scheduler_info().get("workers", {})) or (workers or 1))
 
 
 @contextlib.contextmanager

@@ -464,7 +464,8 @@ def _products() -> str:
     return "broadcast" if schoolbook_default() else "blas"
 
 
-def spectrum_memory(arch, bank: int, truncation: int, gauge: int | None = None) -> MemoryEstimate:
+def spectrum_memory(arch, bank: int, truncation: int, gauge: int | None = None, where: str = "here",
+                    group: int | None = None) -> MemoryEstimate:
     """Peak memory of one step of :func:`symattn.spectrum.decay_spectrum` (both banks in one pass).
 
     One forward pass over the ``bank`` inputs (the bank and the larger
@@ -473,28 +474,61 @@ def spectrum_memory(arch, bank: int, truncation: int, gauge: int | None = None) 
     that with the gauge tangents, ``(#params, gauge, #params, N)``, which
     checks that they lie in the kernel.
 
+    Parameters
+    ----------
+    where : {"here", "coordinator", "worker"}
+        ``"here"``: everything in one process; ``"coordinator"``: the forward
+        passes run on Dask workers, ``group`` inputs a task, and this process
+        holds the Jacobian, one arriving part and what follows; ``"worker"``:
+        one task's forward pass over ``group`` inputs and its part.
+    group : int, optional
+        Inputs per task (``where`` other than ``"here"``; default ``bank``).
+
     Examples
     --------
     >>> from symattn.model import Architecture
-    >>> estimate = spectrum_memory(Architecture.uniform(layers=3, width=8, tokens=8), bank=112, truncation=19)
+    >>> arch = Architecture.uniform(layers=3, width=8, tokens=8)
+    >>> estimate = spectrum_memory(arch, bank=112, truncation=19)
     >>> 2 * 2**30 < estimate.bytes < 4 * 2**30
     True
+    >>> worker = spectrum_memory(arch, bank=112, truncation=19, where="worker", group=28)
+    >>> coordinator = spectrum_memory(arch, bank=112, truncation=19, where="coordinator", group=28)
+    >>> worker.bytes < estimate.bytes and coordinator.bytes < estimate.bytes, worker.bank, coordinator.jacobian
+    (True, 28, (7168, 240))
     """
+    if where not in ("here", "coordinator", "worker"):
+        raise SymattnError(f"where must be 'here', 'coordinator' or 'worker', got {where!r}")
+    group = bank if group is None else max(1, min(int(group), bank))
     P = arch.param_count
     if gauge is None:
         gauge = sum(a * a for a in arch.score_ranks) + sum(d * d for d in arch.widths[1:-1])
-    forward_bytes, largest = jet_forward_memory(arch, bank, truncation, _products())
-    rows = arch.widths[-1] * arch.tokens * bank
+    rows_per_input = arch.widths[-1] * arch.tokens
+    if where == "worker":  # one task: the forward pass over its inputs, and the part it sends back
+        forward_bytes, largest = jet_forward_memory(arch, group, truncation, _products())
+        part = rows_per_input * group * P * truncation * _INT64
+        return MemoryEstimate("a worker's forward pass of the decay spectrum", forward_bytes + part, truncation,
+                              (rows_per_input * group, P), group, largest)
+    rows = rows_per_input * bank
     jacobian = rows * P * truncation * _INT64
     compressed = min(rows, P)
     # the output, its padded tangents and their reshaped copy; then per bank the compressed copy,
     # and J(eps) G(eps)^T broadcast as (rows, gauge, #params, N) with one temporary
-    output = arch.widths[-1] * arch.tokens * bank * (1 + P) * truncation * _INT64
-    after = output + 2 * jacobian + 2 * compressed * P * truncation * _INT64 \
-        + 2 * compressed * gauge * P * truncation * _INT64
-    if after > forward_bytes:
-        largest = f"({compressed}, {gauge}, {P}, {order_text(truncation)}) int64 for the gauge-kernel check"
-    return MemoryEstimate("the decay spectrum", max(forward_bytes, after), truncation, (rows, P), bank, largest)
+    checks = 2 * compressed * P * truncation * _INT64 + 2 * compressed * gauge * P * truncation * _INT64
+    largest = f"({compressed}, {gauge}, {P}, {order_text(truncation)}) int64 for the gauge-kernel check"
+    if where == "coordinator":
+        # the Jacobian filled part by part (one arriving, and its unpickled copy); then the compressed copy and
+        # the gauge check, a BLAS series product: float64 copies of both operands and its limb products
+        # (measured: 75 MiB for a (48, 48, 487) by (48, 26, 487) product, 70 MiB by this count)
+        part = rows_per_input * group * P * truncation * _INT64
+        product = (2 * (compressed + gauge) * P + 8 * compressed * gauge) * truncation * _INT64
+        after = jacobian + 2 * compressed * P * truncation * _INT64 + product
+        return MemoryEstimate("the decay spectrum (forward passes on the workers)", max(jacobian + 2 * part, after),
+                              truncation, (rows, P), bank, f"({rows}, {P}, {order_text(truncation)}) int64 Jacobian")
+    forward_bytes, forward_largest = jet_forward_memory(arch, bank, truncation, _products())
+    output = rows * (1 + P) * truncation * _INT64
+    after = output + 2 * jacobian + checks
+    return MemoryEstimate("the decay spectrum", max(forward_bytes, after), truncation, (rows, P), bank,
+                          largest if after > forward_bytes else forward_largest)
 
 
 def rank_check_memory(arch, bank: int, truncation: int) -> MemoryEstimate:

@@ -21,11 +21,13 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._cluster import check_workers, describe_client, uses_dask, worker_count
 from ._format import FormattedResult, latex_escape, latex_method, latex_prose, latex_tabular, markdown_method
 from .naming import texttt
 from .adaptive import (
@@ -35,7 +37,7 @@ from .algebra.linalg import products_reported, series_matmul
 from .algebra.valuations import smith_valuations
 from .curves import Curve, collapse
 from .effective import effective_block_dimensions, has_bottleneck
-from .errors import BankError, DomainError, SymattnError, TruncationError
+from .errors import BankError, DomainError, ResourceLimitError, SymattnError, TruncationError
 # The points, banks and Jacobians live in symattn.jacobian; the names are re-exported here,
 # where earlier versions defined them.
 from .jacobian import (  # noqa: F401
@@ -50,6 +52,7 @@ from .jacobian import (  # noqa: F401
     gauge_tangent_series,
     jacobian_from_series,
     jacobian_series,
+    jacobian_series_in_groups,
     native_rank_bound,
     random_bank,
     random_point,
@@ -231,7 +234,7 @@ class SpectrumRun:
 
 def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed: int, truncation: int,
                 progress=None, extra_banks=(), block_table: bool = True, rank_bound: int | None = None,
-                stage: str = "") -> SpectrumRun | list[SpectrumRun]:
+                stage: str = "", parts=None, inputs_per_task: int = 1) -> SpectrumRun | list[SpectrumRun]:
     """The spectrum at one prime, point (from ``seed``) and bank of residues.
 
     ``progress`` is a :class:`~symattn.adaptive.PhaseBar` (each phase named,
@@ -244,6 +247,10 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     for ``bank`` only, and only with ``block_table=True``; every other run has
     ``blocks == {}`` and one Smith form of the whole Jacobian, which is all that
     :meth:`SpectrumRun.same_result` compares.
+
+    With ``parts`` (see :func:`symattn.jacobian.jacobian_series_in_groups`),
+    the forward pass runs ``inputs_per_task`` inputs a call there (Dask
+    workers); the Jacobian, hence the run, is the same.
 
     Examples
     --------
@@ -269,9 +276,17 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     banks = [bank, *extra_banks]
     inputs_count = sum(len(b) for b in banks)
     # the forward pass over jets is most of the time and has no steps to count: name it, keep its clock moving
-    phases.phase(f"{stage}forward pass over jets ({inputs_count} inputs, eps^{truncation})", unit="product")
-    with products_reported(phases.tick):  # one step per series product: the count moves, and the clock
-        J_all = jacobian_series(arch, curve, np.concatenate(banks), point, p, truncation, coefficient_values)
+    if parts is None:
+        phases.phase(f"{stage}forward pass over jets ({inputs_count} inputs, eps^{truncation})", unit="product")
+        with products_reported(phases.tick):  # one step per series product: the count moves, and the clock
+            J_all = jacobian_series(arch, curve, np.concatenate(banks), point, p, truncation, coefficient_values)
+    else:
+        phases.phase(f"{stage}forward pass over jets on the workers (eps^{truncation})", total=inputs_count,
+                     unit="input")
+        J_all = jacobian_series_in_groups(arch, curve, np.concatenate(banks), point, p, truncation,
+                                          coefficient_values, group=inputs_per_task, parts=parts,
+                                          on_inputs=phases.tick)
+    with products_reported(phases.tick):
         rows_per_input = arch.widths[-1] * arch.tokens
         phases.phase(f"{stage}gauge tangents (eps^{truncation})", unit="product")
         gauge = gauge_tangent_series(arch, curve, point, p, truncation)
@@ -682,7 +697,8 @@ def _initial_truncation(arch: Architecture, curve: Curve) -> int:
 
 def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", truncation="auto", seed: int = 0,
                    primes=DEFAULT_PRIMES, confirm: bool = True, progress: bool = True,
-                   max_bank: int = 64, max_truncation: int = MAX_TRUNCATION, max_memory=None, **renamed) -> Spectrum:
+                   max_bank: int = 64, max_truncation: int = MAX_TRUNCATION, max_memory=None, scheduler=None,
+                   workers: int | None = None, **renamed) -> Spectrum:
     """The exact decay spectrum of the native Jacobian along ``curve`` (default: collapse).
 
     Parameters
@@ -715,6 +731,15 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         Memory limit (e.g. ``"16G"``; default ``$SYMATTN_MAX_MEMORY`` or half the
         machine).  Each step (first run, larger bank, deeper truncation) is
         estimated before it starts (:func:`symattn.limits.spectrum_memory`).
+    scheduler : str or distributed.Client, optional
+        Run the forward passes over jets (most of the time) on Dask workers,
+        groups of bank inputs per task: the address of a scheduler
+        (``tcp://host:8786``), ``"local"`` or a client.  The row compression
+        and the Smith forms stay here; the Jacobian, hence the spectrum, is
+        the same as in one process, and a task whose worker dies is run again.
+    workers : int, optional
+        Worker processes of a local Dask cluster started for this computation
+        (when no ``scheduler`` is given).
 
     Returns
     -------
@@ -740,6 +765,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     refuse_renamed("decay_spectrum", renamed)
     arch = require_architecture(arch)
     seed = require_seed(seed)
+    workers = check_workers(workers)
+    distributed = uses_dask(scheduler, workers)  # the address checked before any work
     curve = collapse() if curve is None else curve
     curve.validate(arch)
     primes = tuple(check_prime(p) for p in primes)
@@ -790,6 +817,11 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 
     bar = _progress_bar(progress, arch)
     phases = PhaseBar(bar)
+    workplace = contextlib.ExitStack()
+    parts, spread, where = None, 1, None
+
+    def per_task(inputs: int) -> int:  # two tasks per worker: a lost worker costs little
+        return max(1, -(-inputs // (2 * spread)))
 
     first_step = Step(bank_size, truncation)
 
@@ -797,7 +829,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         larger = grown_bank(step.bank)
         main, check = spectrum_at(arch, curve, bank_for(primes[0], step.bank, seed), primes[0], seed,
                                   step.truncation, progress=phases, rank_bound=eff,
-                                  extra_banks=[bank_for(primes[0], larger, seed + 1_000_003)])
+                                  extra_banks=[bank_for(primes[0], larger, seed + 1_000_003)],
+                                  parts=parts, inputs_per_task=per_task(step.bank + larger))
         return main, check, larger
 
     def decide(outcome, step, history):
@@ -814,11 +847,19 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 
     def before_step(step, _previous):
         _require_step_memory(arch, curve, step.bank, grown_bank(step.bank), step.truncation,
-                             (first_step.bank, first_step.truncation), bank, requested, max_memory)
+                             (first_step.bank, first_step.truncation), bank, requested, max_memory,
+                             group=per_task(step.bank + grown_bank(step.bank)) if distributed else None)
 
     growth = Growth(max_bank=max_bank if auto_bank else None,
                     max_truncation=max_truncation if auto_truncation else None)
     try:
+        if distributed:
+            from ._cluster import map_as_completed, open_client
+
+            client = workplace.enter_context(open_client(scheduler, workers))
+            spread = worker_count(client, workers)
+            where = describe_client(scheduler, workers, spread)
+            parts = lambda calls: map_as_completed(client, calls, name="symattn-spectrum")  # noqa: E731
         adapted = adapt(run, first_step, decide, growth, before_step=before_step, progress=bar)
         (main, check, larger_size), bank_size, truncation = adapted.outcome, adapted.step.bank, \
             adapted.step.truncation
@@ -836,8 +877,10 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         if confirm and len(primes) > 1:
             confirmation = spectrum_at(arch, curve, bank_for(primes[1], bank_size, seed + 2_000_003), primes[1],
                                        seed + 1, truncation, progress=phases, rank_bound=eff, block_table=False,
-                                       stage="confirmation at a second prime: ")
+                                       stage="confirmation at a second prime: ", parts=parts,
+                                       inputs_per_task=per_task(bank_size))
     finally:
+        workplace.close()
         if bar is not None:
             bar.close()
 
@@ -863,7 +906,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
                  f"directions unresolved at eps^{truncation} are kernel" if bound_reached and main.unresolved
                  else "")
               + ("; confirmed at a second prime and point" if confirmed else "")
-              + f"; adaptive steps: {adapted.describe()}")
+              + f"; adaptive steps: {adapted.describe()}"
+              + (f"; the forward passes over jets on {where}, about {2 * spread} tasks each" if where else ""))
     if field_note(arch, primes[: 2 if confirmation is not None else 1]):
         method += "; " + field_note(arch, primes[: 2 if confirmation is not None else 1])
     return Spectrum(
@@ -915,9 +959,14 @@ def automatic_bank_size(arch: Architecture, rank_bound: int) -> int:
 
 
 def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: int, truncation: int,
-                         first_step: tuple, bank, requested, max_memory) -> None:
-    """Refuse a step of :func:`decay_spectrum` that would not fit, before it allocates anything."""
-    from .limits import MAX_BANK, check_count, check_memory, spectrum_memory
+                         first_step: tuple, bank, requested, max_memory, group: int | None = None) -> None:
+    """Refuse a step of :func:`decay_spectrum` that would not fit, before it allocates anything.
+
+    With ``group`` (inputs per task) the forward passes run on Dask workers:
+    this process needs the Jacobian and what follows it, not the passes.  A
+    step refused in one process that would fit that way says so.
+    """
+    from .limits import MAX_BANK, check_count, check_memory, format_size, memory_limit, spectrum_memory
 
     chosen = isinstance(bank, (int, np.integer)) and not isinstance(bank, bool)  # --bank N
     if chosen:  # an automatic bank too large is the network's size: the memory check names the flag that fits
@@ -939,6 +988,21 @@ def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: in
         step = f"growing the bank to {size} inputs"
     elif truncation != first_step[1]:
         step = f"deepening the truncation to eps^{truncation}"
-    check_memory(spectrum_memory(arch, size + larger, truncation), max_memory, arch=arch,
-                 estimate_for=estimate_for, bank=fixed_bank, step=step)
+    where = "here" if group is None else "coordinator"
+    try:
+        check_memory(spectrum_memory(arch, size + larger, truncation, where=where, group=group), max_memory,
+                     arch=arch, estimate_for=estimate_for, bank=fixed_bank, step=step)
+    except ResourceLimitError as err:
+        if group is not None or "beyond the deepest" in str(err):
+            raise
+        limit = memory_limit(max_memory)
+        # one input a task: what this process and each worker would need
+        coordinator = spectrum_memory(arch, size + larger, truncation, where="coordinator", group=1)
+        if coordinator.bytes > limit:
+            raise
+        worker = spectrum_memory(arch, size + larger, truncation, where="worker", group=1)
+        raise ResourceLimitError(
+            f"{err}; or --workers N (workers=) or --scheduler ADDRESS (scheduler=) runs the forward passes on Dask "
+            f"workers (about {format_size(worker.bytes)} each, one input a task) and keeps the Jacobian and its "
+            f"Smith forms here ({format_size(coordinator.bytes)})") from None
 

@@ -76,3 +76,38 @@ def dask_cluster(folder, workers: int = 2, env=None):
 def process_of_worker(watcher, workers) -> dict:
     """``{worker address: its process}`` by the names ``w{i}`` of :func:`dask_cluster`."""
     return {worker: workers[int(about["name"][1:])] for worker, about in watcher.scheduler_info()["workers"].items()}
+
+
+def a_worker_running_a_task(watcher):
+    """The address of a worker that is running a task now, or None."""
+    return next((worker for worker, keys in watcher.processing().items() if keys), None)
+
+
+def kill_a_worker_mid_run(watcher, workers, settle: float, every: float = 0.05, before=None):
+    """Start a thread that SIGKILLs a worker ``settle`` seconds after it is seen running a task.
+
+    ``before()``, when given, runs first (e.g. waits for a finished task) and
+    may return a value kept as ``killed["before"]``.  Returns ``(thread,
+    killed)``: ``killed["at"]`` is the monotonic time of the kill, or
+    ``killed["error"]`` says why there was none (an assertion of the caller
+    reports it, not lost in the thread).
+    """
+    import threading
+
+    process_of = process_of_worker(watcher, workers)
+    killed = {}
+
+    def kill():
+        try:
+            if before is not None:
+                killed["before"] = before()
+            victim = wait_for(lambda: a_worker_running_a_task(watcher), 120, "a running task", every=every)
+            time.sleep(settle)  # inside the task
+            process_of[victim].send_signal(signal.SIGKILL)
+            killed["at"] = time.monotonic()
+        except BaseException as err:
+            killed["error"] = repr(err)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    return thread, killed

@@ -11,8 +11,6 @@ the single-process answer.
 from __future__ import annotations
 
 import re
-import signal
-import threading
 import time
 
 import numpy as np
@@ -27,7 +25,7 @@ from symattn.identify.common import (
 from symattn.jacobian import gauge_slice, jacobian_series, random_bank, random_point
 from symattn.model import Architecture
 
-from dask_processes import dask_cluster, process_of_worker, wait_for
+from dask_processes import dask_cluster, kill_a_worker_mid_run
 
 P = 1048573
 
@@ -156,23 +154,7 @@ def test_a_worker_killed_mid_run_changes_nothing(tmp_path):
     arch = Architecture.uniform(layers=2, width=8, rank=2, tokens=4)
     alone = function_space_dimension(arch)
     with dask_cluster(tmp_path) as (address, workers, watcher):
-        process_of = process_of_worker(watcher, workers)
-        killed = {}
-
-        def a_worker_running_a_task():
-            return next((worker for worker, keys in watcher.processing().items() if keys), None)
-
-        def kill_one_worker_mid_run():
-            try:
-                victim = wait_for(a_worker_running_a_task, 120, "a running task", every=0.05)
-                time.sleep(0.3)  # inside the task's forward pass
-                process_of[victim].send_signal(signal.SIGKILL)
-                killed["at"] = time.monotonic()
-            except BaseException as err:  # said by the assertion below, not lost in the thread
-                killed["error"] = repr(err)
-
-        killer = threading.Thread(target=kill_one_worker_mid_run, daemon=True)
-        killer.start()
+        killer, killed = kill_a_worker_mid_run(watcher, workers, settle=0.3)
         # one input a group: 29 tasks of about 0.2 s, one of them lost with its worker and run again
         distributed = function_space_dimension(arch, scheduler=address, inputs_per_task=1)
         finished = time.monotonic()

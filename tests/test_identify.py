@@ -514,3 +514,12 @@ def test_the_fiber_table_in_markdown_reads_words_not_python():
     assert "| gauge tangents in the kernel (J T = 0) | yes |" in fiber
     assert "| kernel = symmetry orbit | yes |" in fiber
     assert "True" not in fiber and "False" not in fiber and "J * tangents" not in fiber
+
+
+def test_the_dimension_table_in_markdown_labels_every_line_in_words():
+    # it printed "- all certified: True" and the estimate's method without its label ("- not computed")
+    markdown = dimension_table(layers=1, widths=[1, 2], rank=1, tokens=2, estimate=None).to_markdown()
+    notes = markdown.split("\n\n")[1].splitlines()
+    assert notes[1].startswith("- all certified: yes (exact part ")
+    assert notes[-1] == "- estimate: not computed"
+    assert "True" not in markdown and "False" not in markdown

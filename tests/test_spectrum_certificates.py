@@ -231,6 +231,17 @@ def test_what_a_certificate_cannot_describe_is_refused_first(arch, message, monk
         spectrum_certificate(arch())
 
 
+def test_a_polynomial_curve_is_refused_first():
+    import sympy as sp
+
+    from symattn.curves import EPS, polynomial_curve
+
+    curve = polynomial_curve({"K1": sp.Matrix([[EPS, EPS]])})
+    with pytest.raises(CertificateRefused, match="a certificate describes curves that scale blocks by powers of "
+                                                 "eps"):
+        spectrum_certificate(Architecture.uniform(layers=1), curve=curve)
+
+
 # -- what a verified certificate proves: mod p against Q -------------------------------------------------
 def test_mod_p_valuations_bound_partial_sums_over_q_not_each_exponent():
     # [[eps, 7], [0, eps]]: over GF(7)[[eps]] the Smith valuations are {1, 1}; at another prime, as over Q,

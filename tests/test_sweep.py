@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import signal
-import threading
 import time
 from pathlib import Path
 
@@ -27,7 +25,7 @@ from symattn.spectrum import decay_spectrum
 from symattn.sweep import GridError, read_grid, run_analysis, sweep
 from symattn.sweep import schedule as schedule_module
 
-from dask_processes import dask_cluster, process_of_worker, wait_for
+from dask_processes import dask_cluster, kill_a_worker_mid_run, wait_for
 
 #: Fields that describe how and where a task ran, not its result.
 RUN_FIELDS = {"seconds", "cpu_seconds", "peak_memory", "worker", "key", "reused", "dimension_seconds", "spectrum_seconds"}
@@ -277,27 +275,15 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
     # the killer's own client (the watcher), connected before the sweep starts (not the default one the sweep
     # takes and closes), so that it sees the first running task at once
     with dask_cluster(tmp_path, env=env) as (address, workers, watcher):
-        process_of = process_of_worker(watcher, workers)
         out = tmp_path / "out"
-        killed = {}
 
-        def a_worker_running_a_task():
-            return next((worker for worker, keys in watcher.processing().items() if keys), None)
+        def a_finished_task():
+            wait_for(lambda: (out / "store").exists() and any((out / "store").glob("*.json")), 120,
+                     "a finished task")
+            return {p.stem: p.read_text() for p in (out / "store").glob("*.json")}
 
-        def kill_one_worker_mid_sweep():
-            try:
-                wait_for(lambda: (out / "store").exists() and any((out / "store").glob("*.json")), 120,
-                         "a finished task")
-                # killed while it runs a task, so that with no retry allowed that task is lost (not between two)
-                victim = wait_for(a_worker_running_a_task, 120, "a running task")
-                killed["finished"] = {p.stem: p.read_text() for p in (out / "store").glob("*.json")}
-                process_of[victim].send_signal(signal.SIGKILL)
-                killed["at"] = time.monotonic()
-            except BaseException as err:  # said by the assertion below, not lost in the thread
-                killed["error"] = repr(err)
-
-        killer = threading.Thread(target=kill_one_worker_mid_sweep, daemon=True)
-        killer.start()
+        # killed while it runs a task, so that with no retry allowed that task is lost (not between two)
+        killer, killed = kill_a_worker_mid_run(watcher, workers, settle=0, every=0.1, before=a_finished_task)
         # about 1 s per point with one thread: the sweep is still running when the worker dies
         status, stdout, stderr = _cli(["sweep", "--layers", "3..4", "--width", "4..6", "--rank", "1,2",
                                        "--scheduler", address, "--out", str(out), "--json", "--quiet"])
@@ -313,10 +299,10 @@ def test_dask_scheduler_and_workers_survive_a_killed_worker(tmp_path, retries):
             if row["status"] == "ok":
                 assert row["lower"] == row["expected"] and row["certified"]
         # no finished row is lost: every record written before the kill is still there, unchanged
-        for key, text in killed["finished"].items():
+        for key, text in killed["before"].items():
             assert (out / "store" / f"{key}.json").read_text() == text
-        assert {row["key"] for row in data["rows"]} >= set(killed["finished"])
-        assert len(killed["finished"]) < 12  # the worker died mid-sweep
+        assert {row["key"] for row in data["rows"]} >= set(killed["before"])
+        assert len(killed["before"]) < 12  # the worker died mid-sweep
         lost = [row for row in data["rows"] if row["status"] == "lost"]
         if retries == 0:  # the killed worker's task is lost at once, and the next run computes it
             assert lost and all("its worker was lost each time it ran" in row["reason"] for row in lost)

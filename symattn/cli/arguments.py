@@ -25,7 +25,7 @@ __all__ = [
     "DEFAULT_LAYERS", "DEFAULT_WIDTH", "DEFAULT_RANK", "DEFAULT_TOKENS", "DEFAULT_NORMALIZER",
     "add_common_arguments", "architecture_from_args", "width_values", "width_spec", "heads_spec", "auto_or_int",
     "one_of",
-    "memory_size", "parse_command", "examples_epilog", "close_options", "add_renamed_flag",
+    "memory_size", "parse_command", "examples_epilog", "close_options", "add_renamed_flag", "add_cluster_arguments",
 ]
 
 DEFAULT_LAYERS = 3
@@ -219,6 +219,25 @@ def add_renamed_flag(parser: argparse.ArgumentParser, old: str, new: str, meanin
 
 
 # -- common flags -------------------------------------------------------------------------
+def add_cluster_arguments(parser: argparse.ArgumentParser, work: str) -> None:
+    """``--scheduler ADDRESS`` and ``--workers N``: ``work`` runs on Dask workers, the rest here.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_cluster_arguments(parser, "the forward passes over jets")
+    >>> args = parser.parse_args(["--workers", "2"])
+    >>> args.scheduler, args.workers
+    (None, 2)
+    """
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help=f"compute {work} on the workers of this Dask scheduler (tcp://host:8786); "
+                             "the rest stays here; same result")
+    parser.add_argument("--workers", metavar="N", type=int, default=None,
+                        help=f"compute {work} on a local Dask cluster of N worker processes (when no "
+                             "--scheduler); same result")
+
+
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the flags every subcommand accepts: the network, the output format and the memory limit.
 

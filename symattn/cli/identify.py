@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .arguments import architecture_from_args, one_of, width_values
+from .arguments import add_cluster_arguments, architecture_from_args, one_of, width_values
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_identify", "run_identify", "configure_dimension", "run_dimension"]
@@ -37,6 +37,7 @@ def configure_identify(parser) -> None:
     parser.add_argument("--exact-check", type=exact_check_flag, default="auto", metavar="auto|yes|no",
                         help="check the vanishing below each order exactly with symbolic parameters "
                              "(default: when cheap)")
+    add_cluster_arguments(parser, "the dimension's groups of bank inputs")
 
 
 def run_identify(args, arch):
@@ -55,7 +56,8 @@ def run_identify(args, arch):
 
     curve = collapse() if args.curve == "collapse" else input_scaling()
     return identify(arch, curve=curve, seed=args.seed, progress=not args.quiet,
-                    estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory)
+                    estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory,
+                    scheduler=args.scheduler, workers=args.workers)
 
 
 def configure_dimension(parser) -> None:
@@ -76,12 +78,7 @@ def configure_dimension(parser) -> None:
                         help="also write a certificate of the certified lower bound to FILE (JSON; one network: "
                              "one --width or --widths), which 'symattn verify FILE' re-checks without trusting "
                              "the engine")
-    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                        help="compute the groups of bank inputs on the workers of this Dask scheduler "
-                             "(tcp://host:8786); the sum and the Smith form stay here; same result")
-    parser.add_argument("--workers", metavar="N", type=int, default=None,
-                        help="compute the groups of bank inputs on a local Dask cluster of N worker processes "
-                             "(when no --scheduler); same result")
+    add_cluster_arguments(parser, "the groups of bank inputs (their compressed Jacobians)")
 
 
 def run_dimension(args, arch):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .arguments import add_renamed_flag, auto_or_int
+from .arguments import add_cluster_arguments, add_renamed_flag, auto_or_int
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_spectrum", "run_spectrum"]
 
 
 def configure_spectrum(parser) -> None:
-    """``--bank``, ``--truncation``, ``--seed``, ``--certificate`` (``--order``, the old name of ``--truncation``, is refused).
+    """``--bank``, ``--truncation``, ``--seed``, ``--certificate``, ``--scheduler``, ``--workers`` (``--order``, the old name of ``--truncation``, is refused).
 
     Examples
     --------
@@ -29,6 +29,7 @@ def configure_spectrum(parser) -> None:
                         help="also write a certificate of the spectrum to FILE (JSON: a witness minor of the native "
                              "Jacobian whose pivot valuations are the exponents), which 'symattn verify FILE' "
                              "re-checks without trusting the engine")
+    add_cluster_arguments(parser, "the forward passes over jets (groups of bank inputs)")
 
 
 def run_spectrum(args, arch):
@@ -59,7 +60,8 @@ def run_spectrum(args, arch):
 
         check_certifiable(arch)  # refused before the computation, not after it
     spectrum = decay_spectrum(arch, bank=args.bank, truncation=args.truncation, seed=args.seed,
-                              progress=not args.quiet)
+                              progress=not args.quiet, scheduler=args.scheduler,
+                              workers=args.workers)
     if certificate is not None:
         from ..certificates import write_spectrum_certificate
 
@@ -74,5 +76,6 @@ COMMANDS = (
                examples=("symattn spectrum --layers 2",
                          "symattn spectrum --layers 3 --normalizer cosh --json",
                          "symattn spectrum --layers 4 --bank 20 --truncation 60",
+                         "symattn spectrum --layers 6 --workers 2",
                          "symattn spectrum --layers 4 --certificate spectrum.json")),
 )

@@ -24,6 +24,7 @@ from ..jacobian import (
     compress_rows,
     gauge_slice,
     generator,
+    input_groups,
     jacobian_series,
     effective_dimension_of,
     native_rank_bound,
@@ -342,19 +343,6 @@ def compressed_rows(arch: Architecture, bank_size: int, count: int) -> int:
     6
     """
     return min(count + 2, arch.widths[-1] * arch.tokens * bank_size)
-
-
-def input_groups(bank_size: int, group: int) -> list[tuple[int, int]]:
-    """The bank's inputs ``0 .. bank_size - 1`` cut into ranges ``[start, stop)`` of at most ``group``.
-
-    Examples
-    --------
-    >>> input_groups(7, 3), input_groups(2, 5)
-    ([(0, 3), (3, 6), (6, 7)], [(0, 2)])
-    """
-    if isinstance(group, bool) or not isinstance(group, (int, np.integer)) or group < 1:
-        raise SymattnError(f"inputs per group must be a positive integer, got {group!r}")
-    return [(start, min(start + int(group), bank_size)) for start in range(0, bank_size, int(group))]
 
 
 def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: int, p: int, truncation: int,

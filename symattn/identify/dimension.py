@@ -28,7 +28,7 @@ from ..jacobian import (
     random_real_point,
 )
 from ..model import Architecture
-from .._cluster import check_workers, is_client, scheduler_address
+from .._cluster import check_workers, describe_client, is_client, uses_dask, worker_count
 from ..limits import progress_bar
 from .common import (
     DIMENSION_PRIME, MAX_TRUNCATION, _POINT, DimensionPlan, _check_arch, _check_curve, _check_estimate,
@@ -258,7 +258,7 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
     prime = check_prime(prime)
     workers = check_workers(workers)
     inputs_per_task = _check_inputs_per_task(inputs_per_task)
-    distributed = _check_scheduler(scheduler, workers)
+    distributed = uses_dask(scheduler, workers)
     from ..limits import memory_limit_set
 
     with memory_limit_set(max_memory):
@@ -271,10 +271,10 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
         from .._cluster import map_as_completed, open_client
 
         with open_client(scheduler, workers) as client:
-            spread = max(1, len(client.scheduler_info().get("workers", {})) or (workers or 1))
+            spread = worker_count(client, workers)
             return _function_space_dimension(
                 arch, curve, seed, estimate, dps, prime, max_attempts, started, inputs_per_task=inputs_per_task,
-                progress=progress, spread=spread, where=_describe_client(scheduler, workers, spread),
+                progress=progress, spread=spread, where=describe_client(scheduler, workers, spread),
                 parts=lambda calls: map_as_completed(client, calls, name="symattn-dimension"))
 
 
@@ -282,28 +282,6 @@ def _check_inputs_per_task(value) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
         raise SymattnError(f"inputs_per_task must be a positive integer (bank inputs per group), got {value!r}")
     return None if value is None else int(value)
-
-
-def _check_scheduler(scheduler, workers) -> bool:
-    """True when the groups run on Dask (a scheduler, or a local cluster of ``workers``); checks the address."""
-    if scheduler is None:
-        return workers is not None
-    if is_client(scheduler):
-        return True
-    if not isinstance(scheduler, str) or (scheduler.strip().lower() != "local" and scheduler_address(scheduler) is None):
-        raise SymattnError(f"scheduler must be a Dask scheduler address such as tcp://127.0.0.1:8786, 'local' or a "
-                           f"distributed.Client, got {scheduler!r}")
-    return True
-
-
-def _describe_client(scheduler, workers, spread: int) -> str:
-    if is_client(scheduler):
-        if type(getattr(scheduler, "cluster", None)).__name__ == "LocalCluster":
-            return f"a Dask LocalCluster of {spread} worker process{'es' * (spread != 1)}"
-        return f"{spread} worker{'s' * (spread != 1)} of the Dask scheduler at {scheduler.scheduler.address}"
-    if scheduler is None or scheduler.strip().lower() == "local":
-        return f"a Dask LocalCluster of {workers or 1} worker process{'es' * ((workers or 1) != 1)}"
-    return f"{spread} worker{'s' * (spread != 1)} of the Dask scheduler at {scheduler_address(scheduler)}"
 
 
 def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started, inputs_per_task=None,
@@ -498,12 +476,12 @@ class DimensionTable(FormattedResult):
     def to_markdown(self) -> str:
         lines = [markdown_table(self._HEADER, [self._cells(row) for row in self.rows], align="r" * len(self._HEADER))]
         lines += ["", f"- {self.description}",
-                  f"- all certified: {self.all_certified} (exact part {self.exact_seconds:.2f} s, "
+                  f"- all certified: {'yes' if self.all_certified else 'no'} (exact part {self.exact_seconds:.2f} s, "
                   f"total {self.seconds:.2f} s)"]
         if self.results:
             lines += [f"- lower bound (e.g. the last width): {self.results[-1].method}",
                       f"- upper bound: {self.results[-1].upper_reason}",
-                      f"- {self.results[-1].estimate_method}"]
+                      f"- estimate: {self.results[-1].estimate_method}"]
         return "\n".join(lines)
 
     def _latex_body(self) -> str:
@@ -559,7 +537,7 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
                                               normalizer=normalizer) for d in widths]
     architectures = [_check_arch(a) for a in architectures]
     workers = check_workers(workers)
-    distributed = _check_scheduler(scheduler, workers)
+    distributed = uses_dask(scheduler, workers)
     from ..limits import memory_limit_set
 
     with memory_limit_set(max_memory):

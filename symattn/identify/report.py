@@ -247,7 +247,7 @@ class IdentificationReport(FormattedResult):
 
 def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, progress: bool = False,
              estimate=None, exact_check="auto", primes=DEFAULT_PRIMES, dps: int = 30,
-             max_memory=None) -> IdentificationReport:
+             max_memory=None, scheduler=None, workers: int | None = None) -> IdentificationReport:
     """Dimension of the function space, generic fiber and identification orders along ``curve``.
 
     Parameters
@@ -274,6 +274,10 @@ def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, prog
         machine).  The first Jacobians of every stage are estimated before the
         first stage starts (:func:`symattn.limits.jet_jacobian_memory`), and
         every later one before it is computed.
+    scheduler, workers
+        Compute the dimension's groups of bank inputs on Dask workers (see
+        :func:`function_space_dimension`; same result); the orders and the
+        fiber run here.
 
     Returns
     -------
@@ -304,7 +308,8 @@ def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, prog
                                                     unit="step") as bar:
         _require_memory(_identify_memory, arch, curve, MAX_TRUNCATION)
         bar.set_postfix_str("dimension")
-        dimension = function_space_dimension(arch, curve=curve, seed=seed, estimate=estimate, dps=dps)
+        dimension = function_space_dimension(arch, curve=curve, seed=seed, estimate=estimate, dps=dps,
+                                             scheduler=scheduler, workers=workers)
         bar.update()
         bar.set_postfix_str("orders")
         orders = identification_orders(arch, curve, seed=seed, primes=primes, exact_check=exact_check)

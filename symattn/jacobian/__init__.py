@@ -43,7 +43,7 @@ Examples
 from .bounds import compress_rows, degree_bound
 from .points import BANK_ENTRIES, DEFAULT_PRIMES, STREAMS, bank_residues, check_prime, constant_field, field_note, field_primes, generator, random_bank, random_point, random_real_point, small_integer_point, transcendental_constants, validate_bank
 from .columns import all_directions, block_columns, gauge_slice, parameter_columns, score_block_name
-from .series import curve_series, jacobian_from_series, jacobian_series, real_jacobian, series_output
+from .series import curve_series, input_groups, jacobian_from_series, jacobian_series, jacobian_series_in_groups, real_jacobian, series_output
 from .symmetries import effective_dimension_of, gauge_tangent_series, native_rank_bound, scaling_tangent_series, symmetry_orbit_bound, symmetry_tangent_series
 
 __all__ = [
@@ -72,6 +72,8 @@ __all__ = [
     "curve_series",
     "jacobian_from_series",
     "jacobian_series",
+    "jacobian_series_in_groups",
+    "input_groups",
     "series_output",
     "real_jacobian",
     "gauge_tangent_series",

@@ -16,7 +16,8 @@ from ..model import Architecture, forward
 from .columns import all_directions, gauge_slice, parameter_columns
 from .points import _short, bank_residues, random_bank, random_point, validate_bank
 
-__all__ = ["curve_series", "jacobian_from_series", "jacobian_series", "series_output", "real_jacobian"]
+__all__ = ["curve_series", "jacobian_from_series", "jacobian_series", "jacobian_series_in_groups", "input_groups",
+           "series_output", "real_jacobian"]
 
 
 # -- series along a curve, and the Jacobian there ----------------------------------------------------
@@ -169,6 +170,73 @@ def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p
     if coordinates == "curve":
         powers = {key: curve.block_power(*key[:2]) or 0 for key in parameters}
     return jacobian_from_series(arch, parameters, inputs, p, truncation, coefficient_values, directions, powers)
+
+
+def input_groups(bank_size: int, group: int) -> list[tuple[int, int]]:
+    """The bank's inputs ``0 .. bank_size - 1`` cut into ranges ``[start, stop)`` of at most ``group``.
+
+    Examples
+    --------
+    >>> input_groups(7, 3), input_groups(2, 5)
+    ([(0, 3), (3, 6), (6, 7)], [(0, 2)])
+    """
+    if isinstance(group, bool) or not isinstance(group, (int, np.integer)) or group < 1:
+        raise SymattnError(f"inputs per group must be a positive integer, got {group!r}")
+    return [(start, min(start + int(group), bank_size)) for start in range(0, bank_size, int(group))]
+
+
+def _jacobian_rows(start: int, *arguments) -> tuple[int, np.ndarray]:
+    """``(start, jacobian_series(*arguments))``: one task of :func:`jacobian_series_in_groups`."""
+    return start, jacobian_series(*arguments)
+
+
+def jacobian_series_in_groups(arch: Architecture, curve: Curve, bank: np.ndarray, point, p: int, truncation: int,
+                              coefficient_values=None, directions=None, *, group: int, parts,
+                              on_inputs=None) -> np.ndarray:
+    """:func:`jacobian_series` computed a group of bank inputs at a time, by ``parts`` (Dask workers).
+
+    The rows of input ``b`` depend on that input alone, so the groups'
+    Jacobians stacked in the order of the bank are :func:`jacobian_series`
+    of the whole bank, entry by entry.
+
+    Parameters
+    ----------
+    arch, curve, bank, point, p, truncation, coefficient_values, directions
+        As for :func:`jacobian_series`.
+    group : int
+        Inputs per call (one task).
+    parts : callable
+        ``parts(calls)`` yields ``(call, result)`` in any order for ``calls`` a list
+        of ``(function, arguments)``: :func:`symattn._cluster.map_as_completed`
+        on a client, or ``lambda calls: ((c, c[0](*c[1])) for c in calls)`` here.
+    on_inputs : callable, optional
+        Called with the number of inputs of each group as it arrives.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=2)
+    >>> point, values = random_point(arch, 1009, 0)
+    >>> bank = random_bank(arch, 5, 1009, 0)
+    >>> here = lambda calls: ((call, call[0](*call[1])) for call in reversed(calls))
+    >>> grouped = jacobian_series_in_groups(arch, collapse(), bank, point, 1009, 4, values, group=2, parts=here)
+    >>> bool((grouped == jacobian_series(arch, collapse(), bank, point, 1009, 4, values)).all())
+    True
+    """
+    # each call returns its first input with its rows, so that the parts land in place in any order
+    calls = [(_jacobian_rows, (start, arch, curve, bank[start:stop], point, p, truncation, coefficient_values,
+                               directions))
+             for start, stop in input_groups(len(bank), group)]
+    rows = arch.widths[-1] * arch.tokens
+    J = None
+    for _, (start, part) in parts(calls):
+        if J is None:  # the first part gives the columns and the truncation
+            J = np.empty((rows * len(bank),) + part.shape[1:], dtype=part.dtype)
+        J[rows * start:rows * start + len(part)] = part
+        if on_inputs is not None:
+            on_inputs(len(part) // rows)
+    return J
 
 
 def series_output(arch: Architecture, curve: Curve, point, bank, domain) -> np.ndarray:

@@ -33,8 +33,8 @@ below ``N``, so ``e_1, ..., e_r`` are the Smith valuations of ``M`` over
 
 Both are upper bounds on exponents and lower bounds on the rank; a larger
 bank adds rows and keeps them.  Not proved: that the exponents are exactly
-these or that none is smaller, the kernel dimension, that the bank separates,
-and over ``Q`` the bound on each exponent one by one: the minor
+these or that none is smaller, the kernel dimension and that the bank
+separates (but see the stronger check below), and over ``Q`` the bound on each exponent one by one: the minor
 ``[[eps, p], [0, eps]]`` has Smith valuations ``{1: 2}`` mod ``p`` but
 ``{0: 1, 2: 1}`` over ``Q``.
 
@@ -48,8 +48,9 @@ certificate's point; ``g`` pivots of their matrix below ``eps^N`` mod ``p``
 prove its rank ``>= g`` over ``Q((eps))``, hence the network's Jacobian has
 rank ``<= #params - g`` along the curve.  When ``r + g = #params`` the rank
 is exactly ``r``, for the bank and for the network, and the kernel is exactly
-the gauge orbit's tangent space; otherwise (a residual stream, lightning
-attention's scalings, one token) the check says it is not decided.
+the gauge orbit's tangent space; otherwise (directions outside the gauge
+orbit: lightning attention's scalings, one token's unseen scores) the check
+says it is not decided.
 
 This module imports nothing but the standard library, numpy and its own
 package: it is part of the independent checker.
