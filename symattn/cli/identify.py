@@ -38,6 +38,10 @@ def configure_identify(parser) -> None:
                         help="check the vanishing below each order exactly with symbolic parameters "
                              "(default: when cheap)")
     add_cluster_arguments(parser, "the dimension's groups of bank inputs")
+    parser.add_argument("--certificate", metavar="FILE", default=None,
+                        help="also write certificates of the dimension's lower bound and of the identification "
+                             "orders to FILE (one JSON bundle), which 'symattn verify FILE' re-checks without "
+                             "trusting the engine")
 
 
 def run_identify(args, arch):
@@ -50,14 +54,35 @@ def run_identify(args, arch):
     >>> report = run_identify(args, arch)
     >>> report.dimension.lower, report.dimension.certified, [(o.block, o.order) for o in report.orders]
     (2, True, [('scores:1', 2)])
+
+    With ``--certificate FILE``, the certificates of its dimension and orders:
+
+    >>> import os, tempfile
+    >>> from symattn.verifier import verify
+    >>> path = os.path.join(tempfile.mkdtemp(), "identify.json")
+    >>> args, arch = parse_command(configure_identify, ["--layers", "1", "--width", "1", "--tokens", "2",
+    ...                                                 "--quiet", "--certificate", path])
+    >>> run_identify(args, arch).dimension.lower, verify(path).verified
+    (2, True)
     """
     from ..curves import collapse, input_scaling
     from ..identify import identify
 
     curve = collapse() if args.curve == "collapse" else input_scaling()
-    return identify(arch, curve=curve, seed=args.seed, progress=not args.quiet,
-                    estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory,
-                    scheduler=args.scheduler, workers=args.workers)
+    certificate = getattr(args, "certificate", None)
+    if certificate is not None:
+        from ..certificates import check_certifiable
+
+        check_certifiable(arch, curve)  # refused before the computation, not after it
+    report = identify(arch, curve=curve, seed=args.seed, progress=not args.quiet,
+                      estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory,
+                      scheduler=args.scheduler, workers=args.workers)
+    if certificate is not None:
+        from ..certificates import write_identify_certificate
+
+        write_identify_certificate(arch, certificate, report=report, curve=curve, seed=args.seed)
+        args.written = [*getattr(args, "written", []), certificate]
+    return report
 
 
 def configure_dimension(parser) -> None:
@@ -134,7 +159,8 @@ COMMANDS = (
                run_identify, configure_identify,
                examples=("symattn identify --layers 2",
                          "symattn identify --layers 2 --normalizer cosh --estimate float64",
-                         "symattn identify --layers 1 --curve input-scaling --json")),
+                         "symattn identify --layers 1 --curve input-scaling --json",
+                         "symattn identify --layers 2 --certificate identify.json")),
     Subcommand("dimension", "certified dimension of the function space for one or several widths (HMK Figure 3)",
                run_dimension, configure_dimension,
                examples=("symattn dimension --layers 2 --rank 2 --width 3..10",

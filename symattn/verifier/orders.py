@@ -211,5 +211,5 @@ def check_orders(claims: list, entries, bank_size: int, d_l: int, tokens: int, p
                                    f"column {block_columns[k]}): its order is below the claimed {order}")
         checked.append(f"{block}: C_{order} is nonzero at output {tuple(row)}, column {column} (order <= {order}); "
                        f"the witness matrix of [C_0; ...; C_{order}] is nonsingular mod {p} (jet rank >= {rank})"
-                       + (f"; C_0 .. C_{order - 1} vanish on the block's {len(block_columns)} columns on the whole "
+                       + (f"; {'C_0' if order == 1 else f'C_0 .. C_{order - 1}'} vanish on the block's {len(block_columns)} columns on the whole "
                           "bank at this point (a consistency check, not a proof)" if order else ""))
