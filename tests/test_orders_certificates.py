@@ -235,3 +235,16 @@ def test_a_refused_identify_certificate_is_a_usage_error_before_computing(capsys
     assert main(["identify", "--layers", "1", "--bias", "--quiet", "--certificate", "x.json"]) == 2
     assert "BiasedAttention" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_orders_certificates_and_bundles_match_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((REPO / "docs" / "certificate.schema.json").read_text(encoding="utf-8"))
+    arch = Architecture.uniform(layers=2, width=2, rank=1, heads=2)
+    jsonschema.validate(orders_certificate(arch), schema)
+    bundle = identify_certificate(arch)
+    jsonschema.validate(bundle, schema)
+    # a bundle's parts are certificates: a part without its witness does not match
+    del bundle["parts"][0]["witness"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bundle, schema)
