@@ -105,6 +105,20 @@ def read_orders(document: dict, parameters: list, bank_size: int, d_l: int, toke
     ``nonzero`` is ``((input, row, token), column)``; ``rows`` are ``(input,
     row, token, m)``; columns are parameter names.  Every index in range,
     every column a parameter of the block, ``m <= order < truncation``.
+
+    Examples
+    --------
+    >>> parameters = ["Q_1[0,0]", "K_1[0,0]", "V_1[0,0]"]
+    >>> entry = {"block": "scores:1", "order": 2, "jet_rank": 1,
+    ...          "nonzero": {"row": [0, 0, 1], "column": "Q_1[0,0]"},
+    ...          "witness": {"rows": [[0, 0, 1, 2]], "columns": ["K_1[0,0]"]}}
+    >>> checked = []
+    >>> read_orders({"orders": [entry]}, parameters, 3, 1, 2, 4, checked)[0][:3]
+    ('scores:1', 2, 1)
+    >>> read_orders({"orders": [{**entry, "order": 4}]}, parameters, 3, 1, 2, 4, checked)
+    Traceback (most recent call last):
+    ...
+    symattn.verifier.disagreement.Disagreement: orders[0].order must be an integer from 0 to 3, got '4'
     """
     orders = document.get("orders")
     if not isinstance(orders, list) or not orders:
@@ -184,6 +198,25 @@ def check_orders(claims: list, entries, bank_size: int, d_l: int, tokens: int, p
     Jacobian in the curve's coordinates for rows ``(input, row, token)`` and
     parameter names.  Raises :class:`Disagreement` on the first claim that
     does not hold.
+
+    Examples
+    --------
+    A toy Jacobian: one output, columns ``Q_1[0,0]`` and ``K_1[0,0]``, the
+    scores appearing at ``eps^2``:
+
+    >>> import numpy as np
+    >>> def entries(rows, columns):
+    ...     return np.array([[[0, 0, 5, 1] for _ in columns] for _ in rows])
+    >>> claim = [("scores:1", 2, 1, ((0, 0, 0), "Q_1[0,0]"), [(0, 0, 0, 2)], ["K_1[0,0]"],
+    ...           ["Q_1[0,0]", "K_1[0,0]"])]
+    >>> checked = []
+    >>> check_orders(claim, entries, 1, 1, 1, 7, checked)
+    >>> checked[0][:70]
+    'scores:1: C_2 is nonzero at output (0, 0, 0), column Q_1[0,0] (order <'
+    >>> check_orders([("scores:1", 3, *claim[0][2:])], entries, 1, 1, 1, 7, [])
+    Traceback (most recent call last):
+    ...
+    symattn.verifier.disagreement.Disagreement: scores:1: C_2 is not 0 on the block at this point (output (0, 0, 0), column Q_1[0,0]): its order is below the claimed 3
     """
     for block, order, rank, (row, column), rows, columns, block_columns in claims:
         # 1. C_order is nonzero on the block: the order is at most `order`
