@@ -523,3 +523,14 @@ def test_the_dimension_table_in_markdown_labels_every_line_in_words():
     assert notes[1].startswith("- all certified: yes (exact part ")
     assert notes[-1] == "- estimate: not computed"
     assert "True" not in markdown and "False" not in markdown
+
+
+def test_the_rank_so_far_is_reported_pivot_by_pivot():
+    from symattn.identify.common import series_rank
+
+    M = np.zeros((3, 3, 4), dtype=np.int64)
+    M[0, 0, 0] = 1; M[1, 1, 2] = 3; M[2, 2, 3] = 1  # pivots at eps^0, eps^2 and eps^3
+    pivots = []
+    result = series_rank(M, 7, progress=lambda: pivots.append(len(pivots) + 1))
+    assert pivots == [1, 2, 3] and result.exponents == {0: 1, 2: 1, 3: 1}
+    assert series_rank(M[:, :, :3], 7, progress=lambda: pivots.append(0)).rank == 2 and pivots[3:] == [0, 0]

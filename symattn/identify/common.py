@@ -75,7 +75,7 @@ class SeriesRank:
     truncation: int
 
 
-def series_rank(M, p: int) -> SeriesRank:
+def series_rank(M, p: int, progress=None) -> SeriesRank:
     """Smith-form exponents of a matrix of truncated series over GF(p), as a rank and a histogram.
 
     The exponents of :func:`symattn.algebra.valuations.smith_valuations`
@@ -88,6 +88,8 @@ def series_rank(M, p: int) -> SeriesRank:
         Coefficients of ``eps^0 .. eps^(N-1)``.
     p : int
         A prime below ``2**28``.
+    progress : callable, optional
+        Called with no argument after each pivot (the rank so far).
 
     Returns
     -------
@@ -102,7 +104,7 @@ def series_rank(M, p: int) -> SeriesRank:
     >>> series_rank(M[:, :, :3], 7).rank      # eps^3 is not resolved mod eps^3
     1
     """
-    result = smith_valuations(M, p)
+    result = smith_valuations(M, p, progress=progress)
     histogram: dict[int, int] = {}
     for exponent in result.exponents:
         histogram[exponent] = histogram.get(exponent, 0) + 1

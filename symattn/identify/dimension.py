@@ -323,7 +323,10 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
                                                  on_inputs=bar.update, task_inputs=task)
         except ZeroDivisionError:  # a column of s(A) summed to 0 mod p at this point: draw another
             return None
-        result = series_rank(compressed, prime)
+        # the Smith form's pivots: the rank so far, against the upper bound
+        with progress_bar(progress, total=min(upper, compressed.shape[1]), desc="dimension: rank so far",
+                          unit="pivot") as bar:
+            result = series_rank(compressed, prime, progress=bar.update)
         del compressed
         ranks.append(result.rank)
         return result, directions[1]
