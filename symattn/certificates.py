@@ -55,7 +55,8 @@ from .verifier.check import SCHEMA, VERSION
 
 __all__ = ["CertificateRefused", "check_certifiable", "dimension_certificate", "write_dimension_certificate",
            "least_valuation_pivots", "spectrum_certificate", "spectrum_claim", "write_spectrum_certificate",
-           "orders_certificate", "orders_claim", "identify_certificate", "write_identify_certificate"]
+           "orders_certificate", "orders_claim", "identify_certificate", "write_identify_certificate",
+           "claims_certificate", "write_claims_certificate"]
 
 #: What a dimension certificate proves, and what it does not, in words (written into every certificate).
 PROVES = ("A nonzero r x r minor of the Jacobian series J(eps) mod (p, eps^N), at an integer point and integer "
@@ -358,9 +359,7 @@ def _document(arch: Architecture, curve: Curve, p: int, point, bank, pivots: lis
                 names[int(k)] = f"{labels[key]}[{r},{c}]"
     per_input = arch.widths[-1] * arch.tokens
     return {
-        "architecture": {"widths": list(arch.widths), "score_ranks": list(arch.score_ranks),
-                         "tokens": arch.tokens, "heads": list(arch.heads), "causal": arch.causal,
-                         "residual": arch.residual, "normalizers": [n.name for n in arch.normalizers]},
+        "architecture": _architecture_json(arch),
         "normalizers": [_taylor_strings(arch, i, truncation) for i in range(1, arch.layers + 1)],
         "curve": {"name": curve.describe(arch.layers), "input_power": int(curve.input_power),
                   "powers": {labels[key]: int(curve.block_power(*key[:2]) or 0) for key, _ in arch.blocks()}},
@@ -730,6 +729,131 @@ def write_identify_certificate(arch: Architecture, path, report=None, **options)
     (True, 2)
     """
     return _write(identify_certificate(arch, report=report, **options), path)
+
+
+#: The quantities of ``symattn check`` whose claims a certificate settles, and the part each needs.
+_CLAIM_PARTS = {"dimension": "dimension", "identification_order": "orders", "kernel": "spectrum",
+                "contact_order": "spectrum", "multiplicity": "spectrum", "sign_group_order": None}
+
+
+def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool = False, on_checks=None) -> dict:
+    """A certificate of claimed numbers checked by ``symattn check`` (kind ``"claims"``).
+
+    The claims are checked as :func:`~symattn.check.check_claims` does; the
+    certificate lists each (its quantity, layer, value and the engine's
+    verdict) and, in ``parts``, the certificates of the engine's results the
+    claims were settled against: the dimension's lower bound, the spectrum,
+    the identification orders.  The checker verifies the parts and decides
+    each claim from what they prove (:mod:`symattn.verifier.claims`): a
+    refutation by a certified bound is proved; a confirmation rarely is (only
+    the kernel, when the spectrum's gauge check decides it).
+
+    Parameters
+    ----------
+    arch : Architecture
+    claims : str or iterable of str
+        Numeric claims (:data:`symattn.check.ACCEPTED_CLAIMS`); formula claims are refused.
+    seed : int
+    progress : bool
+        Progress bars of the engine's computations.
+    on_checks : callable, optional
+        Called with the engine's :class:`~symattn.verdicts.ClaimCheck` of each claim.
+
+    Raises
+    ------
+    CertificateRefused
+        For a formula claim, or what :func:`dimension_certificate` refuses, before any computation.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> certificate = claims_certificate(Architecture.uniform(layers=2, width=2, rank=1), ["dimension = 9", "kernel = 6"])
+    >>> certificate["claim"], [part["kind"] for part in certificate["parts"]]
+    ('symattn check found: dimension = 9 false; kernel = 6 true', ['dimension lower bound', 'spectrum'])
+    >>> from symattn.verifier import verify
+    >>> for line in verify(certificate).checked[-2:]:
+    ...     print(line)
+    dimension = 9: refuted: the dimension is at least 10 (the dimension certificate); the engine said false
+    kernel = 6: proved: the kernel is exactly 6 (the spectrum certificate and its gauge check); the engine said true
+    """
+    from .check.numbers import ClaimEngine, check_number_claim
+    from .check.reading import claim_kind, parse_claim
+
+    arch = require_architecture(arch)
+    claims = [claims] if isinstance(claims, str) else list(claims)
+    if not claims:
+        raise SymattnError("no claims to certify; give numeric claims such as 'dimension = 10'")
+    for text in claims:
+        if claim_kind(text) != "number":
+            raise CertificateRefused(f"claim {text!r} is a formula; a certificate settles numeric claims only "
+                                     "(contact_order(i), multiplicity(i), identification_order(i), kernel, "
+                                     "dimension, sign_group_order)")
+        parse_claim(text, arch.layers)  # every claim read before any computation
+    _refuse_unsupported(arch, None)
+    engine = ClaimEngine(arch, seed=seed, progress=progress)
+    checks = [check_number_claim(engine, text) for text in claims]
+    if on_checks is not None:  # symattn check prints these: computed once for both
+        on_checks(tuple(checks))
+    needed = {_CLAIM_PARTS[check.quantity] for check in checks} - {None}
+    parts = []
+    if needed & {"dimension", "orders"}:
+        report = engine.identify_report()
+        if report is None:
+            raise SymattnError("the identification report behind these claims could not be computed: "
+                               f"{engine._identify_error}")
+        if "dimension" in needed:
+            parts.append(dimension_certificate(arch, result=report.dimension))
+        if "orders" in needed:
+            parts.append(orders_certificate(arch, result=report.orders_result, seed=seed))
+    if "spectrum" in needed:
+        parts.append(spectrum_certificate(arch, result=engine.spectrum))
+    entries = [{"quantity": check.quantity, "layer": check.layer, "value": int(check.claimed),
+                "engine_verdict": check.verdict, "text": check.claim, "engine_computed": check.computed,
+                "engine_method": check.method} for check in checks]
+    verdicts = {True: "true", False: "false", None: "undecided"}
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "kind": "claims",
+        "claim": "symattn check found: " + "; ".join(
+            f"{entry['quantity']}{'' if entry['layer'] is None else '(%d)' % entry['layer']} = {entry['value']} "
+            f"{verdicts[entry['engine_verdict']]}" for entry in entries),
+        "proves": ("Each part proves what its own 'proves' says. From those numbers the checker decides each "
+                   "claim by its own rules: a dimension below the certified lower bound, a kernel above the "
+                   "number of parameters minus the certified rank (or other than the kernel the spectrum's gauge "
+                   "check decides), an identification order above the certified upper bound are refuted; a "
+                   "kernel equal to the one the gauge check decides is proved."),
+        "does_not_prove": ("Claims the parts do not bound (contact orders, multiplicities, the sign group's order, "
+                           "a dimension at or above the certified lower bound, an order at or below the certified "
+                           "upper bound) are not decided by the certificate, whatever the engine said."),
+        "architecture": _architecture_json(arch),
+        "claims": entries,
+        "parts": parts,
+    }
+
+
+def write_claims_certificate(arch: Architecture, path, claims, seed: int = 0, progress: bool = False,
+                             on_checks=None) -> dict:
+    """Write :func:`claims_certificate` to ``path`` as JSON (atomically) and return it.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from symattn.verifier import verify
+    >>> path = os.path.join(tempfile.mkdtemp(), "claims.json")
+    >>> certificate = write_claims_certificate(Architecture.uniform(layers=1, width=1, tokens=2), path,
+    ...                                        ["dimension = 2"])
+    >>> verify(path).verified, certificate["claim"]
+    (True, 'symattn check found: dimension = 2 true')
+    """
+    return _write(claims_certificate(arch, claims, seed=seed, progress=progress, on_checks=on_checks), path)
+
+
+def _architecture_json(arch: Architecture) -> dict:
+    """The architecture as a certificate writes it (and the checker reads it)."""
+    return {"widths": list(arch.widths), "score_ranks": list(arch.score_ranks), "tokens": arch.tokens,
+            "heads": list(arch.heads), "causal": arch.causal, "residual": arch.residual,
+            "normalizers": [n.name for n in arch.normalizers]}
 
 
 def _parameter_names(arch: Architecture) -> list:

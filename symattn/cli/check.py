@@ -38,6 +38,7 @@ EXAMPLES = (
     "symattn check --layers 2 --width 1 --tokens 2 --generic 1 --claim 'F_0 = P*X*J/t' --claim 'F_1 = 0'",
     "symattn check --layers 2 --width 1 --tokens 2 --claim 'leading(2) = P*X*H*C_1*H*C_1.T*H*C_2*J/16' --strict",
     "symattn check --layers 2 --claims claims.txt --latex --standalone > claims.tex",
+    "symattn check --layers 2 --claim 'dimension = 9' --claim 'kernel = 6' --certificate claims.json",
 )
 
 
@@ -74,7 +75,7 @@ def read_claims_file(path: str) -> list[str]:
 
 
 def configure_check(parser) -> None:
-    """``--claim CLAIM`` (repeatable), ``--claims FILE``, ``--generic K``, ``--strict``, ``--seed``.
+    """``--claim CLAIM`` (repeatable), ``--claims FILE``, ``--generic K``, ``--strict``, ``--seed``, ``--certificate``.
 
     ``--normalizer generic`` is accepted here as ``--generic 1``.
 
@@ -104,6 +105,10 @@ def configure_check(parser) -> None:
                              f"false but one is undecided (default: 0 whenever the claims were checked; 2 is a usage "
                              f"error)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
+    parser.add_argument("--certificate", metavar="FILE", default=None,
+                        help="also write a certificate of the numeric claims to FILE (JSON: the claims with the "
+                             "certificates of the results they were settled against), which 'symattn verify "
+                             "FILE' re-checks without trusting the engine; formula claims are refused")
 
 
 def _with_generic(args, arch):
@@ -141,6 +146,16 @@ def run_check(args, arch):
     ...                           "--claim", "leading(2) = P*X*H*C_1*H*C_1.T*H*C_2*J/16", "--claim", "F_1 = 0"])
     >>> [check.verdict for check in run_check(args, arch).checks]
     [True, True]
+
+    With ``--certificate FILE`` (numeric claims), their certificate:
+
+    >>> import os, tempfile
+    >>> from symattn.verifier import verify
+    >>> path = os.path.join(tempfile.mkdtemp(), "claims.json")
+    >>> args, arch = parse_command(configure_check, ["--layers", "1", "--width", "1", "--tokens", "2", "--quiet",
+    ...                           "--claim", "dimension = 1", "--certificate", path])
+    >>> [check.verdict for check in run_check(args, arch).checks], verify(path).checked[-1][:58]
+    ([False], 'dimension = 1: refuted: the dimension is at least 2 (the d')
     """
     from ..check import check_claims
 
@@ -151,7 +166,18 @@ def run_check(args, arch):
         raise SymattnError("give at least one --claim 'contact_order(2) = 5' or --claims FILE; accepted: "
                            + "; ".join(ACCEPTED_CLAIMS + FORMULA_CLAIMS))
     arch = _with_generic(args, arch)
-    report = check_claims(arch, claims, seed=args.seed, progress=not args.quiet)
+    certificate = getattr(args, "certificate", None)
+    if certificate is not None:
+        from ..check import ClaimsReport
+        from ..certificates import write_claims_certificate
+
+        checks = []  # the engine's checks, computed once for the report and the certificate
+        write_claims_certificate(arch, certificate, claims, seed=args.seed, progress=not args.quiet,
+                                 on_checks=checks.extend)
+        args.written = [*getattr(args, "written", []), certificate]
+        report = ClaimsReport(arch.to_json(), tuple(checks))
+    else:
+        report = check_claims(arch, claims, seed=args.seed, progress=not args.quiet)
     if getattr(args, "strict", False):
         if report.refuted:
             args.exit_status = EXIT_REFUTED

@@ -4,7 +4,9 @@ Three kinds of certificate: a lower bound of the dimension of the function
 space, the decay spectrum of the native Jacobian along a curve
 (:mod:`symattn.verifier.spectrum` says what it proves), and the
 identification orders of the blocks (:mod:`symattn.verifier.orders`); and
-bundles of them (kind ``"identify"``: a report's dimension and orders).
+bundles of them (kind ``"identify"``: a report's dimension and orders;
+kind ``"claims"``: the claims of ``symattn check`` with the certificates
+they were settled against, :mod:`symattn.verifier.claims`).
 
 A certificate (:mod:`symattn.certificates` writes them) holds everything a
 claim rests on: the architecture, each normalizer's Taylor coefficients as
@@ -24,7 +26,7 @@ Examples
 --------
 >>> from symattn.verifier import verify
 >>> verify({"schema": "symattn-certificate", "version": 1, "kind": "rank"}).problem
-"kind 'rank': this checker checks 'dimension lower bound', 'spectrum', 'identification orders' and 'identify'"
+"kind 'rank': this checker checks 'dimension lower bound', 'spectrum', 'identification orders', 'identify' and 'claims'"
 """
 
 from .check import SCHEMA, VERSION, CertificateError, VerificationReport, verify

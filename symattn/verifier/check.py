@@ -24,6 +24,7 @@ from .arithmetic import widen
 from .disagreement import Disagreement
 from .network import ScoresDoNotVanish, forward
 from .pivots import pivot_valuations
+from .claims import KIND as CLAIMS_KIND, check_claims, claims_claim, read_claims
 from .orders import KIND as ORDERS_KIND, check_orders, orders_claim, read_orders
 from .spectrum import conclusion, gauge_conclusion, gauge_tangents, read_exponents, spectrum_claim
 
@@ -35,7 +36,7 @@ SCHEMA = "symattn-certificate"
 VERSION = 1
 
 #: The kinds of certificate this checker checks (the spectrum's own fields: :mod:`symattn.verifier.spectrum`).
-KINDS = ("dimension lower bound", "spectrum", ORDERS_KIND, "identify")
+KINDS = ("dimension lower bound", "spectrum", ORDERS_KIND, "identify", CLAIMS_KIND)
 
 #: Largest prime the checker accepts: residues times residues stay below 2**62 in int64.
 MAX_PRIME = 2 ** 31
@@ -576,6 +577,8 @@ def verify(source) -> VerificationReport:
                                + f" and {KINDS[-1]!r}")
         if kind == "identify":
             return _verify_parts(document, started)
+        if kind == CLAIMS_KIND:
+            return _verify_claims(document, started)
         cert = _read_architecture(document, checked)
         _read_field_data(document, cert, checked)
         _read_normalizers(document, cert, checked)
@@ -664,6 +667,46 @@ def _verify_parts(document: dict, started: float) -> VerificationReport:
     if document.get("claim") != claim:
         return VerificationReport(False, "", tuple(checked), f"claim {_short(document.get('claim'), 200)} is not "
                                   f"the parts' claims joined: {claim!r}", seconds=time.perf_counter() - started)
+    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
+
+
+def _verify_claims(document: dict, started: float) -> VerificationReport:
+    """A claims certificate (:mod:`symattn.verifier.claims`): its parts, then each claim decided from them."""
+    checked: list = []
+    try:
+        architecture = _field(document, "architecture")
+        if not isinstance(architecture, dict):
+            raise Disagreement(f"architecture must be an object, got {_short(architecture)}")
+        layers = len(_list(_field(architecture, "widths", "architecture"), "architecture.widths")) - 1
+        claims = read_claims(document, layers, checked)
+        claim = claims_claim(claims)
+        if document.get("claim") != claim:
+            raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
+        parts = document.get("parts")
+        if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
+            raise Disagreement(f"parts must be a list of certificates, got {_short(parts)}")
+        proved: dict = {}
+        for n, part in enumerate(parts):
+            kind = part.get("kind")
+            if kind not in ("dimension lower bound", "spectrum", ORDERS_KIND):
+                raise Disagreement(f"parts[{n}] is of kind {_short(kind)}: a claims certificate's parts are "
+                                   "dimension, spectrum or identification-orders certificates")
+            if part.get("architecture") != architecture:
+                raise Disagreement(f"parts[{n}] is about another architecture than the claims")
+            report = verify(part)
+            checked += [f"parts[{n}] ({kind}): {item}" for item in report.checked]
+            if not report.verified:
+                raise Disagreement(f"parts[{n}]: {report.problem}")
+            if kind == "dimension lower bound":
+                proved["dimension"] = max(proved.get("dimension", 0), report.rank)
+            elif kind == "spectrum":
+                proved["rank"], proved["parameters"] = report.rank, len(part["parameters"])
+                proved["kernel_exact"] = report.kernel
+            else:  # verified: every block's order is at most the claimed one
+                proved["orders"] = {entry["block"]: entry["order"] for entry in part["orders"]}
+        check_claims(claims, proved, checked)
+    except Disagreement as err:
+        return VerificationReport(False, "", tuple(checked), str(err), seconds=time.perf_counter() - started)
     return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
 
 
