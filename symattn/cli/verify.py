@@ -8,7 +8,7 @@ __all__ = ["COMMANDS", "configure_verify", "run_verify"]
 
 
 def configure_verify(parser) -> None:
-    """The certificate to check: ``FILE``.
+    """The certificate to check: ``FILE``; ``--export sage|m2`` and ``--output SCRIPT``.
 
     Examples
     --------
@@ -20,6 +20,12 @@ def configure_verify(parser) -> None:
     parser.add_argument("certificate", metavar="FILE",
                         help="a certificate written by 'symattn dimension --certificate FILE' or 'symattn spectrum "
                              "--certificate FILE' (JSON)")
+    parser.add_argument("--export", choices=("sage", "m2"), default=None,
+                        help="also write the check of a dimension or spectrum certificate as a script for SageMath "
+                             "(sage -python SCRIPT) or Macaulay2 (M2 --script SCRIPT), which recomputes the witness "
+                             "minor there")
+    parser.add_argument("--output", metavar="SCRIPT", default=None,
+                        help="where --export writes the script (default: FILE with .sage.py or .m2 for .json)")
 
 
 def run_verify(args, arch):
@@ -40,6 +46,13 @@ def run_verify(args, arch):
     >>> report = run_verify(args, arch)
     >>> report.verified, args.exit_status
     (True, 0)
+
+    With ``--export sage`` (or ``m2``), the check as a script for that system:
+
+    >>> args, arch = parse_command(configure_verify, [path, "--export", "sage"])
+    >>> _ = run_verify(args, arch)
+    >>> args.written[0].endswith("dimension.sage.py"), "claimed = [0, 2]" in open(args.written[0]).read()
+    (True, True)
     """
     from ..algebra.linalg import one_blas_thread
     from ..errors import SymattnError
@@ -51,6 +64,20 @@ def run_verify(args, arch):
     except CertificateError as err:
         raise SymattnError(f"{args.certificate}: {err}") from None
     args.exit_status = 0 if report.verified else 1
+    if getattr(args, "export", None):
+        from pathlib import Path
+
+        from .._files import write_atomically
+        from ..verifier.export import export_script
+
+        try:
+            script = export_script(args.certificate, args.export)
+        except CertificateError as err:
+            raise SymattnError(f"{args.certificate}: {err}") from None
+        suffix = ".sage.py" if args.export == "sage" else ".m2"
+        target = Path(args.output) if args.output else Path(args.certificate).with_suffix(suffix)
+        write_atomically(target, lambda temporary: temporary.write_text(script, encoding="utf-8"))
+        args.written = [*getattr(args, "written", []), str(target)]
     return report
 
 
@@ -59,5 +86,7 @@ COMMANDS = (
                run_verify, configure_verify,
                examples=("symattn verify dimension.json",
                          "symattn verify spectrum.json",
-                         "symattn verify dimension.json --json")),
+                         "symattn verify dimension.json --json",
+                         "symattn verify dimension.json --export sage",
+                         "symattn verify spectrum.json --export m2 --output spectrum-check.m2")),
 )
