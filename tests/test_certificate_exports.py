@@ -1,0 +1,161 @@
+"""The check of a certificate exported to SageMath and Macaulay2 (``symattn verify FILE --export sage|m2``).
+
+The scripts recompute the witness minor in the other system's own
+arithmetic (``GF(p)[eps, d] / (eps^N, d^2)``, one forward pass per witness
+column) and pivot it there.  They run where the systems are installed: ``M2``
+on the path; SageMath as ``sage`` on the path, or a Python with passagemath
+named by ``SYMATTN_SAGE_PYTHON``; elsewhere those tests are skipped and the
+structure of the scripts is still tested.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from symattn.certificates import dimension_certificate, spectrum_certificate, write_dimension_certificate
+from symattn.cli import main
+from symattn.curves import input_scaling
+from symattn.model import Architecture
+from symattn.verifier import CertificateError
+from symattn.verifier.export import export_script
+
+
+def _sage_command():
+    if shutil.which("sage"):
+        return [shutil.which("sage"), "-python"]
+    python = os.environ.get("SYMATTN_SAGE_PYTHON")
+    return [python] if python and os.path.exists(python) else None
+
+
+SAGE = _sage_command()
+M2 = shutil.which("M2")
+needs_sage = pytest.mark.skipif(SAGE is None, reason="SageMath is not installed (sage, or SYMATTN_SAGE_PYTHON)")
+needs_m2 = pytest.mark.skipif(M2 is None, reason="Macaulay2 (M2) is not installed")
+
+# name: (kind, architecture, curve)
+CERTIFICATES = {
+    "dimension, softmax, 2 layers": ("dimension", dict(layers=2, width=2, rank=1), None),
+    "dimension, cosh, heads": ("dimension", dict(layers=1, width=2, rank=1, normalizer="cosh", heads=2), None),
+    "dimension, 1 + x**2, causal": ("dimension", dict(layers=2, width=2, rank=1, normalizer="1 + x**2",
+                                                      causal=True), None),
+    "dimension, residual, input scaling": ("dimension", dict(layers=2, width=2, rank=1, residual=True),
+                                           input_scaling()),
+    "dimension, lightning": ("dimension", dict(layers=2, width=2, rank=1, normalizer="lightning"), None),
+    "spectrum, softmax, 2 layers": ("spectrum", dict(layers=2, width=2, rank=1), None),
+    "spectrum, heads and causal": ("spectrum", dict(layers=1, width=2, rank=1, heads=2, causal=True), None),
+}
+
+
+def _certificate(name):
+    kind, options, curve = CERTIFICATES[name]
+    arch = Architecture.uniform(**options)
+    if kind == "dimension":
+        return dimension_certificate(arch, curve=curve)
+    return spectrum_certificate(arch, curve=curve)
+
+
+def _run(command, script, tmp_path, suffix):
+    path = tmp_path / f"check{suffix}"
+    path.write_text(script, encoding="utf-8")
+    return subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+
+
+# -- what the scripts hold -----------------------------------------------------------------------------
+@pytest.mark.parametrize("system", ["sage", "m2"])
+def test_a_script_holds_the_certificates_numbers_and_its_claim(system):
+    certificate = _certificate("dimension, softmax, 2 layers")
+    script = export_script(certificate, system)
+    end = ";" if system == "m2" else ""
+    assert f"p = {certificate['prime']}{end}" in script and f"N = {certificate['truncation']}{end}" in script
+    claimed = sorted(certificate["witness"]["valuations"])
+    assert (f"claimed = {claimed}" if system == "sage" else "claimed = {" + ", ".join(map(str, claimed)) + "};") \
+        in script
+    assert "dimension lower bound: rank >= 10" in script
+
+
+def test_what_cannot_be_exported_is_a_clear_error():
+    certificate = _certificate("dimension, softmax, 2 layers")
+    with pytest.raises(CertificateError, match="--export maple: the scripts are for sage .* and m2"):
+        export_script(certificate, "maple")
+    broken = copy.deepcopy(certificate)
+    broken["witness"]["rows"][0] = [0, 5, 0]
+    with pytest.raises(CertificateError, match=r"cannot export this certificate: witness.rows\[0\] output row"):
+        export_script(broken, "sage")
+    from symattn.certificates import orders_certificate
+
+    with pytest.raises(CertificateError, match="kind 'identification orders': the exports cover dimension and "
+                                               "spectrum certificates"):
+        export_script(orders_certificate(Architecture.uniform(layers=1, width=1, tokens=2)), "m2")
+
+
+def test_verify_writes_the_script_beside_the_certificate_or_where_told(tmp_path, capsys):
+    path = tmp_path / "dimension.json"
+    write_dimension_certificate(Architecture.uniform(layers=1, width=2, tokens=2), path)
+    assert main(["verify", str(path), "--export", "sage"]) == 0
+    assert (tmp_path / "dimension.sage.py").exists()
+    assert main(["verify", str(path), "--export", "m2", "--output", str(tmp_path / "check.m2")]) == 0
+    assert (tmp_path / "check.m2").read_text(encoding="utf-8").startswith("-- Re-check of a symattn certificate")
+    capsys.readouterr()
+    assert main(["verify", str(path), "--export", "maple"]) == 2
+    assert "invalid choice: 'maple'" in capsys.readouterr().err
+
+
+# -- the scripts, run ---------------------------------------------------------------------------------------
+@needs_m2
+@pytest.mark.parametrize("name", list(CERTIFICATES))
+def test_the_macaulay2_script_verifies(name, tmp_path):
+    certificate = _certificate(name)
+    done = _run([M2, "--script"], export_script(certificate, "m2"), tmp_path, ".m2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    valuations = ", ".join(map(str, sorted(certificate["witness"]["valuations"])))
+    assert done.stdout.startswith(f"verified: the witness minor has pivot valuations {{{valuations}}}, all below "
+                                  f"eps^{certificate['truncation']}: rank >= {len(certificate['witness']['rows'])}")
+
+
+@needs_sage
+@pytest.mark.parametrize("name", list(CERTIFICATES))
+def test_the_sage_script_verifies(name, tmp_path):
+    certificate = _certificate(name)
+    done = _run(SAGE, export_script(certificate, "sage"), tmp_path, ".py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    valuations = sorted(certificate["witness"]["valuations"])
+    assert done.stdout.startswith(f"verified: the witness minor has pivot valuations {valuations}, all below "
+                                  f"eps^{certificate['truncation']}: rank >= {len(valuations)}")
+
+
+def _tampered():
+    certificate = _certificate("dimension, softmax, 2 layers")
+    certificate["witness"]["valuations"][-1] -= 1   # 6 claimed as 5: the scripts must find 6
+    return certificate
+
+
+@needs_m2
+def test_the_macaulay2_script_finds_a_changed_valuation(tmp_path):
+    done = _run([M2, "--script"], export_script(_tampered(), "m2"), tmp_path, ".m2")
+    assert done.returncode == 1
+    assert done.stdout.startswith("NOT verified: the witness minor has pivot valuations {0, 0, 0, 0, 2, 2, 2, 6, "
+                                  "6, 6}, the certificate claims {0, 0, 0, 0, 2, 2, 2, 5, 6, 6}")
+
+
+@needs_sage
+def test_the_sage_script_finds_a_changed_valuation(tmp_path):
+    done = _run(SAGE, export_script(_tampered(), "sage"), tmp_path, ".py")
+    assert done.returncode == 1
+    assert done.stdout.startswith("NOT verified: the witness minor has pivot valuations [0, 0, 0, 0, 2, 2, 2, 6, 6, "
+                                  "6], the certificate claims [0, 0, 0, 0, 2, 2, 2, 5, 6, 6]")
+
+
+@needs_m2
+def test_a_changed_point_is_seen_by_the_macaulay2_script(tmp_path):
+    certificate = _certificate("dimension, softmax, 2 layers")
+    changed = copy.deepcopy(certificate)
+    changed["point"]["V_1"] = [[0, 0], [0, 0]]   # V_1 = 0: the network's output is 0, every minor singular
+    done = _run([M2, "--script"], export_script(changed, "m2"), tmp_path, ".m2")
+    assert done.returncode == 1 and done.stdout.startswith("NOT verified: the witness minor has pivot valuations")
+    assert json.dumps(certificate) != json.dumps(changed)
