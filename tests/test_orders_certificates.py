@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from symattn.certificates import (
     CertificateRefused,
@@ -130,6 +132,64 @@ def test_an_edit_that_breaks_a_witness_fails_naming_it(two_layers, edit, reason)
     report = _edited(two_layers, edit)
     assert not report.verified
     assert reason in report.problem, report.problem
+
+
+_MUST_FAIL = ["order up", "order down", "jet rank up", "coefficient above the order", "not a prime",
+              "row out of range", "column of another block"]
+_MAY_PASS = ["point entry", "bank entry", "witness coefficient"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(_MUST_FAIL + _MAY_PASS), data=st.data())
+def test_a_random_single_edit(two_layers, kind, data):
+    certificate = copy.deepcopy(two_layers)
+    n = data.draw(st.integers(0, len(certificate["orders"]) - 1))
+    entry = certificate["orders"][n]
+    if kind == "order up":  # softmax: one or two above; the coefficients below the new order do not all vanish
+        entry["order"] = min(entry["order"] + data.draw(st.integers(1, 2)), certificate["truncation"] - 1)
+        if entry["order"] == two_layers["orders"][n]["order"]:
+            entry["order"] += 1  # past the truncation: out of range
+        _claim_again(certificate)
+    elif kind == "order down":
+        if entry["order"] == 0:
+            entry["order"] = -1
+        else:
+            entry["order"] -= 1
+            entry["witness"]["rows"] = [row[:3] + [min(row[3], entry["order"])] for row in entry["witness"]["rows"]]
+        _claim_again(certificate)
+    elif kind == "jet rank up":
+        entry["jet_rank"] += data.draw(st.integers(1, 3))
+        _claim_again(certificate)
+    elif kind == "coefficient above the order":
+        k = data.draw(st.integers(0, len(entry["witness"]["rows"]) - 1))
+        entry["witness"]["rows"][k][3] = entry["order"] + data.draw(st.integers(1, 4))
+    elif kind == "not a prime":
+        certificate["prime"] = data.draw(st.sampled_from([4, 268435399 * 2, 1, 0, -7, 2 ** 40]))
+    elif kind == "row out of range":
+        k = data.draw(st.integers(0, len(entry["witness"]["rows"]) - 1))
+        entry["witness"]["rows"][k][0] = len(certificate["bank"]) + data.draw(st.integers(0, 50))
+    elif kind == "column of another block":
+        labels = list(dict.fromkeys(name.split("[")[0] for name in certificate["parameters"]))
+        members = block_members(entry["block"], labels)
+        others = [name for name in certificate["parameters"] if name.split("[")[0] not in members]
+        entry["witness"]["columns"][0] = data.draw(st.sampled_from(others))
+    elif kind == "point entry":
+        block = data.draw(st.sampled_from(sorted(certificate["point"])))
+        matrix = certificate["point"][block]
+        matrix[data.draw(st.integers(0, len(matrix) - 1))][data.draw(st.integers(0, len(matrix[0]) - 1))] = \
+            data.draw(st.integers(-10 ** 6, 10 ** 6))
+    elif kind == "bank entry":
+        X = certificate["bank"][data.draw(st.integers(0, len(certificate["bank"]) - 1))]
+        X[data.draw(st.integers(0, len(X) - 1))][data.draw(st.integers(0, len(X[0]) - 1))] = \
+            data.draw(st.integers(-10 ** 6, 10 ** 6))
+    else:  # another coefficient m <= order for one witness row
+        k = data.draw(st.integers(0, len(entry["witness"]["rows"]) - 1))
+        entry["witness"]["rows"][k][3] = data.draw(st.integers(0, entry["order"]))
+    report = verify(certificate)  # never raises on a parsed certificate
+    if kind in _MUST_FAIL:
+        assert not report.verified and report.problem
+    else:
+        assert report.verified or report.problem
 
 
 def test_a_singular_witness_matrix_fails():
