@@ -18,8 +18,8 @@ def configure_verify(parser) -> None:
     'dimension.json'
     """
     parser.add_argument("certificate", metavar="FILE",
-                        help="a certificate written by 'symattn dimension --certificate FILE' or 'symattn spectrum "
-                             "--certificate FILE' (JSON)")
+                        help="a certificate written by --certificate FILE of 'symattn dimension', 'spectrum', "
+                             "'identify' or 'check' (JSON)")
     parser.add_argument("--export", choices=("sage", "m2"), default=None,
                         help="also write the check of a dimension or spectrum certificate as a script for SageMath "
                              "(sage -python SCRIPT) or Macaulay2 (M2 --script SCRIPT), which recomputes the witness "
