@@ -460,16 +460,9 @@ def spectrum_certificate(arch: Architecture, result=None, curve: Curve | None = 
     arch = require_architecture(arch)
     _refuse_unsupported(arch, curve)
     route_curve = collapse() if curve is None else curve
-    if result is None:
-        result = decay_spectrum(arch, curve=route_curve, bank=bank, progress=False, **options)
-    elif options:
-        raise SymattnError(f"options {sorted(options)} set how a spectrum is computed; with result= the run is "
-                           "given: pass one or the other")
-    if not isinstance(result, Spectrum):
-        raise SymattnError(f"result must be the Spectrum of decay_spectrum, got {type(result).__name__}")
-    if result.curve != route_curve.describe(arch.layers):
-        raise SymattnError(f"the result was computed along {result.curve}, not along "
-                           f"{route_curve.describe(arch.layers)}: pass the result's curve")
+    result = _given_run(result, lambda **given: decay_spectrum(arch, curve=route_curve, bank=bank, progress=False,
+                                                              **given),
+                        options, Spectrum, "result", "the Spectrum of decay_spectrum", route_curve.describe(arch.layers))
     if result.architecture != arch.to_json():
         raise SymattnError("the result was computed for another architecture: pass the result's architecture")
     p, seed = result.primes[0], result.seeds[0]
@@ -603,16 +596,9 @@ def orders_certificate(arch: Architecture, result=None, curve: Curve | None = No
     arch = require_architecture(arch)
     _refuse_unsupported(arch, curve)
     route_curve = collapse() if curve is None else curve
-    if result is None:
-        result = identification_orders(arch, route_curve, seed=seed, **options)
-    elif options:
-        raise SymattnError(f"options {sorted(options)} set how the orders are computed; with result= the run is "
-                           "given: pass one or the other")
-    if not isinstance(result, OrdersResult):
-        raise SymattnError(f"result must be the OrdersResult of identification_orders, got {type(result).__name__}")
-    if result.curve != route_curve.describe(arch.layers):
-        raise SymattnError(f"the result was computed along {result.curve}, not along "
-                           f"{route_curve.describe(arch.layers)}: pass the result's curve")
+    result = _given_run(result, lambda **given: identification_orders(arch, route_curve, seed=seed, **given),
+                        options, OrdersResult, "result", "the OrdersResult of identification_orders",
+                        route_curve.describe(arch.layers))
     p = int(result.primes[0])
     point, _ = random_point(arch, p, seed)
     if any(not np.array_equal(np.asarray(point[key]), np.asarray(result.point[key])) for key in point):
@@ -697,13 +683,8 @@ def identify_certificate(arch: Architecture, report=None, curve: Curve | None = 
 
     arch = require_architecture(arch)
     _refuse_unsupported(arch, curve)
-    if report is None:
-        report = identify(arch, curve=curve, seed=seed, **options)
-    elif options:
-        raise SymattnError(f"options {sorted(options)} set how the report is computed; with report= it is given: "
-                           "pass one or the other")
-    if not isinstance(report, IdentificationReport):
-        raise SymattnError(f"report must be the IdentificationReport of identify, got {type(report).__name__}")
+    report = _given_run(report, lambda **given: identify(arch, curve=curve, seed=seed, **given), options,
+                        IdentificationReport, "report", "the IdentificationReport of identify")
     parts = [dimension_certificate(arch, result=report.dimension, curve=curve),
              orders_certificate(arch, result=report.orders_result, curve=curve, seed=seed)]
     return {
@@ -847,6 +828,26 @@ def write_claims_certificate(arch: Architecture, path, claims, seed: int = 0, pr
     (True, 'symattn check found: dimension = 2 true')
     """
     return _write(claims_certificate(arch, claims, seed=seed, progress=progress, on_checks=on_checks), path)
+
+
+def _given_run(run, compute, options: dict, expected: type, name: str, what: str, curve_text: str | None = None):
+    """``run``, or ``compute(**options)`` when it is ``None``: checked to be the ``expected`` result, along the curve.
+
+    ``name`` is the argument (``result``, ``report``), ``what`` the result it
+    must be (``the Spectrum of decay_spectrum``); with ``curve_text`` its
+    ``curve`` must be that curve.
+    """
+    if run is None:
+        run = compute(**options)
+    elif options:
+        raise SymattnError(f"options {sorted(options)} set how {what} is computed; with {name}= it is given: "
+                           "pass one or the other")
+    if not isinstance(run, expected):
+        raise SymattnError(f"{name} must be {what}, got {type(run).__name__}")
+    if curve_text is not None and run.curve != curve_text:
+        raise SymattnError(f"the {name} was computed along {run.curve}, not along {curve_text}: pass the "
+                           f"{name}'s curve")
+    return run
 
 
 def _architecture_json(arch: Architecture) -> dict:

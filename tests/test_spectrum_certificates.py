@@ -187,7 +187,7 @@ def test_a_result_of_another_run_is_refused():
     assert verify(spectrum_certificate(arch, result=result, curve=input_scaling())).verified
     with pytest.raises(SymattnError, match="another architecture"):
         spectrum_certificate(Architecture.uniform(layers=1, width=3, rank=1), result=result, curve=input_scaling())
-    with pytest.raises(SymattnError, match=r"options \['seed'\] set how a spectrum is computed"):
+    with pytest.raises(SymattnError, match=r"options \[.seed.\] set how the Spectrum of decay_spectrum is computed"):
         spectrum_certificate(arch, result=result, curve=input_scaling(), seed=2)
     with pytest.raises(SymattnError, match="must be the Spectrum of decay_spectrum, got dict"):
         spectrum_certificate(arch, result={})
