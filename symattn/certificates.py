@@ -179,32 +179,55 @@ def least_valuation_pivots(J: np.ndarray, p: int) -> list:
     return found
 
 
-def check_certifiable(arch: Architecture, curve: Curve | None = None) -> None:
+def check_certifiable(arch: Architecture, curve: Curve | None = None, components: bool = True) -> None:
     """Refuse, with a :class:`CertificateRefused` naming it, what a certificate cannot describe yet.
 
-    Called before any computation: components other than attention (with
-    heads), a causal mask and a residual stream (biases, feed-forward
-    blocks); generic normalizers and normalizers whose Taylor coefficients
-    are not rational; polynomial curves.
+    Called before any computation: generic normalizers and normalizers or
+    activations whose Taylor coefficients are not rational; polynomial
+    curves; with ``components=False`` (the identification orders, whose
+    checker knows attention's blocks only) biases and feed-forward blocks.
 
     Examples
     --------
     >>> check_certifiable(Architecture.uniform(layers=2, heads=2, causal=True))
     >>> check_certifiable(Architecture.uniform(layers=1, bias=True))
+    >>> check_certifiable(Architecture.uniform(layers=1, bias=True), components=False)   # identification orders
     Traceback (most recent call last):
     ...
-    symattn.certificates.CertificateRefused: layer 1 has a component BiasedAttention (attention) that the certificate checker does not implement yet; it implements attention (with heads), a causal mask and a residual stream
+    symattn.certificates.CertificateRefused: layer 1 has a component BiasedAttention (attention) that this certificate's checker does not implement yet; it implements attention (with heads), a causal mask and a residual stream
     """
-    _refuse_unsupported(require_architecture(arch), curve)
+    _refuse_unsupported(require_architecture(arch), curve, components)
 
 
-def _refuse_unsupported(arch: Architecture, curve) -> None:
-    """Refuse what the checker does not implement, naming it, before any computation."""
+def _refuse_unsupported(arch: Architecture, curve, components: bool = True) -> None:
+    """Refuse what the checker does not implement, naming it, before any computation.
+
+    ``components``: the certificate's checker implements biases and
+    feed-forward blocks too (dimension and spectrum certificates; the
+    identification orders know attention's blocks only).
+    """
+    from .model.bias import BiasedAttention, BiasedFeedForward
+    from .model.feedforward import FeedForward
+
+    known = (Attention, CausalMask, Residual) + ((BiasedAttention, FeedForward, BiasedFeedForward) if components
+                                                  else ())
+    implemented = ("attention (with heads), a causal mask, a residual stream, biases and feed-forward blocks"
+                   if components else "attention (with heads), a causal mask and a residual stream")
     for layer, _, component in arch.components():
-        if type(component) not in (Attention, CausalMask, Residual):
+        if type(component) not in known:
             raise CertificateRefused(f"layer {layer} has a component {type(component).__name__} ({component.kind}) "
-                                     "that the certificate checker does not implement yet; it implements attention "
-                                     "(with heads), a causal mask and a residual stream")
+                                     f"that this certificate's checker does not implement yet; it implements "
+                                     f"{implemented}")
+        if isinstance(component, FeedForward):
+            activation = component.activation
+            if activation.is_polynomial:
+                continue
+            for n, c in enumerate(activation.taylor(8)):  # refused before any computation; the rest once N is known
+                if not c.is_Rational:
+                    raise CertificateRefused(
+                        f"activation {activation.name} (layer {layer}) has Taylor coefficients that are not rational "
+                        f"(e.g. c_{n} = {c}); a certificate lists them as exact rationals: use an activation with "
+                        "rational Taylor coefficients (tanh, sigmoid, x + x**2, ...)")
     for i, normalizer in enumerate(arch.normalizers, start=1):
         if normalizer.is_lightning:
             continue
@@ -361,6 +384,7 @@ def _document(arch: Architecture, curve: Curve, p: int, point, bank, pivots: lis
     return {
         "architecture": _architecture_json(arch),
         "normalizers": [_taylor_strings(arch, i, truncation) for i in range(1, arch.layers + 1)],
+        **({"activations": activations} if (activations := _activation_strings(arch, truncation)) else {}),
         "curve": {"name": curve.describe(arch.layers), "input_power": int(curve.input_power),
                   "powers": {labels[key]: int(curve.block_power(*key[:2]) or 0) for key, _ in arch.blocks()}},
         "prime": int(p),
@@ -594,7 +618,7 @@ def orders_certificate(arch: Architecture, result=None, curve: Curve | None = No
     from .jacobian import block_columns
 
     arch = require_architecture(arch)
-    _refuse_unsupported(arch, curve)
+    _refuse_unsupported(arch, curve, components=False)
     route_curve = collapse() if curve is None else curve
     result = _given_run(result, lambda **given: identification_orders(arch, route_curve, seed=seed, **given),
                         options, OrdersResult, "result", "the OrdersResult of identification_orders",
@@ -682,7 +706,7 @@ def identify_certificate(arch: Architecture, report=None, curve: Curve | None = 
     from .identify.report import IdentificationReport
 
     arch = require_architecture(arch)
-    _refuse_unsupported(arch, curve)
+    _refuse_unsupported(arch, curve, components=False)
     report = _given_run(report, lambda **given: identify(arch, curve=curve, seed=seed, **given), options,
                         IdentificationReport, "report", "the IdentificationReport of identify")
     parts = [dimension_certificate(arch, result=report.dimension, curve=curve),
@@ -770,7 +794,9 @@ def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool
                                      "(contact_order(i), multiplicity(i), identification_order(i), kernel, "
                                      "dimension, sign_group_order)")
         parse_claim(text, arch.layers)  # every claim read before any computation
-    _refuse_unsupported(arch, None)
+    # the identification orders' certificate knows attention's blocks only
+    _refuse_unsupported(arch, None, components=not any(parse_claim(text, arch.layers)[0] == "identification_order"
+                                                        for text in claims))
     engine = ClaimEngine(arch, seed=seed, progress=progress)
     checks = [check_number_claim(engine, text) for text in claims]
     if on_checks is not None:  # symattn check prints these: computed once for both
@@ -850,11 +876,55 @@ def _given_run(run, compute, options: dict, expected: type, name: str, what: str
     return run
 
 
+def _feed_forward_blocks(arch: Architecture) -> list:
+    """Each layer's feed-forward component, or None."""
+    from .model.feedforward import FeedForward
+
+    blocks = [None] * arch.layers
+    for layer, _, component in arch.components():
+        if isinstance(component, FeedForward):
+            blocks[layer - 1] = component
+    return blocks
+
+
 def _architecture_json(arch: Architecture) -> dict:
     """The architecture as a certificate writes it (and the checker reads it)."""
-    return {"widths": list(arch.widths), "score_ranks": list(arch.score_ranks), "tokens": arch.tokens,
-            "heads": list(arch.heads), "causal": arch.causal, "residual": arch.residual,
-            "normalizers": [n.name for n in arch.normalizers]}
+    from .model.bias import BiasedAttention
+
+    out = {"widths": list(arch.widths), "score_ranks": list(arch.score_ranks), "tokens": arch.tokens,
+           "heads": list(arch.heads), "causal": arch.causal, "residual": arch.residual,
+           "normalizers": [n.name for n in arch.normalizers]}
+    if any(isinstance(component, BiasedAttention) for _, _, component in arch.components()):
+        out["bias"] = True
+    blocks = _feed_forward_blocks(arch)
+    if any(blocks):
+        out["ffn"] = [block.hidden if block else 0 for block in blocks]
+    return out
+
+
+def _activation_strings(arch: Architecture, truncation: int) -> list | None:
+    """The feed-forward blocks' activations as a certificate writes them (``None`` without any)."""
+    blocks = _feed_forward_blocks(arch)
+    if not any(blocks):
+        return None
+    out = []
+    for layer, block in enumerate(blocks, start=1):
+        if block is None:
+            out.append(None)
+            continue
+        activation = block.activation
+        if activation.is_polynomial:
+            coefficients = [Fraction(int(c.p), int(c.q)) for c in activation.polynomial_coefficients]
+        else:
+            coefficients = []
+            for n, c in enumerate(activation.taylor(truncation)):
+                if not c.is_Rational:
+                    raise CertificateRefused(f"activation {activation.name} (layer {layer}) has Taylor coefficients "
+                                             f"that are not rational (e.g. c_{n} = {c})")
+                coefficients.append(Fraction(int(c.p), int(c.q)))
+        out.append({"name": activation.name, "expression": str(activation.expr),
+                    "polynomial": bool(activation.is_polynomial), "taylor": [str(c) for c in coefficients]})
+    return out
 
 
 def _parameter_names(arch: Architecture) -> list:

@@ -158,8 +158,8 @@ def test_write_and_verify_a_file(tmp_path):
 @pytest.mark.parametrize("arch, curve, message", [
     (lambda: Architecture.uniform(layers=1, normalizer=Normalizer.generic(1)), None, "is generic"),
     (lambda: Architecture.uniform(layers=1, normalizer="exp(sqrt(2)*x)"), None, "not rational"),
-    (lambda: Architecture.uniform(layers=1, bias=True), None, "BiasedAttention"),
-    (lambda: Architecture.uniform(layers=1, extra=feed_forward_block(2)), None, "FeedForward"),
+    (lambda: Architecture.uniform(layers=1, extra=feed_forward_block(2, activation="gelu")), None,
+     r"activation gelu \(layer 1\) has Taylor coefficients that are not rational"),
     (lambda: Architecture.uniform(layers=1), "polynomial", "polynomial curves"),
 ])
 def test_what_a_certificate_cannot_describe_is_refused_first(arch, curve, message):
@@ -228,8 +228,11 @@ def test_each_must_fail_edit_fails_naming_it(base_certificate):
     edit["prime"] = True
     _fails(edit, "must be an integer")
     edit = c(base_certificate)
-    edit["architecture"]["bias"] = True
-    _fails(edit, "no such component")
+    edit["architecture"]["bias"] = True  # the biases' blocks are then missing from the curve and the point
+    _fails(edit, "curve.powers must name every block")
+    edit = c(base_certificate)
+    edit["architecture"]["dropout"] = 0.5
+    _fails(edit, "architecture.dropout: this checker knows no such component")
 
 
 _MUST_FAIL = ("rank up", "not a prime", "row index out of range", "truncation below a pivot", "valuation changed")

@@ -112,8 +112,9 @@ def test_an_edit_fails_naming_it(two_layers, edit, reason):
 def test_formula_claims_and_unsupported_networks_are_refused_before_computing():
     with pytest.raises(CertificateRefused, match="is a formula; a certificate settles numeric claims only"):
         claims_certificate(Architecture.uniform(layers=1, width=1, tokens=2), ["F_1 = 0"])
+    # biases: the identification orders' certificate knows attention's blocks only
     with pytest.raises(CertificateRefused, match="BiasedAttention"):
-        claims_certificate(Architecture.uniform(layers=1, bias=True), ["kernel = 1"])
+        claims_certificate(Architecture.uniform(layers=1, bias=True), ["identification_order(1) = 2"])
 
 
 def test_a_claims_certificate_without_parts_verifies_with_nothing_decided():

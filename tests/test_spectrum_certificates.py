@@ -217,8 +217,7 @@ def test_write_and_verify_a_file(tmp_path):
 @pytest.mark.parametrize("arch, message", [
     (lambda: Architecture.uniform(layers=1, normalizer=Normalizer.generic(1)), "is generic"),
     (lambda: Architecture.uniform(layers=1, normalizer="exp(sqrt(2)*x)"), "not rational"),
-    (lambda: Architecture.uniform(layers=1, bias=True), "BiasedAttention"),
-    (lambda: Architecture.uniform(layers=1, extra=feed_forward_block(2)), "FeedForward"),
+    (lambda: Architecture.uniform(layers=1, extra=feed_forward_block(2, activation="gelu")), "activation gelu"),
 ])
 def test_what_a_certificate_cannot_describe_is_refused_first(arch, message, monkeypatch):
     import symattn.spectrum
@@ -497,6 +496,7 @@ def test_spectrum_writes_a_certificate_and_verify_checks_it(tmp_path, capsys):
 
 def test_a_refused_spectrum_certificate_is_a_usage_error_before_computing(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["spectrum", "--layers", "1", "--bias", "--quiet", "--certificate", "x.json"]) == 2
-    assert "BiasedAttention" in capsys.readouterr().err
+    assert main(["spectrum", "--layers", "1", "--ffn", "2", "--activation", "gelu", "--quiet", "--certificate",
+                 "x.json"]) == 2
+    assert "activation gelu" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()

@@ -214,7 +214,7 @@ def known_taylor(expression: str, count: int):
     return None
 
 
-def parameter_names(widths, score_ranks, heads) -> list:
+def parameter_names(widths, score_ranks, heads, bias: bool = False, ffn=None) -> list:
     """Every native parameter's name in order: per layer, per head, ``Q`` then ``K`` then ``V``, row-major.
 
     A block is ``Q_i`` in a one-head layer and ``Q_{i,h}`` in a layer with heads.
@@ -224,20 +224,44 @@ def parameter_names(widths, score_ranks, heads) -> list:
     >>> parameter_names([2, 1], [1], [1])
     ['Q_1[0,0]', 'Q_1[0,1]', 'K_1[0,0]', 'K_1[0,1]', 'V_1[0,0]', 'V_1[0,1]']
     """
-    return [f"{block}[{r},{c}]" for block, (rows, cols) in _blocks(widths, score_ranks, heads)
+    return [f"{block}[{r},{c}]" for block, (rows, cols) in _blocks(widths, score_ranks, heads, bias, ffn)
             for r in range(rows) for c in range(cols)]
 
 
-def _blocks(widths, score_ranks, heads) -> list:
-    """``(block name, (rows, cols))`` in parameter order: ``Q, K`` are ``a_i x d_{i-1}``, ``V`` is ``d_i x d_{i-1}``."""
+def _blocks(widths, score_ranks, heads, bias: bool = False, ffn=None) -> list:
+    """``(block name, (rows, cols))`` in parameter order: ``Q, K`` are ``a_i x d_{i-1}``, ``V`` is ``d_i x d_{i-1}``.
+
+    With ``bias``, each head's ``Q, K, V`` are followed by its bias columns
+    ``bQ, bK, bV``; with ``ffn`` (hidden units per layer, ``None`` or 0 for
+    none), a layer's heads are followed by its feed-forward block ``Win``
+    (``M x d_i``), ``Wout`` (``d_i x M``) and, with ``bias``, ``bin``, ``bout``.
+
+    Examples
+    --------
+    >>> [name for name, _ in _blocks([2, 2], [1], [1], bias=True, ffn=[3])]
+    ['Q_1', 'K_1', 'V_1', 'bQ_1', 'bK_1', 'bV_1', 'Win_1', 'Wout_1', 'bin_1', 'bout_1']
+    """
     out = []
     for i in range(1, len(widths)):
         for h in range(1, heads[i - 1] + 1):
             suffix = f"{i}" if heads[i - 1] == 1 else f"{{{i},{h}}}"
-            shapes = {"Q": (score_ranks[i - 1], widths[i - 1]), "K": (score_ranks[i - 1], widths[i - 1]),
-                      "V": (widths[i], widths[i - 1])}
-            out += [(f"{name}_{suffix}", shapes[name]) for name in "QKV"]
+            a, d_in, d_out = score_ranks[i - 1], widths[i - 1], widths[i]
+            shapes = {"Q": (a, d_in), "K": (a, d_in), "V": (d_out, d_in), "bQ": (a, 1), "bK": (a, 1), "bV": (d_out, 1)}
+            out += [(f"{name}_{suffix}", shapes[name]) for name in ("Q", "K", "V")]
+            if bias:
+                out += [(f"{name}_{suffix}", shapes[name]) for name in ("bQ", "bK", "bV")]
+        hidden = ffn[i - 1] if ffn else 0
+        if hidden:
+            d = widths[i]
+            out += [(f"Win_{i}", (hidden, d)), (f"Wout_{i}", (d, hidden))]
+            if bias:
+                out += [(f"bin_{i}", (hidden, 1)), (f"bout_{i}", (d, 1))]
     return out
+
+
+def _cert_blocks(cert) -> list:
+    """:func:`_blocks` of a read certificate."""
+    return _blocks(cert.widths, cert.score_ranks, cert.heads, cert.bias, cert.ffn)
 
 
 @dataclass
@@ -262,6 +286,9 @@ class _Certificate:
     valuations: list = field(default_factory=list)
     rank: int = 0
     claim: str = ""
+    bias: bool = False
+    ffn: list | None = None  # hidden units of each layer's feed-forward block (0: none)
+    activations: list = field(default_factory=list)
 
 
 def _read_architecture(document: dict, checked: list) -> _Certificate:
@@ -284,12 +311,22 @@ def _read_architecture(document: dict, checked: list) -> _Certificate:
     if residual and len(set(widths)) != 1:
         raise Disagreement(f"a residual stream needs equal widths, got architecture.widths {widths}")
     for key in arch:
-        if key not in ("widths", "score_ranks", "tokens", "heads", "causal", "residual", "normalizers"):
+        if key not in ("widths", "score_ranks", "tokens", "heads", "causal", "residual", "normalizers", "bias",
+                       "ffn"):
             raise Disagreement(f"architecture.{key}: this checker knows no such component (it checks widths, "
-                               "score ranks, tokens, heads, a causal mask and a residual stream)")
+                               "score ranks, tokens, heads, a causal mask, a residual stream, biases and "
+                               "feed-forward blocks)")
+    bias = _boolean(arch.get("bias", False), "architecture.bias")
+    ffn = arch.get("ffn")
+    if ffn is not None:
+        ffn = [_integer(m, f"architecture.ffn[{n}]", 0, 10_000)
+               for n, m in enumerate(_list(ffn, "architecture.ffn", layers))]
+        if not any(ffn):
+            ffn = None
     checked.append(f"architecture: widths {widths}, score ranks {ranks}, {tokens} tokens, heads {heads}"
-                   + (", causal mask" if causal else "") + (", residual stream" if residual else ""))
-    return _Certificate(widths, ranks, tokens, heads, causal, residual)
+                   + (", causal mask" if causal else "") + (", residual stream" if residual else "")
+                   + (", biases" if bias else "") + (f", feed-forward blocks of {ffn} hidden units" if ffn else ""))
+    return _Certificate(widths, ranks, tokens, heads, causal, residual, bias=bias, ffn=ffn)
 
 
 def _read_field_data(document: dict, cert: _Certificate, checked: list) -> None:
@@ -340,6 +377,38 @@ def _read_normalizers(document: dict, cert: _Certificate, checked: list) -> None
         cert.normalizers.append({"lightning": False, "polynomial": polynomial,
                                  "taylor": [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]})
         checked.append(f"layer {i}: normalizer {source}" + (" (a polynomial)" if polynomial else ""))
+    if cert.ffn:
+        _read_activations(document, cert, checked)
+
+
+def _read_activations(document: dict, cert: _Certificate, checked: list) -> None:
+    """The activation of each feed-forward block: the Taylor coefficients of ``s`` itself (``s(0)`` may be 0)."""
+    p, N = cert.prime, cert.truncation
+    entries = _list(_field(document, "activations"), "activations", len(cert.widths) - 1)
+    for i, entry in enumerate(entries, start=1):
+        where = f"activations[{i - 1}]"
+        if not cert.ffn[i - 1]:
+            if entry is not None:
+                raise Disagreement(f"{where} must be null: layer {i} has no feed-forward block")
+            cert.activations.append(None)
+            continue
+        if not isinstance(entry, dict):
+            raise Disagreement(f"{where} must be an object, got {_short(entry)}")
+        polynomial = _boolean(_field(entry, "polynomial", where), f"{where}.polynomial")
+        taylor = [rational(c, f"{where}.taylor[{n}]")
+                  for n, c in enumerate(_list(_field(entry, "taylor", where), f"{where}.taylor"))]
+        if not polynomial and len(taylor) < N + 1:
+            raise Disagreement(f"{where}.taylor has {len(taylor)} coefficients; truncation eps^{N} needs "
+                               f"c_0 .. c_{N} ({N + 1})")
+        if not taylor:
+            raise Disagreement(f"{where}.taylor is empty")
+        bad = [str(c) for c in taylor if c.denominator % p == 0]
+        if bad:
+            raise Disagreement(f"{where}.taylor has {bad[0]}, whose denominator is divisible by the prime {p}")
+        cert.activations.append({"polynomial": polynomial,
+                                 "taylor": [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]})
+        checked.append(f"layer {i}: activation {_short(_field(entry, 'name', where))} taken as given by its "
+                       f"{len(taylor)} Taylor coefficients" + (" (a polynomial)" if polynomial else ""))
 
 
 def _read_curve(document: dict, cert: _Certificate, checked: list) -> None:
@@ -350,7 +419,7 @@ def _read_curve(document: dict, cert: _Certificate, checked: list) -> None:
     powers = _field(curve, "powers", "curve")
     if not isinstance(powers, dict):
         raise Disagreement(f"curve.powers must be an object {{block: power of eps}}, got {_short(powers)}")
-    blocks = [name for name, _ in _blocks(cert.widths, cert.score_ranks, cert.heads)]
+    blocks = [name for name, _ in _cert_blocks(cert)]
     if sorted(powers) != sorted(blocks):
         raise Disagreement(f"curve.powers must name every block {blocks}, got {sorted(powers)}")
     cert.powers = {name: _integer(powers[name], f"curve.powers[{name!r}]", 0, 1000) for name in blocks}
@@ -364,7 +433,7 @@ def _read_point_and_bank(document: dict, cert: _Certificate, checked: list) -> N
     point = _field(document, "point")
     if not isinstance(point, dict):
         raise Disagreement(f"point must be an object {{block: matrix}}, got {_short(point)}")
-    shapes = dict(_blocks(cert.widths, cert.score_ranks, cert.heads))
+    shapes = dict(_cert_blocks(cert))
     if sorted(point) != sorted(shapes):
         raise Disagreement(f"point must give every block {list(shapes)}, got {sorted(point)}")
     for name, (rows, cols) in shapes.items():
@@ -386,7 +455,7 @@ def _read_point_and_bank(document: dict, cert: _Certificate, checked: list) -> N
 
 def _read_parameters(document: dict, cert: _Certificate) -> list:
     """The parameter names, which must be the architecture's in the checker's own order."""
-    names = parameter_names(cert.widths, cert.score_ranks, cert.heads)
+    names = parameter_names(cert.widths, cert.score_ranks, cert.heads, cert.bias, cert.ffn)
     given = _list(_field(document, "parameters"), "parameters")
     if given != names:
         first = next((n for n, (a, b) in enumerate(zip(given, names)) if a != b), min(len(given), len(names)))
@@ -470,7 +539,7 @@ def _jacobian_entries(cert: _Certificate, rows: list, columns: list, native: boo
     coordinates, or with ``native`` in the native parameters.
     """
     p, N, r = cert.prime, cert.truncation, len(columns)
-    names = parameter_names(cert.widths, cert.score_ranks, cert.heads)
+    names = parameter_names(cert.widths, cert.score_ranks, cert.heads, cert.bias, cert.ffn)
     order = {name: n for n, name in enumerate(names)}
     # jet k = 1, 2, ... numbers the witness columns in parameter order, which is the order the forward
     # pass meets them: each block carries only the directions met up to it (arithmetic.widen)
@@ -481,23 +550,28 @@ def _jacobian_entries(cert: _Certificate, rows: list, columns: list, native: boo
         row, col = (int(v) for v in entry.rstrip("]").split(","))
         directions.setdefault(block, {})[(row, col)] = jet[name]
     blocks, met = {}, 0
-    for name, _ in _blocks(cert.widths, cert.score_ranks, cert.heads):
+    for name, _ in _cert_blocks(cert):
         met += len(directions.get(name, {}))
         blocks[name] = _jet_block(cert.point[name], cert.powers[name], directions.get(name, {}), 1 + met, N, p,
                                   native)
-    layers = []
+    layers, ffns = [], []
+    head_blocks = ("Q", "K", "V", "bQ", "bK", "bV") if cert.bias else ("Q", "K", "V")
     for i in range(1, len(cert.widths)):
         heads = []
         for h in range(1, cert.heads[i - 1] + 1):
             suffix = f"{i}" if cert.heads[i - 1] == 1 else f"{{{i},{h}}}"
-            heads.append(tuple(blocks[f"{name}_{suffix}"] for name in "QKV"))
+            heads.append(tuple(blocks[f"{name}_{suffix}"] for name in head_blocks))
         layers.append(heads)
+        hidden = cert.ffn[i - 1] if cert.ffn else 0
+        ffn_blocks = ("Win", "Wout", "bin", "bout") if cert.bias else ("Win", "Wout")
+        ffns.append(tuple(blocks[f"{name}_{i}"] for name in ffn_blocks) if hidden else None)
     used = sorted({row[0] for row in rows})                       # only the inputs the rows read
     X = np.zeros((len(used), cert.widths[0], cert.tokens, 1, N), dtype=np.int64)
     if cert.input_power < N:
         # eps^m X_b: no tangent (the inputs are data, not parameters)
         X[..., 0, cert.input_power] = np.array([cert.bank[b] for b in used], dtype=object) % p
-    output = widen(forward(X, layers, cert.normalizers, cert.causal, cert.residual, p), 1 + r)
+    output = widen(forward(X, layers, cert.normalizers, cert.causal, cert.residual, p, ffns, cert.activations),
+                   1 + r)
     position = {b: n for n, b in enumerate(used)}
     inputs = [position[b] for b, _, _ in rows]
     out_rows = [i for _, i, _ in rows]
@@ -712,7 +786,10 @@ def _verify_claims(document: dict, started: float) -> VerificationReport:
 
 def _gauge_check(cert: _Certificate) -> tuple:
     """The stronger check of a spectrum certificate (:mod:`symattn.verifier.spectrum`): ``(kernel or None, words)``."""
-    blocks = _blocks(cert.widths, cert.score_ranks, cert.heads)
+    if cert.bias or cert.ffn:
+        return None, ("stronger check (not part of the claim): not done; this checker writes the gauge tangents of "
+                      "attention without biases or feed-forward blocks only")
+    blocks = _cert_blocks(cert)
     layers, n = [], 0
     for i in range(1, len(cert.widths)):
         layers.append([tuple(name for name, _ in blocks[n + 3 * h:n + 3 * h + 3]) for h in range(cert.heads[i - 1])])

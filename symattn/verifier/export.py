@@ -59,6 +59,9 @@ def _read(document: dict) -> tuple:
                            "parts can be exported one by one)")
     checked: list = []
     cert = _read_architecture(document, checked)
+    if cert.bias or cert.ffn:
+        raise Disagreement("the exports cover attention with heads, a causal mask and a residual stream; this "
+                           "certificate has biases or feed-forward blocks (symattn verify checks it)")
     _read_field_data(document, cert, checked)
     _read_normalizers(document, cert, checked)
     _read_curve(document, cert, checked)

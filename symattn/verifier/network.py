@@ -27,7 +27,7 @@ import numpy as np
 
 from .arithmetic import both_widened, convolve, invert, matmul, multiply, times_series, transpose
 
-__all__ = ["ScoresDoNotVanish", "forward", "polynomials_of_series"]
+__all__ = ["ScoresDoNotVanish", "forward", "polynomials_of_series", "entrywise", "feed_forward"]
 
 
 class ScoresDoNotVanish(ValueError):
@@ -91,6 +91,48 @@ def polynomials_of_series(coefficient_lists: list, a: np.ndarray, p: int) -> lis
     return list(results)
 
 
+def entrywise(A: np.ndarray, taylor: list, polynomial: bool, p: int, what: str) -> np.ndarray:
+    """``s(A)`` entrywise for a jet ``A`` ``(..., J, N)``, ``s`` by its Taylor residues ``c_0, c_1, ...``.
+
+    For a ``polynomial`` ``s`` they are all of them; otherwise ``sum_n c_n A^n``
+    is ``s(A)`` mod ``eps^N`` only when every entry vanishes at ``eps = 0``
+    (checked: :class:`ScoresDoNotVanish` names ``what``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.zeros((1, 1, 3), dtype=np.int64); A[0, 0, 1] = 1          # the series eps, no tangent
+    >>> entrywise(A, [0, 1, 0, 100], False, 101, "x")[0, 0].tolist()      # x - x^3/6 ... mod 101, to eps^2
+    [0, 1, 0]
+    """
+    N = A.shape[-1]
+    if not polynomial:
+        # the Taylor series sum_n c_n A^n is s(A) mod eps^N only when every entry vanishes at eps = 0
+        if (A[..., 0, 0] != 0).any():
+            raise ScoresDoNotVanish(f"{what} is nonzero at eps = 0, so s(A) is not determined by the "
+                                    f"Taylor coefficients of s at 0 below eps^{N}")
+        # with every entry of valuation >= v >= 1, the jet A^n = a^n + n a^(n-1) dA vanishes mod eps^N
+        # once (n - 1) v >= N: the terms n <= 1 + (N - 1) // v are enough
+        nonzero = (A[..., 0, :] != 0)
+        v = int(np.where(nonzero.any(axis=-1), nonzero.argmax(axis=-1), N).min())
+        taylor = taylor[:2 + (N - 1) // v]
+    # s(A) entrywise, as a jet: s(a + dA) = s(a) + s'(a) dA (first order), s(a) = sum_n c_n a^n and
+    # s'(a) = sum_n (n + 1) c_(n+1) a^n evaluated on the values alone
+    a = A[..., 0, :]
+    derivative_coefficients = [(n + 1) * c % p for n, c in enumerate(taylor[1:])] or [0]
+    value, derivative = polynomials_of_series([taylor, derivative_coefficients], a, p)
+    s = np.zeros_like(A)
+    s[..., 0, :] = value
+    s[..., 1:, :] = times_series(A[..., 1:, :], derivative, p)                 # s'(a) dA
+    return s
+
+
+def _plus_bias(M: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``M + b 1^T``: the bias column ``b`` (``(rows, 1, J, N)``) added to every token (column) of ``M``."""
+    M, b = both_widened(M, b)
+    return M + b      # broadcasting over the tokens; reduced mod p by the caller
+
+
 def normalizer_weights(A: np.ndarray, taylor: list, polynomial: bool, causal: bool, p: int,
                        where: str) -> np.ndarray:
     """``S(A)``: ``s(A_jk) / sum_{j'} s(A_j'k)`` (keys ``j' <= k`` under a causal mask), ``A`` a ``(..., t, t, J, N)`` jet.
@@ -106,25 +148,7 @@ def normalizer_weights(A: np.ndarray, taylor: list, polynomial: bool, causal: bo
     [[51, 76], [51, 25]]
     """
     t = A.shape[-3]
-    N = A.shape[-1]
-    if not polynomial:
-        # the Taylor series sum_n c_n A^n is s(A) mod eps^N only when every score vanishes at eps = 0
-        if (A[..., 0, 0] != 0).any():
-            raise ScoresDoNotVanish(f"{where}: a score is nonzero at eps = 0, so s(A) is not determined by the "
-                                    f"Taylor coefficients of s at 0 below eps^{N}")
-        # with every score of valuation >= v >= 1, the jet A^n = a^n + n a^(n-1) dA vanishes mod eps^N
-        # once (n - 1) v >= N: the terms n <= 1 + (N - 1) // v are enough
-        nonzero = (A[..., 0, :] != 0)
-        v = int(np.where(nonzero.any(axis=-1), nonzero.argmax(axis=-1), N).min())
-        taylor = taylor[:2 + (N - 1) // v]
-    # s(A) entrywise, as a jet: s(a + dA) = s(a) + s'(a) dA (first order), s(a) = sum_n c_n a^n and
-    # s'(a) = sum_n (n + 1) c_(n+1) a^n evaluated on the values alone
-    a = A[..., 0, :]
-    derivative_coefficients = [(n + 1) * c % p for n, c in enumerate(taylor[1:])] or [0]
-    value, derivative = polynomials_of_series([taylor, derivative_coefficients], a, p)
-    s = np.zeros_like(A)
-    s[..., 0, :] = value
-    s[..., 1:, :] = times_series(A[..., 1:, :], derivative, p)                 # s'(a) dA
+    s = entrywise(A, taylor, polynomial, p, f"{where}: a score")
     if causal:
         # query k attends to keys j <= k only: s(A)_jk = 0 for j > k
         s = s * np.triu(np.ones((t, t), dtype=np.int64))[:, :, None, None]
@@ -149,9 +173,13 @@ def attention_layer(X: np.ndarray, heads: list, normalizer: dict, causal: bool, 
     [[[2, 2]]]
     """
     output = None
-    for h, (Q, K, V) in enumerate(heads, start=1):
+    for h, blocks in enumerate(heads, start=1):
+        Q, K, V = blocks[:3]
+        KX, QX, VX = matmul(K, X, p), matmul(Q, X, p), matmul(V, X, p)
+        if len(blocks) == 6:  # biases (b_Q, b_K, b_V): Q x + b_Q, K x + b_K, V x + b_V for every token x
+            QX, KX, VX = (_plus_bias(M, b) % p for M, b in zip((QX, KX, VX), blocks[3:]))
         # scores A = (K X)^T (Q X): A_jk = <K x_j, Q x_k>
-        A = matmul(transpose(matmul(K, X, p)), matmul(Q, X, p), p)
+        A = matmul(transpose(KX), QX, p)
         if normalizer["lightning"]:
             # lightning attention: the scores are the weights (masked: A_jk = 0 for j > k)
             t = A.shape[-3]
@@ -159,7 +187,7 @@ def attention_layer(X: np.ndarray, heads: list, normalizer: dict, causal: bool, 
         else:
             S = normalizer_weights(A, normalizer["taylor"], normalizer["polynomial"], causal, p,
                                    f"layer {layer}, head {h}")
-        head = matmul(V, matmul(X, S, p), p)      # V (X S(A))
+        head = matmul(VX, S, p)                   # (V X) S(A)
         if output is not None:
             output, head = both_widened(output, head)
         output = head if output is None else (output + head) % p
@@ -169,7 +197,36 @@ def attention_layer(X: np.ndarray, heads: list, normalizer: dict, causal: bool, 
     return output
 
 
-def forward(X: np.ndarray, layers: list, normalizers: list, causal: bool, residual: bool, p: int) -> np.ndarray:
+def feed_forward(X: np.ndarray, blocks: tuple, activation: dict, residual: bool, p: int, layer: int) -> np.ndarray:
+    """``W_out s(W_in x + b_in) + b_out`` for every token ``x`` (plus ``X`` with a residual stream).
+
+    ``blocks`` is ``(W_in, W_out)`` or, with biases, ``(W_in, W_out, b_in, b_out)``; ``activation``
+    holds the Taylor residues of ``s`` itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones((1, 1, 1, 1), dtype=np.int64)
+    >>> X = np.full((1, 1, 2, 1, 1), 3, dtype=np.int64)
+    >>> square = {"taylor": [0, 0, 1], "polynomial": True}                  # s(x) = x^2
+    >>> feed_forward(X, (one, one), square, False, 101, 1)[..., 0, 0].tolist()
+    [[[9, 9]]]
+    """
+    pre = matmul(blocks[0], X, p)
+    if len(blocks) == 4:
+        pre = _plus_bias(pre, blocks[2]) % p
+    out = matmul(blocks[1], entrywise(pre, activation["taylor"], activation["polynomial"], p,
+                                      f"layer {layer}, the feed-forward block's argument"), p)
+    if len(blocks) == 4:
+        out = _plus_bias(out, blocks[3]) % p
+    if residual:
+        out, X = both_widened(out, X)
+        out = (out + X) % p
+    return out
+
+
+def forward(X: np.ndarray, layers: list, normalizers: list, causal: bool, residual: bool, p: int,
+            ffns: list | None = None, activations: list | None = None) -> np.ndarray:
     """``F(X) = X_l`` as ``(inputs, d_l, t, J, N)`` jets, ``X`` as ``(inputs, d_0, t, J, N)``; ``layers[i]``: the heads of layer ``i + 1``.
 
     Examples
@@ -183,4 +240,6 @@ def forward(X: np.ndarray, layers: list, normalizers: list, causal: bool, residu
     """
     for i, (heads, normalizer) in enumerate(zip(layers, normalizers), start=1):
         X = attention_layer(X, heads, normalizer, causal, residual, p, i)
+        if ffns and ffns[i - 1] is not None:  # the layer's feed-forward block, after its attention
+            X = feed_forward(X, ffns[i - 1], activations[i - 1], residual, p, i)
     return X
