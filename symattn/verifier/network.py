@@ -175,9 +175,9 @@ def attention_layer(X: np.ndarray, heads: list, normalizer: dict, causal: bool, 
     output = None
     for h, blocks in enumerate(heads, start=1):
         Q, K, V = blocks[:3]
-        KX, QX, VX = matmul(K, X, p), matmul(Q, X, p), matmul(V, X, p)
+        KX, QX, VX = matmul(K, X, p), matmul(Q, X, p), None
         if len(blocks) == 6:  # biases (b_Q, b_K, b_V): Q x + b_Q, K x + b_K, V x + b_V for every token x
-            QX, KX, VX = (_plus_bias(M, b) % p for M, b in zip((QX, KX, VX), blocks[3:]))
+            QX, KX, VX = (_plus_bias(M, b) % p for M, b in zip((QX, KX, matmul(V, X, p)), blocks[3:]))
         # scores A = (K X)^T (Q X): A_jk = <K x_j, Q x_k>
         A = matmul(transpose(KX), QX, p)
         if normalizer["lightning"]:
@@ -187,7 +187,8 @@ def attention_layer(X: np.ndarray, heads: list, normalizer: dict, causal: bool, 
         else:
             S = normalizer_weights(A, normalizer["taylor"], normalizer["polynomial"], causal, p,
                                    f"layer {layer}, head {h}")
-        head = matmul(VX, S, p)                   # (V X) S(A)
+        # V (X S(A)): the narrower product first; with biases (V X + b_V 1^T) S(A)
+        head = matmul(V, matmul(X, S, p), p) if VX is None else matmul(VX, S, p)
         if output is not None:
             output, head = both_widened(output, head)
         output = head if output is None else (output + head) % p
