@@ -930,9 +930,8 @@ def write_observe_certificate(arch: Architecture, path, events=(), result=None, 
     >>> import tempfile, os
     >>> from symattn.verifier import verify
     >>> path = os.path.join(tempfile.mkdtemp(), "observe.json")
-    >>> certificate = write_observe_certificate(Architecture.uniform(layers=1, width=2, tokens=2), path,
-    ...                                         ["values:1"])
+    >>> certificate = write_observe_certificate(Architecture.uniform(layers=2, width=2, rank=1), path, ["scores:2"])
     >>> verify(path).verified, [entry["status"] for entry in certificate["blocks"]]
-    (True, ['observable'])
+    (True, ['observable', 'seen'])
     """
     return _write(observe_certificate(arch, events, result=result, **options), path)

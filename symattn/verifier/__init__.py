@@ -1,9 +1,10 @@
 """An independent checker of symattn's certificates: re-check a result without trusting symattn.
 
-Three kinds of certificate: a lower bound of the dimension of the function
+Four kinds of certificate: a lower bound of the dimension of the function
 space, the decay spectrum of the native Jacobian along a curve
-(:mod:`symattn.verifier.spectrum` says what it proves), and the
-identification orders of the blocks (:mod:`symattn.verifier.orders`); and
+(:mod:`symattn.verifier.spectrum` says what it proves), the identification
+orders of the blocks (:mod:`symattn.verifier.orders`), and the ranks of the
+blocks on a collapsed set (:mod:`symattn.verifier.observe`); and
 bundles of them (kind ``"identify"``: a report's dimension and orders).
 
 A certificate (:mod:`symattn.certificates` writes them) holds everything a
@@ -24,7 +25,7 @@ Examples
 --------
 >>> from symattn.verifier import verify
 >>> verify({"schema": "symattn-certificate", "version": 1, "kind": "rank"}).problem
-"kind 'rank': this checker checks 'dimension lower bound', 'spectrum', 'identification orders' and 'identify'"
+"kind 'rank': this checker checks 'dimension lower bound', 'spectrum', 'identification orders', 'observability' and 'identify'"
 """
 
 from .check import SCHEMA, VERSION, CertificateError, VerificationReport, verify

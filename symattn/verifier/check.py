@@ -25,6 +25,9 @@ from .disagreement import Disagreement
 from .network import ScoresDoNotVanish, forward
 from .pivots import pivot_valuations
 from .orders import KIND as ORDERS_KIND, check_orders, orders_claim, read_orders
+from .observe import (
+    KIND as OBSERVE_KIND, check_on_set, check_observe, held_blocks, observe_claim, read_blocks, read_events,
+)
 from .spectrum import conclusion, gauge_conclusion, gauge_tangents, read_exponents, spectrum_claim
 
 __all__ = ["SCHEMA", "VERSION", "KINDS", "CertificateError", "Disagreement", "VerificationReport", "verify",
@@ -35,7 +38,7 @@ SCHEMA = "symattn-certificate"
 VERSION = 1
 
 #: The kinds of certificate this checker checks (the spectrum's own fields: :mod:`symattn.verifier.spectrum`).
-KINDS = ("dimension lower bound", "spectrum", ORDERS_KIND, "identify")
+KINDS = ("dimension lower bound", "spectrum", ORDERS_KIND, OBSERVE_KIND, "identify")
 
 #: Largest prime the checker accepts: residues times residues stay below 2**62 in int64.
 MAX_PRIME = 2 ** 31
@@ -583,6 +586,8 @@ def verify(source) -> VerificationReport:
         _read_point_and_bank(document, cert, checked)
         if kind == ORDERS_KIND:
             return _verify_orders(document, cert, checked, started)
+        if kind == OBSERVE_KIND:
+            return _verify_observe(document, cert, checked, started)
         _read_witness(document, cert, checked)
         if kind == "spectrum":
             exponents = read_exponents(document, cert.rank, cert.valuations, checked)
@@ -635,6 +640,32 @@ def _verify_orders(document: dict, cert: _Certificate, checked: list, started: f
     try:
         check_orders(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns), len(cert.bank), d_l, t,
                      cert.prime, checked)
+    except ScoresDoNotVanish as err:
+        raise Disagreement(str(err)) from None
+    except ZeroDivisionError:
+        raise Disagreement(f"a column sum of s(A) is 0 mod {cert.prime} at eps = 0: the weights are not "
+                           "defined mod p at this point") from None
+    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
+
+
+def _verify_observe(document: dict, cert: _Certificate, checked: list, started: float) -> VerificationReport:
+    """An observability certificate (:mod:`symattn.verifier.observe`): the point on the set, each block's check."""
+    names = _read_parameters(document, cert)
+    if cert.input_power != 1 or any(cert.powers.values()):
+        raise Disagreement(f"an observability certificate is along the input scaling X -> eps X (input power 1, "
+                           f"no block scaled), got input power {cert.input_power} and powers {cert.powers}")
+    events = read_events(document, cert.heads, checked)
+    labels = list(dict.fromkeys(name.partition("[")[0] for name in names))
+    check_on_set(events, cert.point, cert.bank, held_blocks(events, labels), checked)
+    d_l, t = cert.widths[-1], cert.tokens
+    claims = read_blocks(document, events, names, cert.widths, cert.score_ranks, len(cert.bank), t,
+                         cert.truncation, checked)
+    claim = observe_claim(document["events"], claims)
+    if document.get("claim") != claim:
+        raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
+    try:
+        check_observe(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns, native=True),
+                      len(cert.bank), d_l, t, cert.prime, cert.truncation, checked)
     except ScoresDoNotVanish as err:
         raise Disagreement(str(err)) from None
     except ZeroDivisionError:
