@@ -56,7 +56,7 @@ from .verifier.check import SCHEMA, VERSION
 __all__ = ["CertificateRefused", "check_certifiable", "dimension_certificate", "write_dimension_certificate",
            "least_valuation_pivots", "spectrum_certificate", "spectrum_claim", "write_spectrum_certificate",
            "orders_certificate", "orders_claim", "identify_certificate", "write_identify_certificate",
-           "observe_certificate", "observe_claim", "write_observe_certificate"]
+           "observe_certificate", "observe_claim", "write_observe_certificate", "check_observe_certifiable"]
 
 #: What a dimension certificate proves, and what it does not, in words (written into every certificate).
 PROVES = ("A nonzero r x r minor of the Jacobian series J(eps) mod (p, eps^N), at an integer point and integer "
@@ -806,6 +806,24 @@ def _refuse_observe(arch: Architecture, events) -> tuple:
                                  "collapse (scores:I[:H]), value collapse (values:I[:H]) and identical tokens; "
                                  "value ranks and bias inputs are not certified yet")
     return events
+
+
+def check_observe_certifiable(arch: Architecture, events=()) -> None:
+    """Refuse, with a :class:`CertificateRefused` naming it, an observability certificate it cannot describe.
+
+    Called before any computation: the refusals of :func:`check_certifiable`,
+    lightning attention, and events other than score collapse, value
+    collapse and identical tokens (value ranks, bias inputs).
+
+    Examples
+    --------
+    >>> check_observe_certifiable(Architecture.uniform(layers=2), ["scores:1", "identical-tokens"])
+    >>> check_observe_certifiable(Architecture.uniform(layers=2, width=2), ["value-rank:1:1", "bias"])
+    Traceback (most recent call last):
+    ...
+    symattn.certificates.CertificateRefused: event bias, value-rank:1:1: an observability certificate describes score collapse (scores:I[:H]), value collapse (values:I[:H]) and identical tokens; value ranks and bias inputs are not certified yet
+    """
+    _refuse_observe(require_architecture(arch), events)
 
 
 def _score_upper_bound(arch: Architecture, layer: int, fixed: set) -> int:
