@@ -842,8 +842,9 @@ def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 
     Jacobian series along ``X -> eps X`` there, and for every block that is
     not collapsed finds a witness minor on the block's columns that stay on
     the set by :func:`least_valuation_pivots` (the values: the ``V`` columns
-    alone).  A block the run finds of rank 0 is listed with its columns, for
-    the checker's consistency check.  What it proves: :data:`OBSERVE_PROVES`.
+    alone, whose rank is at least the run's rank of the values, the rank
+    they add to the scores).  A block whose columns are all 0 mod
+    ``eps^N`` is listed with its columns, for the checker's consistency check.  What it proves: :data:`OBSERVE_PROVES`.
 
     Parameters
     ----------
@@ -910,11 +911,14 @@ def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 
         if block in collapsed:
             continue
         own = [c for key, _ in arch.blocks() if groups[key] == block and key not in fixed for c in columns[key]]
-        if result.on_set[block] == 0:
+        pivots = least_valuation_pivots(J[:, own, :], p) if own else []
+        if block != "values" and len(pivots) != result.on_set[block]:  # the same matrix: the same rank
+            raise SymattnError(f"{block}: the witness search finds rank {len(pivots)} on the set, the run "
+                               f"{result.on_set[block]}: this is a bug in symattn, please report it")
+        if not pivots:  # every column is 0 mod eps^N on the whole bank: what the checker recomputes
             entries.append({"block": block, "status": "unobservable", "rank": 0,
                             "columns": [names[c] for c in own]})
             continue
-        pivots = least_valuation_pivots(J[:, own, :], p)
         bound = _score_upper_bound(arch, int(block.split(":")[1]), fixed) if block.startswith("scores:") else None
         entries.append({
             "block": block, "status": "observable" if bound == len(pivots) else "seen", "rank": len(pivots),
