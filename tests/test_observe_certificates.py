@@ -61,6 +61,16 @@ ROUND_TRIPS = {
                  [("scores:2", "observable", 3, 3), ("values", "seen", 8, None)]),
     "cosh": (dict(layers=2, width=2, rank=1, normalizer="cosh"), ["scores:2"],
              [("scores:1", "observable", 3, 3), ("values", "seen", 4, None)]),
+    "scores:2 of 3 layers": (dict(layers=3, width=2, rank=1), ["scores:2"],
+                             [("scores:1", "observable", 3, 3), ("scores:3", "unobservable", 0, None),
+                              ("values", "seen", 4, None)]),
+    # one head's value map collapsed: the values are collapsed; scores:1 is seen below its bound of two heads
+    "one head's values": (dict(layers=2, width=2, rank=1, heads=2), ["values:1:2"],
+                          [("scores:1", "seen", 3, 6), ("scores:2", "observable", 6, 6)]),
+    "scores and identical tokens": (dict(layers=2, width=2, rank=1), ["scores:1", "identical-tokens"],
+                                    [("scores:2", "unobservable", 0, None), ("values", "seen", 4, None)]),
+    "1 + x**2, width 3": (dict(layers=1, width=3, rank=2, normalizer="1 + x**2"), ["identical-tokens"],
+                          [("scores:1", "unobservable", 0, None), ("values", "seen", 9, None)]),
 }
 
 
