@@ -1,4 +1,4 @@
-"""Check a certificate (a dimension lower bound, a decay spectrum): read every field, recompute the witness minor, compare every claim.
+"""Check a certificate (a dimension lower bound, a decay spectrum, orders, observability): read every field, recompute the witness minor, compare every claim.
 
 The certificate is user input: every field is validated here with a message
 naming the bad value and what is accepted; rationals are read with
@@ -542,6 +542,11 @@ def verify(source) -> VerificationReport:
       what that proves is in :mod:`symattn.verifier.spectrum`.  A stronger
       check, reported apart and never failing the certificate, compares the
       rank with the gauge orbit's tangents: ``kernel`` when they decide it.
+    * An identification-orders certificate (:mod:`symattn.verifier.orders`),
+      an observability certificate (kind ``"observability"``,
+      :mod:`symattn.verifier.observe`: the point on the collapsed set, each
+      block's witness minor in the native parameters, or its columns found 0
+      on the whole bank), and bundles (kind ``"identify"``) of parts.
 
     Returns
     -------
