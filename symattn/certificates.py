@@ -793,13 +793,13 @@ def observe_claim(events: list, blocks: list) -> str:
 
 def _refuse_observe(arch: Architecture, events) -> tuple:
     """The events, validated; refused (naming them) when a certificate cannot describe them, before computing."""
-    from .observe.events import _events
+    from .observe.events import validated_events
 
     _refuse_unsupported(arch, None)
     if any(n.is_lightning for n in arch.normalizers):
         raise CertificateRefused("lightning attention is a comparison case: observe certifies normalized "
                                  "attention only")
-    events = _events(arch, events)
+    events = validated_events(arch, events)
     other = [e.name for e in events if e.kind not in OBSERVE_EVENTS]
     if other:
         raise CertificateRefused(f"event {', '.join(other)}: an observability certificate describes score "
@@ -879,8 +879,7 @@ def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 
     True
     """
     from .curves import input_scaling
-    from .jacobian import parameter_columns
-    from .observe.ranks import RankCheck, _event_keys, _observability_groups, _set_bank, _set_point, rank_check
+    from .observe.ranks import RankCheck, columns_on_set, rank_check, set_sample
 
     arch = require_architecture(arch)
     events = _refuse_observe(arch, events)
@@ -898,19 +897,19 @@ def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 
     if result.architecture != arch.to_json():
         raise SymattnError("the result was computed for another architecture: pass the result's architecture")
     p, N = int(result.primes[0]), int(result.truncation)
-    point, coefficient_values, _ = _set_point(arch, events, p, seed)
-    bank = _set_bank(arch, events, result.bank, p, seed)
+    point, coefficient_values, bank = set_sample(arch, events, result.bank, p, seed)
     J = jacobian_series(arch, input_scaling(), bank, point, p, N, coefficient_values)
-    columns, groups, names = parameter_columns(arch), _observability_groups(arch), _parameter_names(arch)
-    fixed = {key for e in events if e.kind == "score_collapse" for key in _event_keys(arch, "Q", e)}
-    fixed |= {key for e in events if e.kind == "value_collapse" for key in _event_keys(arch, "V", e)}
+    on_set, names = columns_on_set(arch, events), _parameter_names(arch)
+    held = {key for e in events if e.on_parameters
+            for key in [arch.block_key("Q" if e.kind == "score_collapse" else "V", e.layer, h)
+                        for h in ([e.head] if e.head else range(1, arch.attention[e.layer - 1].heads + 1))]}
     collapsed = {e.block for e in events if e.on_parameters and (e.whole_layer or e.block == "values")}
     per_input = arch.widths[-1] * arch.tokens
     entries = []
     for block in result.on_set:
         if block in collapsed:
             continue
-        own = [c for key, _ in arch.blocks() if groups[key] == block and key not in fixed for c in columns[key]]
+        own = on_set[block]
         pivots = least_valuation_pivots(J[:, own, :], p) if own else []
         if block != "values" and len(pivots) != result.on_set[block]:  # the same matrix: the same rank
             raise SymattnError(f"{block}: the witness search finds rank {len(pivots)} on the set, the run "
@@ -919,7 +918,7 @@ def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 
             entries.append({"block": block, "status": "unobservable", "rank": 0,
                             "columns": [names[c] for c in own]})
             continue
-        bound = _score_upper_bound(arch, int(block.split(":")[1]), fixed) if block.startswith("scores:") else None
+        bound = _score_upper_bound(arch, int(block.split(":")[1]), held) if block.startswith("scores:") else None
         entries.append({
             "block": block, "status": "observable" if bound == len(pivots) else "seen", "rank": len(pivots),
             "upper_bound": bound,
