@@ -56,7 +56,8 @@ from .verifier.check import SCHEMA, VERSION
 __all__ = ["CertificateRefused", "check_certifiable", "dimension_certificate", "write_dimension_certificate",
            "least_valuation_pivots", "spectrum_certificate", "spectrum_claim", "write_spectrum_certificate",
            "orders_certificate", "orders_claim", "identify_certificate", "write_identify_certificate",
-           "claims_certificate", "write_claims_certificate"]
+           "claims_certificate", "write_claims_certificate",
+           "observe_certificate", "observe_claim", "write_observe_certificate", "check_observe_certifiable"]
 
 #: What a dimension certificate proves, and what it does not, in words (written into every certificate).
 PROVES = ("A nonzero r x r minor of the Jacobian series J(eps) mod (p, eps^N), at an integer point and integer "
@@ -942,3 +943,211 @@ def _write(certificate: dict, path) -> dict:
     text = json.dumps(certificate, indent=1)
     write_atomically(Path(path), lambda temporary: temporary.write_text(text + "\n", encoding="utf-8"))
     return certificate
+
+
+#: What an observability certificate proves, and what it does not (written into every such certificate).
+OBSERVE_PROVES = (
+    "The point is an integer point of the collapsed set (the checker reads it: Q_i = 0 for a score collapse, "
+    "V_i = 0 for a value collapse, every bank input x 1^T for identical tokens). Along the input scaling "
+    "X -> eps X, for each block listed with a witness: r rows (input, row, token) and r of the block's native "
+    "columns that stay on the set (a collapsed Q or V is held fixed) give an r x r minor of the native Jacobian "
+    "series whose r pivots mod (p, eps^N) have valuations below N: the minor is nonzero over Q[[eps]], so the "
+    "real Jacobian of the outputs on the bank in the block's directions along the set has rank >= r at the "
+    "points (theta, eps X) with small eps != 0, hence at generic points of the set: the output sees at least r "
+    "directions of the block on the set. A block of scores is certified observable when r equals its upper "
+    "bound, the sum over its heads left on the set of a(2d - a) (d = d_(i-1), a = min(a_i, d)): the output "
+    "depends on Q and K only through K^T Q, a d x d matrix of rank <= a, whose variety has that dimension "
+    "(an elementary argument, not checked by the checker). No probability enters.")
+OBSERVE_DOES_NOT_PROVE = (
+    "It does not prove that a block is unobservable: for a block listed with rank 0 the checker recomputes its "
+    "columns on the whole bank at this point mod (p, eps^N) and fails on a nonzero entry, a consistency check "
+    "that can refute the verdict, never prove it (symattn's verdict rests on its dependency graph). It does "
+    "not prove an upper bound on any rank other than the stated one of the score blocks: the values' rank is "
+    "the rank of the V columns alone, a lower bound, not symattn's rank added to the scores, and carries no "
+    "verdict. Nothing is said about the fiber's dimension or the normal directions.")
+
+#: The events an observability certificate describes.
+OBSERVE_EVENTS = ("score_collapse", "value_collapse", "identical_tokens")
+
+
+def observe_claim(events: list, blocks: list) -> str:
+    """The claim of an observability certificate in words (the checker writes it from its own reading).
+
+    Examples
+    --------
+    >>> observe_claim(["scores:1"], [{"block": "scores:2", "status": "unobservable", "rank": 0},
+    ...                              {"block": "values", "status": "seen", "rank": 4}])
+    'on the set scores:1, at its point, along X -> eps X: scores:2 shows no direction on the bank (unobservable, a consistency check only); values has rank at least 4 on its columns'
+    """
+    words = {"observable": "is observable: rank {rank}, its upper bound, on its columns",
+             "seen": "has rank at least {rank} on its columns",
+             "unobservable": "shows no direction on the bank (unobservable, a consistency check only)"}
+    return (f"on the set {', '.join(events) or '(generic)'}, at its point, along X -> eps X: "
+            + "; ".join(f"{entry['block']} " + words[entry["status"]].format(rank=entry["rank"]) for entry in blocks))
+
+
+def _refuse_observe(arch: Architecture, events) -> tuple:
+    """The events, validated; refused (naming them) when a certificate cannot describe them, before computing."""
+    from .observe.events import validated_events
+
+    _refuse_unsupported(arch, None, components=False)  # the observability checker knows attention's blocks only
+    if any(n.is_lightning for n in arch.normalizers):
+        raise CertificateRefused("lightning attention is a comparison case: observe certifies normalized "
+                                 "attention only")
+    events = validated_events(arch, events)
+    other = [e.name for e in events if e.kind not in OBSERVE_EVENTS]
+    if other:
+        raise CertificateRefused(f"event {', '.join(other)}: an observability certificate describes score "
+                                 "collapse (scores:I[:H]), value collapse (values:I[:H]) and identical tokens; "
+                                 "value ranks and bias inputs are not certified yet")
+    return events
+
+
+def check_observe_certifiable(arch: Architecture, events=()) -> None:
+    """Refuse, with a :class:`CertificateRefused` naming it, an observability certificate it cannot describe.
+
+    Called before any computation: the refusals of :func:`check_certifiable`,
+    lightning attention, and events other than score collapse, value
+    collapse and identical tokens (value ranks, bias inputs).
+
+    Examples
+    --------
+    >>> check_observe_certifiable(Architecture.uniform(layers=2), ["scores:1", "identical-tokens"])
+    >>> check_observe_certifiable(Architecture.uniform(layers=2, width=2), ["value-rank:1:1", "bias"])
+    Traceback (most recent call last):
+    ...
+    symattn.certificates.CertificateRefused: event bias, value-rank:1:1: an observability certificate describes score collapse (scores:I[:H]), value collapse (values:I[:H]) and identical tokens; value ranks and bias inputs are not certified yet
+    """
+    _refuse_observe(require_architecture(arch), events)
+
+
+def _score_upper_bound(arch: Architecture, layer: int, fixed: set) -> int:
+    """``sum a(2d - a)`` over the heads of ``layer`` whose ``Q`` is not held at 0 (``d = d_(i-1)``)."""
+    d = arch.widths[layer - 1]
+    a = min(arch.score_ranks[layer - 1], d)
+    return sum(a * (2 * d - a) for h in range(1, arch.attention[layer - 1].heads + 1)
+               if arch.block_key("Q", layer, h) not in fixed)
+
+
+def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 0, **options) -> dict:
+    """A certificate (kind ``"observability"``) of the exact ranks of :func:`~symattn.observe.rank_check` on a set.
+
+    Reproduces the run's point of the collapsed set and bank (its first
+    prime, ``seed``, its bank size and truncation), computes the native
+    Jacobian series along ``X -> eps X`` there, and for every block that is
+    not collapsed finds a witness minor on the block's columns that stay on
+    the set by :func:`least_valuation_pivots` (the values: the ``V`` columns
+    alone, whose rank is at least the run's rank of the values, the rank
+    they add to the scores).  A block whose columns are all 0 mod
+    ``eps^N`` is listed with its columns, for the checker's consistency check.  What it proves: :data:`OBSERVE_PROVES`.
+
+    Parameters
+    ----------
+    arch : Architecture
+    events : iterable of Event or str
+        Score collapse, value collapse and identical tokens.
+    result : RankCheck, optional
+        The run to certify, computed with this ``seed`` and these events
+        (default: :func:`rank_check` with ``seed`` and ``options``, unconfirmed).
+    seed : int
+
+    Returns
+    -------
+    dict
+        The JSON document (schema ``docs/certificate.schema.json``).
+
+    Raises
+    ------
+    CertificateRefused
+        Before any computation: value-rank and bias events, components the
+        checker does not implement (biases, feed-forward blocks), normalizers
+        without rational Taylor coefficients, lightning attention.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> certificate = observe_certificate(Architecture.uniform(layers=2, width=2, rank=1), ["scores:1"])
+    >>> [(entry["block"], entry["status"], entry["rank"]) for entry in certificate["blocks"]]
+    [('scores:2', 'unobservable', 0), ('values', 'seen', 4)]
+    >>> from symattn.verifier import verify
+    >>> verify(certificate).verified
+    True
+    """
+    from .curves import input_scaling
+    from .observe.ranks import RankCheck, columns_on_set, rank_check, set_sample
+
+    arch = require_architecture(arch)
+    events = _refuse_observe(arch, events)
+    if result is None:
+        options.setdefault("confirm", False)
+        result = rank_check(arch, events, seed=seed, **options)
+    elif options:
+        raise SymattnError(f"options {sorted(options)} set how the ranks are computed; with result= the run is "
+                           "given: pass one or the other")
+    if not isinstance(result, RankCheck):
+        raise SymattnError(f"result must be the RankCheck of rank_check, got {type(result).__name__}")
+    if tuple(result.events) != tuple(events):
+        raise SymattnError(f"the result is on the set {[e.name for e in result.events]}, not "
+                           f"{[e.name for e in events]}: pass the result's events")
+    if result.architecture != arch.to_json():
+        raise SymattnError("the result was computed for another architecture: pass the result's architecture")
+    p, N = int(result.primes[0]), int(result.truncation)
+    point, coefficient_values, bank = set_sample(arch, events, result.bank, p, seed)
+    J = jacobian_series(arch, input_scaling(), bank, point, p, N, coefficient_values)
+    on_set, names = columns_on_set(arch, events), _parameter_names(arch)
+    held = {key for e in events if e.on_parameters
+            for key in [arch.block_key("Q" if e.kind == "score_collapse" else "V", e.layer, h)
+                        for h in ([e.head] if e.head else range(1, arch.attention[e.layer - 1].heads + 1))]}
+    collapsed = {e.block for e in events if e.on_parameters and (e.whole_layer or e.block == "values")}
+    per_input = arch.widths[-1] * arch.tokens
+    entries = []
+    for block in result.on_set:
+        if block in collapsed:
+            continue
+        own = on_set[block]
+        pivots = least_valuation_pivots(J[:, own, :], p) if own else []
+        if block != "values" and len(pivots) != result.on_set[block]:  # the same matrix: the same rank
+            raise SymattnError(f"{block}: the witness search finds rank {len(pivots)} on the set, the run "
+                               f"{result.on_set[block]}: this is a bug in symattn, please report it")
+        if not pivots:  # every column is 0 mod eps^N on the whole bank: what the checker recomputes
+            entries.append({"block": block, "status": "unobservable", "rank": 0,
+                            "columns": [names[c] for c in own]})
+            continue
+        bound = _score_upper_bound(arch, int(block.split(":")[1]), held) if block.startswith("scores:") else None
+        entries.append({
+            "block": block, "status": "observable" if bound == len(pivots) else "seen", "rank": len(pivots),
+            "upper_bound": bound,
+            "witness": {"rows": [[r // per_input, r % per_input // arch.tokens, r % arch.tokens] for r, _, _ in pivots],
+                        "columns": [names[own[c]] for _, c, _ in pivots],
+                        "valuations": [v for _, _, v in pivots]}})
+    document = _document(arch, input_scaling(), p, point, bank, [], all_directions(arch)[0], N)
+    del document["witness"]
+    names_of_events = [e.name for e in events]
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "kind": "observability",
+        "claim": observe_claim(names_of_events, entries),
+        "proves": OBSERVE_PROVES,
+        "does_not_prove": OBSERVE_DOES_NOT_PROVE,
+        **document,
+        "events": names_of_events,
+        "blocks": entries,
+        "produced_by": {"program": "symattn", "version": __version__, "function": "rank_check", "seed": int(seed),
+                        **result.to_json()},
+    }
+
+
+def write_observe_certificate(arch: Architecture, path, events=(), result=None, **options) -> dict:
+    """Write :func:`observe_certificate` to ``path`` as JSON (atomically) and return it.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from symattn.verifier import verify
+    >>> path = os.path.join(tempfile.mkdtemp(), "observe.json")
+    >>> certificate = write_observe_certificate(Architecture.uniform(layers=2, width=2, rank=1), path, ["scores:2"])
+    >>> verify(path).verified, [entry["status"] for entry in certificate["blocks"]]
+    (True, ['observable', 'seen'])
+    """
+    return _write(observe_certificate(arch, events, result=result, **options), path)

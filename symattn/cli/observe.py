@@ -38,6 +38,10 @@ def configure_observe(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
     parser.add_argument("--export", metavar="DIR", default=None,
                         help="write the marked graph as observe.dot, .graphml, .png, .pdf, .svg and .tikz into DIR")
+    parser.add_argument("--certificate", metavar="FILE", default=None,
+                        help="also write a certificate of the exact ranks on the set to FILE (JSON), which "
+                             "'symattn verify FILE' re-checks without trusting the engine (score collapse, value "
+                             "collapse and identical tokens)")
 
 
 def run_observe(args, arch):
@@ -51,12 +55,26 @@ def run_observe(args, arch):
     >>> result = run_observe(args, arch)
     >>> result.collapsed, result.unobservable, result.agrees_with_rank
     (['values'], ['scores:1'], True)
+
+    With ``--certificate FILE``, the certificate of the exact ranks on the set:
+
+    >>> import os, tempfile
+    >>> from symattn.verifier import verify
+    >>> path = os.path.join(tempfile.mkdtemp(), "observe.json")
+    >>> args, arch = parse_command(configure_observe, ["--layers", "2", "--width", "2", "--quiet",
+    ...                           "--collapse", "scores:2", "--certificate", path])
+    >>> run_observe(args, arch).observable, verify(path).verified
+    (['scores:1', 'values'], True)
     """
     from ..observe import (
         bias_coordinate, dependency_graph, exceptional_fibers, export_graph, identical_tokens, observe, parse_event,
     )
 
+    certificate = getattr(args, "certificate", None)
     if args.exceptional:
+        if certificate is not None:
+            raise SymattnError("--certificate certifies the ranks on one set: drop --exceptional, or give the "
+                               "events with --collapse and --identical-tokens")
         if args.collapse or args.bias_input or args.identical_tokens or args.contact:
             raise SymattnError("--exceptional goes through all events itself: drop --collapse, --bias-input, "
                                "--identical-tokens and --contact")
@@ -70,10 +88,19 @@ def run_observe(args, arch):
         events.append(bias_coordinate())
     if args.identical_tokens:
         events.append(identical_tokens())
+    if certificate is not None:
+        from ..certificates import check_observe_certifiable
+
+        check_observe_certifiable(arch, events)  # refused before the computation, not after it
     result = observe(arch, events, seed=args.seed, contact=args.contact, progress=not args.quiet,
                      max_memory=args.max_memory)
     if args.export:
         _exported(args, export_graph(result, args.export))
+    if certificate is not None:
+        from ..certificates import write_observe_certificate
+
+        write_observe_certificate(arch, certificate, result.rank.events, result=result.rank, seed=args.seed)
+        args.written = [*getattr(args, "written", []), certificate]
     return result
 
 
@@ -88,5 +115,6 @@ COMMANDS = (
                run_observe, configure_observe,
                examples=("symattn observe --layers 2 --collapse scores:1",
                          "symattn observe --layers 2 --exceptional",
-                         "symattn observe --layers 2 --collapse values:1 --contact --export graph/")),
+                         "symattn observe --layers 2 --collapse values:1 --contact --export graph/",
+                         "symattn observe --layers 2 --collapse scores:1 --certificate observe.json")),
 )

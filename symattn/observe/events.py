@@ -10,7 +10,8 @@ from .. import naming
 from ..errors import ShapeError, SymattnError
 from ..model import Architecture, require_architecture
 
-__all__ = ["Event", "all_events", "bias_coordinate", "identical_tokens", "parse_event", "score_collapse", "value_collapse", "value_rank"]
+__all__ = ["Event", "all_events", "bias_coordinate", "identical_tokens", "parse_event", "score_collapse", "validated_events",
+           "value_collapse", "value_rank"]
 
 
 SCORE_COLLAPSE = "score_collapse"
@@ -334,6 +335,20 @@ def _events(arch: Architecture, events) -> tuple[Event, ...]:
         elif any(e.whole_layer for e in value_events):  # the layer's event already says it for each head
             out = [e for e in out if e not in value_events or e.whole_layer]
     return tuple(sorted(out))
+
+
+def validated_events(arch: Architecture, events) -> tuple[Event, ...]:
+    """The events checked against ``arch``, without repeats, in order, one-head events covering a layer merged.
+
+    What :func:`~symattn.observe.rank_check` computes with (and records as its ``events``).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> [e.name for e in validated_events(Architecture.uniform(layers=1, heads=2), ["scores:1:1", "scores:1:2"])]
+    ['scores:1']
+    """
+    return _events(require_architecture(arch), events)
 
 
 def all_events(arch: Architecture) -> list[Event]:

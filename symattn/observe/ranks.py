@@ -39,7 +39,8 @@ from .events import (
 from .graph import _display_with_caption
 from .layout import _block_of_group, _blocks
 
-__all__ = ["ContactOrders", "RankCheck", "clear_rank_cache", "contact_orders", "first_rank_memory", "rank_check"]
+__all__ = ["ContactOrders", "RankCheck", "clear_rank_cache", "columns_on_set", "contact_orders", "first_rank_memory",
+           "rank_check", "set_sample"]
 
 
 def _rank_tangent_basis(B, C, p) -> np.ndarray:
@@ -106,6 +107,44 @@ def _set_bank(arch, events, size, p, seed) -> np.ndarray:
     if BIAS in kinds:
         bank[:, -1, :] = 1  # the same bias value in every token and every input
     return bank
+
+
+def set_sample(arch: Architecture, events, bank_size: int, p: int, seed: int) -> tuple:
+    """The point of the collapsed set and the bank :func:`rank_check` draws from ``seed``: ``(point, coefficient values, bank)``.
+
+    Examples
+    --------
+    >>> point, _, bank = set_sample(Architecture.uniform(layers=1, width=2), ["scores:1", "identical-tokens"], 2,
+    ...                             101, 0)
+    >>> point[("Q", 1)].tolist(), bool((bank == bank[:, :, :1]).all())
+    ([[0, 0]], True)
+    """
+    events = _events(arch, events)
+    point, coefficient_values, _ = _set_point(arch, events, p, seed)
+    return point, coefficient_values, _set_bank(arch, events, bank_size, p, seed)
+
+
+def columns_on_set(arch: Architecture, events) -> dict:
+    """``{block: native Jacobian columns}`` of each block of observability, less those the events hold at 0.
+
+    Only for score and value collapse (a value rank's directions are not columns).
+
+    Examples
+    --------
+    >>> columns_on_set(Architecture.uniform(layers=1, width=2), ["scores:1"])
+    {'scores:1': [2, 3], 'values': [4, 5, 6, 7]}
+    """
+    events = _events(arch, events)
+    columns = parameter_columns(arch)
+    groups = _observability_groups(arch)
+    fixed = {key for e in events if e.kind == SCORE_COLLAPSE for key in _event_keys(arch, "Q", e)}
+    fixed |= {key for e in events if e.kind == VALUE_COLLAPSE for key in _event_keys(arch, "V", e)}
+    out: dict = {}
+    for key, _ in arch.blocks():
+        out.setdefault(groups[key], [])
+        if key not in fixed:
+            out[groups[key]] += columns[key]
+    return out
 
 
 def _rank(M, p) -> int:

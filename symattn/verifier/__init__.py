@@ -1,12 +1,13 @@
 """An independent checker of symattn's certificates: re-check a result without trusting symattn.
 
-Three kinds of certificate: a lower bound of the dimension of the function
+Four kinds of certificate: a lower bound of the dimension of the function
 space, the decay spectrum of the native Jacobian along a curve
-(:mod:`symattn.verifier.spectrum` says what it proves), and the
-identification orders of the blocks (:mod:`symattn.verifier.orders`); and
-bundles of them (kind ``"identify"``: a report's dimension and orders;
-kind ``"claims"``: the claims of ``symattn check`` with the certificates
-they were settled against, :mod:`symattn.verifier.claims`).
+(:mod:`symattn.verifier.spectrum` says what it proves), the identification
+orders of the blocks (:mod:`symattn.verifier.orders`), and the ranks of the
+blocks on a collapsed set (:mod:`symattn.verifier.observe`); and bundles of
+them (kind ``"identify"``: a report's dimension and orders; kind
+``"claims"``: the claims of ``symattn check`` with the certificates they
+were settled against, :mod:`symattn.verifier.claims`).
 
 A certificate (:mod:`symattn.certificates` writes them) holds everything a
 claim rests on: the architecture, each normalizer's Taylor coefficients as
@@ -26,7 +27,7 @@ Examples
 --------
 >>> from symattn.verifier import verify
 >>> verify({"schema": "symattn-certificate", "version": 1, "kind": "rank"}).problem
-"kind 'rank': this checker checks 'dimension lower bound', 'spectrum', 'identification orders', 'identify' and 'claims'"
+"kind 'rank': this checker checks 'dimension lower bound', 'spectrum', 'identification orders', 'observability', 'identify' and 'claims'"
 """
 
 from .check import SCHEMA, VERSION, CertificateError, VerificationReport, verify

@@ -1,4 +1,4 @@
-"""Check a certificate (a dimension lower bound, a decay spectrum): read every field, recompute the witness minor, compare every claim.
+"""Check a certificate (a dimension lower bound, a decay spectrum, orders, observability): read every field, recompute the witness minor, compare every claim.
 
 The certificate is user input: every field is validated here with a message
 naming the bad value and what is accepted; rationals are read with
@@ -26,6 +26,9 @@ from .network import ScoresDoNotVanish, forward
 from .pivots import pivot_valuations
 from .claims import KIND as CLAIMS_KIND, check_claims, claims_claim, read_claims
 from .orders import KIND as ORDERS_KIND, check_orders, orders_claim, read_orders
+from .observe import (
+    KIND as OBSERVE_KIND, check_on_set, check_observe, held_blocks, observe_claim, read_blocks, read_events,
+)
 from .spectrum import conclusion, gauge_conclusion, gauge_tangents, read_exponents, spectrum_claim
 
 __all__ = ["SCHEMA", "VERSION", "KINDS", "CertificateError", "Disagreement", "VerificationReport", "verify",
@@ -36,7 +39,7 @@ SCHEMA = "symattn-certificate"
 VERSION = 1
 
 #: The kinds of certificate this checker checks (the spectrum's own fields: :mod:`symattn.verifier.spectrum`).
-KINDS = ("dimension lower bound", "spectrum", ORDERS_KIND, "identify", CLAIMS_KIND)
+KINDS = ("dimension lower bound", "spectrum", ORDERS_KIND, OBSERVE_KIND, "identify", CLAIMS_KIND)
 
 #: Largest prime the checker accepts: residues times residues stay below 2**62 in int64.
 MAX_PRIME = 2 ** 31
@@ -614,6 +617,11 @@ def verify(source) -> VerificationReport:
       what that proves is in :mod:`symattn.verifier.spectrum`.  A stronger
       check, reported apart and never failing the certificate, compares the
       rank with the gauge orbit's tangents: ``kernel`` when they decide it.
+    * An identification-orders certificate (:mod:`symattn.verifier.orders`),
+      an observability certificate (kind ``"observability"``,
+      :mod:`symattn.verifier.observe`: the point on the collapsed set, each
+      block's witness minor in the native parameters, or its columns found 0
+      on the whole bank), and bundles (kind ``"identify"``) of parts.
 
     Returns
     -------
@@ -660,6 +668,8 @@ def verify(source) -> VerificationReport:
         _read_point_and_bank(document, cert, checked)
         if kind == ORDERS_KIND:
             return _verify_orders(document, cert, checked, started)
+        if kind == OBSERVE_KIND:
+            return _verify_observe(document, cert, checked, started)
         _read_witness(document, cert, checked)
         if kind == "spectrum":
             exponents = read_exponents(document, cert.rank, cert.valuations, checked)
@@ -712,6 +722,32 @@ def _verify_orders(document: dict, cert: _Certificate, checked: list, started: f
     try:
         check_orders(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns), len(cert.bank), d_l, t,
                      cert.prime, checked)
+    except ScoresDoNotVanish as err:
+        raise Disagreement(str(err)) from None
+    except ZeroDivisionError:
+        raise Disagreement(f"a column sum of s(A) is 0 mod {cert.prime} at eps = 0: the weights are not "
+                           "defined mod p at this point") from None
+    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
+
+
+def _verify_observe(document: dict, cert: _Certificate, checked: list, started: float) -> VerificationReport:
+    """An observability certificate (:mod:`symattn.verifier.observe`): the point on the set, each block's check."""
+    names = _read_parameters(document, cert)
+    if cert.input_power != 1 or any(cert.powers.values()):
+        raise Disagreement(f"an observability certificate is along the input scaling X -> eps X (input power 1, "
+                           f"no block scaled), got input power {cert.input_power} and powers {cert.powers}")
+    events = read_events(document, cert.heads, checked)
+    labels = list(dict.fromkeys(name.partition("[")[0] for name in names))
+    check_on_set(events, cert.point, cert.bank, held_blocks(events, labels), checked)
+    d_l, t = cert.widths[-1], cert.tokens
+    claims = read_blocks(document, events, names, cert.widths, cert.score_ranks, len(cert.bank), t,
+                         cert.truncation, checked)
+    claim = observe_claim(document["events"], claims)
+    if document.get("claim") != claim:
+        raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
+    try:
+        check_observe(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns, native=True),
+                      len(cert.bank), d_l, t, cert.prime, cert.truncation, checked)
     except ScoresDoNotVanish as err:
         raise Disagreement(str(err)) from None
     except ZeroDivisionError:
