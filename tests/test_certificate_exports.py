@@ -159,3 +159,16 @@ def test_a_changed_point_is_seen_by_the_macaulay2_script(tmp_path):
     done = _run([M2, "--script"], export_script(changed, "m2"), tmp_path, ".m2")
     assert done.returncode == 1 and done.stdout.startswith("NOT verified: the witness minor has pivot valuations")
     assert json.dumps(certificate) != json.dumps(changed)
+
+
+@pytest.mark.parametrize("system", ["sage", "m2"])
+def test_no_text_of_the_certificate_reaches_a_script(system):
+    # names and expressions are data for the checker, never written into code another system runs
+    certificate = _certificate("dimension, softmax, 2 layers")
+    marker = "__import__('os').system('echo pwned')"
+    for entry in certificate["normalizers"]:
+        entry["name"] = marker
+        entry["expression"] = marker
+    certificate["architecture"]["normalizers"] = [marker, marker]
+    script = export_script(certificate, system)
+    assert "pwned" not in script and "__import__" not in script
