@@ -539,7 +539,9 @@ def _jacobian_entries(cert: _Certificate, rows: list, columns: list, native: boo
     """``(len(rows), len(columns), N)``: ``d F(X_b)_ij / d (column)`` mod ``(p, eps^N)`` for rows ``(b, i, j)``.
 
     The columns are parameter names (distinct); derivatives in the curve's
-    coordinates, or with ``native`` in the native parameters.
+    coordinates, or with ``native`` in the native parameters.  A score that
+    does not vanish at ``eps = 0`` or a column sum that is 0 mod ``p`` is a
+    :class:`Disagreement` (the forward pass is not defined there).
     """
     p, N, r = cert.prime, cert.truncation, len(columns)
     names = parameter_names(cert.widths, cert.score_ranks, cert.heads, cert.bias, cert.ffn)
@@ -573,14 +575,26 @@ def _jacobian_entries(cert: _Certificate, rows: list, columns: list, native: boo
     if cert.input_power < N:
         # eps^m X_b: no tangent (the inputs are data, not parameters)
         X[..., 0, cert.input_power] = np.array([cert.bank[b] for b in used], dtype=object) % p
-    output = widen(forward(X, layers, cert.normalizers, cert.causal, cert.residual, p, ffns, cert.activations),
-                   1 + r)
+    try:
+        output = widen(forward(X, layers, cert.normalizers, cert.causal, cert.residual, p, ffns, cert.activations),
+                       1 + r)
+    except ScoresDoNotVanish as err:
+        raise Disagreement(str(err)) from None
+    except ZeroDivisionError:
+        raise Disagreement(f"a column sum of s(A) is 0 mod {p} at eps = 0: the weights are not defined mod p at "
+                           "this point") from None
     position = {b: n for n, b in enumerate(used)}
     inputs = [position[b] for b, _, _ in rows]
     out_rows = [i for _, i, _ in rows]
     tokens = [j for _, _, j in rows]
     # entry[n, k] = d F(X_b)_ij / d (column k), for row n = (b, i, j)
     return output[inputs, out_rows, tokens][:, [jet[name] for name in columns], :]
+
+
+def _require_claim(document: dict, claim: str) -> None:
+    """The certificate's ``claim`` must be the sentence the checker wrote from its own reading."""
+    if document.get("claim") != claim:
+        raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
 
 
 def _load(source):
@@ -676,15 +690,8 @@ def verify(source) -> VerificationReport:
             claim = spectrum_claim(cert.rank, exponents, cert.prime)
         else:
             claim = f"the dimension of the function space of this architecture is at least {cert.rank}"
-        if document.get("claim") != claim:
-            raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
-        try:
-            minor = _minor(cert, native=kind == "spectrum")
-        except ScoresDoNotVanish as err:
-            raise Disagreement(str(err)) from None
-        except ZeroDivisionError:
-            raise Disagreement(f"a column sum of s(A) is 0 mod {cert.prime} at eps = 0: the weights are not "
-                               "defined mod p at this point") from None
+        _require_claim(document, claim)
+        minor = _minor(cert, native=kind == "spectrum")
         found = pivot_valuations(minor, cert.prime)
         coordinates = "native parameters" if kind == "spectrum" else "curve's coordinates"
         checked.append(f"recomputed the {cert.rank} x {cert.rank} witness minor of the Jacobian mod "
@@ -717,16 +724,9 @@ def _verify_orders(document: dict, cert: _Certificate, checked: list, started: f
     d_l, t = cert.widths[-1], cert.tokens
     claims = read_orders(document, names, len(cert.bank), d_l, t, cert.truncation, checked)
     claim = orders_claim(claims)
-    if document.get("claim") != claim:
-        raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
-    try:
-        check_orders(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns), len(cert.bank), d_l, t,
-                     cert.prime, checked)
-    except ScoresDoNotVanish as err:
-        raise Disagreement(str(err)) from None
-    except ZeroDivisionError:
-        raise Disagreement(f"a column sum of s(A) is 0 mod {cert.prime} at eps = 0: the weights are not "
-                           "defined mod p at this point") from None
+    _require_claim(document, claim)
+    check_orders(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns), len(cert.bank), d_l, t,
+                 cert.prime, checked)
     return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
 
 
@@ -743,16 +743,9 @@ def _verify_observe(document: dict, cert: _Certificate, checked: list, started: 
     claims = read_blocks(document, events, names, cert.widths, cert.score_ranks, len(cert.bank), t,
                          cert.truncation, checked)
     claim = observe_claim(document["events"], claims)
-    if document.get("claim") != claim:
-        raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
-    try:
-        check_observe(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns, native=True),
-                      len(cert.bank), d_l, t, cert.prime, cert.truncation, checked)
-    except ScoresDoNotVanish as err:
-        raise Disagreement(str(err)) from None
-    except ZeroDivisionError:
-        raise Disagreement(f"a column sum of s(A) is 0 mod {cert.prime} at eps = 0: the weights are not "
-                           "defined mod p at this point") from None
+    _require_claim(document, claim)
+    check_observe(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns, native=True),
+                  len(cert.bank), d_l, t, cert.prime, cert.truncation, checked)
     return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
 
 
@@ -790,8 +783,7 @@ def _verify_claims(document: dict, started: float) -> VerificationReport:
         layers = len(_list(_field(architecture, "widths", "architecture"), "architecture.widths")) - 1
         claims = read_claims(document, layers, checked)
         claim = claims_claim(claims)
-        if document.get("claim") != claim:
-            raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
+        _require_claim(document, claim)
         parts = document.get("parts")
         if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
             raise Disagreement(f"parts must be a list of certificates, got {_short(parts)}")
