@@ -219,16 +219,9 @@ def _refuse_unsupported(arch: Architecture, curve, components: bool = True) -> N
             raise CertificateRefused(f"layer {layer} has a component {type(component).__name__} ({component.kind}) "
                                      f"that this certificate's checker does not implement yet; it implements "
                                      f"{implemented}")
-        if isinstance(component, FeedForward):
-            activation = component.activation
-            if activation.is_polynomial:
-                continue
-            for n, c in enumerate(activation.taylor(8)):  # refused before any computation; the rest once N is known
-                if not c.is_Rational:
-                    raise CertificateRefused(
-                        f"activation {activation.name} (layer {layer}) has Taylor coefficients that are not rational "
-                        f"(e.g. c_{n} = {c}); a certificate lists them as exact rationals: use an activation with "
-                        "rational Taylor coefficients (tanh, sigmoid, x + x**2, ...)")
+        if isinstance(component, FeedForward) and not component.activation.is_polynomial:
+            # refused before any computation; the rest once N is known
+            _rational_taylor(component.activation, layer, 8, "activation", _ACTIVATION_EXAMPLES)
     for i, normalizer in enumerate(arch.normalizers, start=1):
         if normalizer.is_lightning:
             continue
@@ -242,17 +235,26 @@ def _refuse_unsupported(arch: Architecture, curve, components: bool = True) -> N
                                  "scale blocks by powers of eps (collapse, input scaling), not polynomial curves")
 
 
-def _rational_taylor(normalizer, layer: int, degree: int) -> list:
-    """The Taylor coefficients ``c_0 .. c_degree`` of ``s/s(0)`` as Fractions; refused when one is not rational."""
+def _rational_taylor(function, layer: int, degree: int, what: str = "normalizer",
+                     examples: str = "softmax, cosh, 1 + x**2, ...") -> list:
+    """The Taylor coefficients ``c_0 .. c_degree`` of ``function`` as Fractions; refused when one is not rational.
+
+    For a normalizer they are those of ``s/s(0)``, for an activation those of
+    ``s`` (each class's own ``taylor``); ``what`` and ``examples`` word the refusal.
+    """
     coefficients = []
-    for n, c in enumerate(normalizer.taylor(degree)):
+    for n, c in enumerate(function.taylor(degree)):
         if not c.is_Rational:
             raise CertificateRefused(
-                f"normalizer {normalizer.name} (layer {layer}) has Taylor coefficients that are not rational "
-                f"(e.g. c_{n} = {c}); a certificate lists them as exact rationals: use a normalizer with "
-                "rational Taylor coefficients (softmax, cosh, 1 + x**2, ...)")
+                f"{what} {function.name} (layer {layer}) has Taylor coefficients that are not rational "
+                f"(e.g. c_{n} = {c}); a certificate lists them as exact rationals: use "
+                f"{'an' if what[0] in 'aeiou' else 'a'} {what} with "
+                f"rational Taylor coefficients ({examples})")
         coefficients.append(Fraction(int(c.p), int(c.q)))
     return coefficients
+
+
+_ACTIVATION_EXAMPLES = "tanh, sigmoid, x + x**2, ..."
 
 
 def _taylor_strings(arch: Architecture, layer: int, truncation: int) -> dict:
@@ -789,15 +791,15 @@ def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool
     claims = [claims] if isinstance(claims, str) else list(claims)
     if not claims:
         raise SymattnError("no claims to certify; give numeric claims such as 'dimension = 10'")
-    for text in claims:
+    quantities = []
+    for text in claims:  # every claim read before any computation
         if claim_kind(text) != "number":
             raise CertificateRefused(f"claim {text!r} is a formula; a certificate settles numeric claims only "
                                      "(contact_order(i), multiplicity(i), identification_order(i), kernel, "
                                      "dimension, sign_group_order)")
-        parse_claim(text, arch.layers)  # every claim read before any computation
+        quantities.append(parse_claim(text, arch.layers)[0])
     # the identification orders' certificate knows attention's blocks only
-    _refuse_unsupported(arch, None, components=not any(parse_claim(text, arch.layers)[0] == "identification_order"
-                                                        for text in claims))
+    _refuse_unsupported(arch, None, components="identification_order" not in quantities)
     engine = ClaimEngine(arch, seed=seed, progress=progress)
     checks = [check_number_claim(engine, text) for text in claims]
     if on_checks is not None:  # symattn check prints these: computed once for both
@@ -917,12 +919,7 @@ def _activation_strings(arch: Architecture, truncation: int) -> list | None:
         if activation.is_polynomial:
             coefficients = [Fraction(int(c.p), int(c.q)) for c in activation.polynomial_coefficients]
         else:
-            coefficients = []
-            for n, c in enumerate(activation.taylor(truncation)):
-                if not c.is_Rational:
-                    raise CertificateRefused(f"activation {activation.name} (layer {layer}) has Taylor coefficients "
-                                             f"that are not rational (e.g. c_{n} = {c})")
-                coefficients.append(Fraction(int(c.p), int(c.q)))
+            coefficients = _rational_taylor(activation, layer, truncation, "activation", _ACTIVATION_EXAMPLES)
         out.append({"name": activation.name, "expression": str(activation.expr),
                     "polynomial": bool(activation.is_polynomial), "taylor": [str(c) for c in coefficients]})
     return out
