@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 
 from .errors import SymattnError
 
 __all__ = ["scheduler_address", "open_client", "map_as_completed", "check_workers", "is_client", "uses_dask",
-           "describe_client", "worker_count"]
+           "describe_client", "worker_count", "TaskRunner", "task_runner"]
 
 
 def scheduler_address(text: str) -> str | None:
@@ -112,6 +113,41 @@ def describe_client(scheduler, workers, spread: int) -> str:
     if scheduler is None or scheduler.strip().lower() == "local":
         return f"a Dask LocalCluster of {workers or 1} worker process{'es' * ((workers or 1) != 1)}"
     return f"{spread} worker{'s' * (spread != 1)} of the Dask scheduler at {scheduler_address(scheduler)}"
+
+
+@dataclass(frozen=True)
+class TaskRunner:
+    """Where one computation's tasks run: ``parts(calls)`` yields ``(call, result)``, on ``spread`` workers.
+
+    Examples
+    --------
+    >>> TaskRunner(None, 2, "two workers").inputs_per_task(9)    # two tasks per worker
+    3
+    """
+
+    parts: object
+    spread: int
+    where: str
+
+    def inputs_per_task(self, inputs: int) -> int:
+        """Inputs per task for ``inputs`` in all: two tasks per worker, so that a lost worker costs little."""
+        return max(1, -(-inputs // (2 * self.spread)))
+
+
+@contextlib.contextmanager
+def task_runner(scheduler, workers: int | None, name: str):
+    """A :class:`TaskRunner` on Dask (:func:`open_client`), its tasks named ``name``; closed on leaving.
+
+    Examples
+    --------
+    >>> with task_runner(None, 1, "symattn-example") as runner:
+    ...     runner.spread, runner.where, sorted(result for _, result in runner.parts([(abs, (-2,)), (abs, (3,))]))
+    (1, 'a Dask LocalCluster of 1 worker process', [2, 3])
+    """
+    with open_client(scheduler, workers) as client:
+        spread = worker_count(client, workers)
+        yield TaskRunner(lambda calls: map_as_completed(client, calls, name=name), spread,
+                         describe_client(scheduler, workers, spread))
 
 
 def worker_count(client, workers: int | None = None) -> int:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._cluster import check_workers, describe_client, uses_dask, worker_count
+from ._cluster import check_workers, uses_dask
 from ._format import FormattedResult, latex_escape, latex_method, latex_prose, latex_tabular, markdown_method
 from .naming import texttt
 from .adaptive import (
@@ -818,10 +818,10 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
     bar = _progress_bar(progress, arch)
     phases = PhaseBar(bar)
     workplace = contextlib.ExitStack()
-    parts, spread, where = None, 1, None
+    runner = None  # where the forward passes run: here, or a TaskRunner on Dask
 
-    def per_task(inputs: int) -> int:  # two tasks per worker: a lost worker costs little
-        return max(1, -(-inputs // (2 * spread)))
+    def per_task(inputs: int) -> int:
+        return 1 if runner is None else runner.inputs_per_task(inputs)
 
     first_step = Step(bank_size, truncation)
 
@@ -830,7 +830,7 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         main, check = spectrum_at(arch, curve, bank_for(primes[0], step.bank, seed), primes[0], seed,
                                   step.truncation, progress=phases, rank_bound=eff,
                                   extra_banks=[bank_for(primes[0], larger, seed + 1_000_003)],
-                                  parts=parts, inputs_per_task=per_task(step.bank + larger))
+                                  parts=runner and runner.parts, inputs_per_task=per_task(step.bank + larger))
         return main, check, larger
 
     def decide(outcome, step, history):
@@ -854,12 +854,9 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
                     max_truncation=max_truncation if auto_truncation else None)
     try:
         if distributed:
-            from ._cluster import map_as_completed, open_client
+            from ._cluster import task_runner
 
-            client = workplace.enter_context(open_client(scheduler, workers))
-            spread = worker_count(client, workers)
-            where = describe_client(scheduler, workers, spread)
-            parts = lambda calls: map_as_completed(client, calls, name="symattn-spectrum")  # noqa: E731
+            runner = workplace.enter_context(task_runner(scheduler, workers, "symattn-spectrum"))
         adapted = adapt(run, first_step, decide, growth, before_step=before_step, progress=bar)
         (main, check, larger_size), bank_size, truncation = adapted.outcome, adapted.step.bank, \
             adapted.step.truncation
@@ -877,7 +874,7 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         if confirm and len(primes) > 1:
             confirmation = spectrum_at(arch, curve, bank_for(primes[1], bank_size, seed + 2_000_003), primes[1],
                                        seed + 1, truncation, progress=phases, rank_bound=eff, block_table=False,
-                                       stage="confirmation at a second prime: ", parts=parts,
+                                       stage="confirmation at a second prime: ", parts=runner and runner.parts,
                                        inputs_per_task=per_task(bank_size))
     finally:
         workplace.close()
@@ -907,7 +904,8 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
                  else "")
               + ("; confirmed at a second prime and point" if confirmed else "")
               + f"; adaptive steps: {adapted.describe()}"
-              + (f"; the forward passes over jets on {where}, about {2 * spread} tasks each" if where else ""))
+              + (f"; the forward passes over jets on {runner.where}, about {2 * runner.spread} tasks each"
+                 if runner else ""))
     if field_note(arch, primes[: 2 if confirmation is not None else 1]):
         method += "; " + field_note(arch, primes[: 2 if confirmation is not None else 1])
     return Spectrum(

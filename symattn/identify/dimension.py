@@ -28,7 +28,7 @@ from ..jacobian import (
     random_real_point,
 )
 from ..model import Architecture
-from .._cluster import check_workers, describe_client, is_client, uses_dask, worker_count
+from .._cluster import check_workers, is_client, uses_dask
 from ..limits import progress_bar
 from .common import (
     DIMENSION_PRIME, MAX_TRUNCATION, _POINT, DimensionPlan, _check_arch, _check_curve, _check_estimate,
@@ -268,14 +268,11 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
         if not distributed:
             return _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started,
                                              inputs_per_task=inputs_per_task, progress=progress)
-        from .._cluster import map_as_completed, open_client
+        from .._cluster import task_runner
 
-        with open_client(scheduler, workers) as client:
-            spread = worker_count(client, workers)
-            return _function_space_dimension(
-                arch, curve, seed, estimate, dps, prime, max_attempts, started, inputs_per_task=inputs_per_task,
-                progress=progress, spread=spread, where=describe_client(scheduler, workers, spread),
-                parts=lambda calls: map_as_completed(client, calls, name="symattn-dimension"))
+        with task_runner(scheduler, workers, "symattn-dimension") as runner:
+            return _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started,
+                                             inputs_per_task=inputs_per_task, progress=progress, runner=runner)
 
 
 def _check_inputs_per_task(value) -> int | None:
@@ -285,7 +282,7 @@ def _check_inputs_per_task(value) -> int | None:
 
 
 def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started, inputs_per_task=None,
-                              progress=False, spread=None, where=None, parts=None) -> DimensionResult:
+                              progress=False, runner=None) -> DimensionResult:
     prime = field_primes(arch, (prime,))[0]  # algebraic Taylor coefficients: a prime with a root of their field
     upper, upper_reason = _upper_bound(arch)
     polynomial = _is_polynomial_arch(arch)
@@ -309,17 +306,18 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         directions = all_directions(arch) if unlucky_slice else slice_directions
         point, coefficient_values = random_point(arch, prime, seed + step.attempt)
         bank = random_bank(arch, step.bank, prime, seed + step.attempt)
-        if spread is None:  # here: one part per group
+        if runner is None:  # here: one part per group
             group = task = dimension_group(arch, step.bank, step.truncation, directions, inputs_per_task)
-        else:  # two tasks per worker, each summing its own groups: a lost worker costs little, few parts travel
-            task = inputs_per_task or max(1, math.ceil(step.bank / (2 * spread)))
+        else:  # each task sums its own groups: few parts travel
+            task = inputs_per_task or runner.inputs_per_task(step.bank)
             group = min(task, dimension_group(arch, step.bank, step.truncation, directions, where="worker"))
         groups[step] = (group, task)
         try:
             with progress_bar(progress, total=step.bank, desc="dimension", unit="input") as bar:
                 compressed = compressed_jacobian(arch, None if polynomial else route_curve, bank, point, prime,
                                                  step.truncation, coefficient_values, directions,
-                                                 seed + step.attempt, group=group, parts=parts,
+                                                 seed + step.attempt, group=group,
+                                                 parts=None if runner is None else runner.parts,
                                                  on_inputs=bar.update, task_inputs=task)
         except ZeroDivisionError:  # a column of s(A) summed to 0 mod p at this point: draw another
             return None
@@ -369,9 +367,9 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         method += f"; a small bank and a deeper series to fit in memory ({plan.note})"
     group, task = groups.get(used_step, (used_bank, used_bank))
     pieces, tasks = len(input_groups(used_bank, group)), len(input_groups(used_bank, task))
-    if where is not None:
+    if runner is not None:
         method += (f"; R J summed from {tasks} task{'s' * (tasks != 1)} of at most {task} inputs"
-                   + (f" (in groups of at most {group})" if group < task else "") + f", computed by {where}")
+                   + (f" (in groups of at most {group})" if group < task else "") + f", computed by {runner.where}")
     elif pieces > 1:
         method += (f"; R J summed from {pieces} groups of at most {group} inputs"
                    + ("" if inputs_per_task else ", to fit in memory"))
