@@ -49,14 +49,14 @@ from . import __version__
 from .curves import Curve, collapse
 from .errors import SymattnError
 from .jacobian import all_directions, bank_residues, gauge_slice, jacobian_series, random_bank, random_point
-from .model import Architecture, require_architecture
+from .model import Architecture, Parameters, require_architecture
 from .model.components import Attention, CausalMask, Residual
 from .verifier.check import SCHEMA, VERSION
 
 __all__ = ["CertificateRefused", "check_certifiable", "dimension_certificate", "write_dimension_certificate",
            "least_valuation_pivots", "spectrum_certificate", "spectrum_claim", "write_spectrum_certificate",
            "orders_certificate", "orders_claim", "identify_certificate", "write_identify_certificate",
-           "claims_certificate", "write_claims_certificate",
+           "claims_certificate", "claims_claim", "formula_tree", "write_claims_certificate",
            "observe_certificate", "observe_claim", "write_observe_certificate", "check_observe_certifiable"]
 
 #: What a dimension certificate proves, and what it does not, in words (written into every certificate).
@@ -743,25 +743,41 @@ def write_identify_certificate(arch: Architecture, path, report=None, **options)
 _CLAIM_PARTS = {"dimension": "dimension", "identification_order": "orders", "kernel": "spectrum",
                 "contact_order": "spectrum", "multiplicity": "spectrum", "sign_group_order": None}
 
+#: The prime of the formula claims' points: ``2^31 - 1``, the largest the checker accepts.
+FORMULA_PRIME = 2_147_483_647
+
 
 def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool = False, on_checks=None) -> dict:
-    """A certificate of claimed numbers checked by ``symattn check`` (kind ``"claims"``).
+    """A certificate of the claims checked by ``symattn check`` (kind ``"claims"``): numbers and formulas.
 
     The claims are checked as :func:`~symattn.check.check_claims` does; the
-    certificate lists each (its quantity, layer, value and the engine's
-    verdict) and, in ``parts``, the certificates of the engine's results the
-    claims were settled against: the dimension's lower bound, the spectrum,
-    the identification orders.  The checker verifies the parts and decides
-    each claim from what they prove (:mod:`symattn.verifier.claims`): a
-    refutation by a certified bound is proved; a confirmation rarely is (only
-    the kernel, when the spectrum's gauge check decides it).
+    certificate lists each with the verdict symattn's engine gave it.
+
+    * A numeric claim (its quantity, layer and value) is settled against
+      certificates of the engine's results, in ``parts``: the dimension's
+      lower bound, the spectrum, the identification orders.  The checker
+      verifies the parts and decides each claim from what they prove
+      (:mod:`symattn.verifier.claims`): a refutation by a certified bound is
+      proved; a confirmation rarely is (only the kernel, when the spectrum's
+      gauge check decides it).
+    * A formula claim (``F_n = <matrix formula>``, ``leading(i) = <matrix
+      formula>``) is written as data: the formula as a tree of operations,
+      an integer point (``Qt_i, Kt_i, Vt_i`` and an input ``X``, residues
+      drawn at random from the seed), the prime, the truncation and the
+      normalizers' Taylor coefficients, and the engine's values of both sides
+      at the point mod ``p``.  The checker recomputes both
+      (:mod:`symattn.verifier.formulas`): a difference refutes the claim (a
+      proof), agreement is "consistent at one point" (not a proof).  For a
+      claim the engine found false the point is one where the two sides differ.
 
     Parameters
     ----------
     arch : Architecture
     claims : str or iterable of str
-        Numeric claims (:data:`symattn.check.ACCEPTED_CLAIMS`); formula claims are refused.
+        Numeric claims (:data:`symattn.check.ACCEPTED_CLAIMS`) and formula
+        claims (:data:`symattn.check.FORMULA_CLAIMS`; plain networks only).
     seed : int
+        Seed of the engine's checks and of the formula claims' points.
     progress : bool
         Progress bars of the engine's computations.
     on_checks : callable, optional
@@ -770,7 +786,10 @@ def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool
     Raises
     ------
     CertificateRefused
-        For a formula claim, or what :func:`dimension_certificate` refuses, before any computation.
+        Before any computation: what :func:`dimension_certificate` refuses;
+        for a formula claim, a network that is not plain (heads, a causal
+        mask, a residual stream, biases, feed-forward blocks) and, for
+        ``leading(i)``, lightning attention.
 
     Examples
     --------
@@ -783,6 +802,14 @@ def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool
     ...     print(line)
     dimension = 9: refuted: the dimension is at least 10 (the dimension certificate); the engine said false
     kernel = 6: proved: the kernel is exactly 6 (the spectrum certificate and its gauge check); the engine said true
+    >>> certificate = claims_certificate(Architecture.uniform(layers=1, width=1, tokens=2),
+    ...                                  ["F_0 = P*X*J/t", "F_2 = P*X*C_1/t"])
+    >>> certificate["claim"]
+    'symattn check found: F_0 = (1/2)*P*X*J true; F_2 = (1/2)*P*X*C_1 false'
+    >>> for line in verify(certificate).checked[-2:]:
+    ...     print(line[:72])
+    F_0 = (1/2)*P*X*J: consistent at one point: F_0 and the formula agree at
+    F_2 = (1/2)*P*X*C_1: refuted: at the certificate's point mod 2147483647,
     """
     from .check.numbers import ClaimEngine, check_number_claim
     from .check.reading import claim_kind, parse_claim
@@ -790,21 +817,24 @@ def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool
     arch = require_architecture(arch)
     claims = [claims] if isinstance(claims, str) else list(claims)
     if not claims:
-        raise SymattnError("no claims to certify; give numeric claims such as 'dimension = 10'")
+        raise SymattnError("no claims to certify; give claims such as 'dimension = 10' or 'F_1 = 0'")
+    kinds = [claim_kind(text) for text in claims]
     quantities = []
-    for text in claims:  # every claim read before any computation
-        if claim_kind(text) != "number":
-            raise CertificateRefused(f"claim {text!r} is a formula; a certificate settles numeric claims only "
-                                     "(contact_order(i), multiplicity(i), identification_order(i), kernel, "
-                                     "dimension, sign_group_order)")
-        quantities.append(parse_claim(text, arch.layers)[0])
+    for text, kind in zip(claims, kinds):  # every claim read before any computation
+        if kind == "number":
+            quantities.append(parse_claim(text, arch.layers)[0])
+    if any(kind != "number" for kind in kinds):
+        _refuse_formula_claims(arch, "leading" in kinds)
     # the identification orders' certificate knows attention's blocks only
     _refuse_unsupported(arch, None, components="identification_order" not in quantities)
+    formulas = {n: _read_formula_claim(arch, text, kind) for n, (text, kind) in enumerate(zip(claims, kinds))
+                if kind != "number"}
     engine = ClaimEngine(arch, seed=seed, progress=progress)
-    checks = [check_number_claim(engine, text) for text in claims]
+    checks = [check_number_claim(engine, text) if kind == "number" else _check_formula(arch, text, kind, seed)
+              for text, kind in zip(claims, kinds)]
     if on_checks is not None:  # symattn check prints these: computed once for both
         on_checks(tuple(checks))
-    needed = {_CLAIM_PARTS[check.quantity] for check in checks} - {None}
+    needed = {_CLAIM_PARTS[check.quantity] for check, kind in zip(checks, kinds) if kind == "number"} - {None}
     parts = []
     if needed & {"dimension", "orders"}:
         report = engine.identify_report()
@@ -817,29 +847,210 @@ def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool
             parts.append(orders_certificate(arch, result=report.orders_result, seed=seed))
     if "spectrum" in needed:
         parts.append(spectrum_certificate(arch, result=engine.spectrum))
-    entries = [{"quantity": check.quantity, "layer": check.layer, "value": int(check.claimed),
-                "engine_verdict": check.verdict, "text": check.claim, "engine_computed": check.computed,
-                "engine_method": check.method} for check in checks]
-    verdicts = {True: "true", False: "false", None: "undecided"}
+    entries = []
+    for n, check in enumerate(checks):
+        if n in formulas:
+            entries.append(_formula_entry(arch, check, formulas[n], seed, n))
+        else:
+            entries.append({"quantity": check.quantity, "layer": check.layer, "value": int(check.claimed),
+                            "engine_verdict": check.verdict, "text": check.claim, "engine_computed": check.computed,
+                            "engine_method": check.method})
     return {
         "schema": SCHEMA,
         "version": VERSION,
         "kind": "claims",
-        "claim": "symattn check found: " + "; ".join(
-            f"{entry['quantity']}{'' if entry['layer'] is None else '(%d)' % entry['layer']} = {entry['value']} "
-            f"{verdicts[entry['engine_verdict']]}" for entry in entries),
+        "claim": claims_claim(entries),
         "proves": ("Each part proves what its own 'proves' says. From those numbers the checker decides each "
-                   "claim by its own rules: a dimension below the certified lower bound, a kernel above the "
-                   "number of parameters minus the certified rank (or other than the kernel the spectrum's gauge "
-                   "check decides), an identification order above the certified upper bound are refuted; a "
-                   "kernel equal to the one the gauge check decides is proved."),
+                   "numeric claim by its own rules: a dimension below the certified lower bound, a kernel above "
+                   "the number of parameters minus the certified rank (or other than the kernel the spectrum's "
+                   "gauge check decides), an identification order above the certified upper bound are refuted; a "
+                   "kernel equal to the one the gauge check decides is proved. A formula claim is refuted when the "
+                   "checker's own forward pass and its own evaluation of the formula (given as a tree of "
+                   "operations) differ at the claim's integer point mod p: every denominator is prime to p, so the "
+                   "rational values at that point differ, and the two sides are not the same polynomial."),
         "does_not_prove": ("Claims the parts do not bound (contact orders, multiplicities, the sign group's order, "
                            "a dimension at or above the certified lower bound, an order at or below the certified "
-                           "upper bound) are not decided by the certificate, whatever the engine said."),
+                           "upper bound) are not decided by the certificate, whatever the engine said. A formula "
+                           "that agrees with the coefficient at its point is consistent there, not proved: a false "
+                           "formula can agree at one point (at a uniformly random point of GF(p) with probability "
+                           "at most deg/p, Schwartz-Zippel; the point was drawn by the certificate's writer, and "
+                           "the checker bounds no degree). For leading(i) the order n_i is symattn's rule, "
+                           "recomputed by the checker, and the lower coefficients are compared with 0 at the point "
+                           "only."),
         "architecture": _architecture_json(arch),
         "claims": entries,
         "parts": parts,
     }
+
+
+def claims_claim(entries: list) -> str:
+    """The claim of a claims certificate in words: each claim (a formula written by the checker's own :func:`~symattn.verifier.formulas.formula_text`) and the engine's verdict.
+
+    Examples
+    --------
+    >>> claims_claim([{"quantity": "kernel", "layer": None, "value": 6, "engine_verdict": True},
+    ...               {"quantity": "coefficient", "layer": None, "order": 1, "formula": {"zero": [1, 2]},
+    ...                "engine_verdict": True}])
+    'symattn check found: kernel = 6 true; F_1 = 0 true'
+    """
+    from .verifier.claims import claims_claim as checker_claim
+
+    return checker_claim(entries)
+
+
+def _refuse_formula_claims(arch: Architecture, leading: bool) -> None:
+    """Refuse, before any computation, what a formula claim's certificate cannot describe."""
+    plain = (all(h == 1 for h in arch.heads) and not arch.causal and not arch.residual
+             and all(type(component) is Attention for _, _, component in arch.components()))
+    if not plain:
+        raise CertificateRefused("a certificate of a formula claim describes a plain network (one head per layer, "
+                                 "no causal mask, no residual stream, no biases or feed-forward blocks), whose "
+                                 "matrices P, What_i and C_i its checker writes down; drop the formula claims or "
+                                 "the variant")
+    for i, normalizer in enumerate(arch.normalizers, start=1):
+        if leading and normalizer.is_lightning:
+            raise CertificateRefused(f"layer {i} has lightning attention: it has no leading order, so a leading(i) "
+                                     "claim has no certificate")
+
+
+def _read_formula_claim(arch: Architecture, text: str, kind: str) -> tuple:
+    """``(kind, layer, order, formula, names)``: the claim read by the package's parser (nothing executed)."""
+    from .check.formulas import read_coefficient_claim
+    from .expand import parse_formula_claim
+
+    if kind == "leading":
+        layer, lc, formula = parse_formula_claim(arch, text)
+        return kind, layer, lc.order, formula, lc
+    order, formula, names = read_coefficient_claim(arch, text)
+    return kind, None, order, formula, names
+
+
+def _check_formula(arch: Architecture, text: str, kind: str, seed: int):
+    """The engine's check of a formula claim, as :func:`symattn.check.check_claims` makes it."""
+    from .check.formulas import check_coefficient_claim, check_leading_claim
+
+    return check_leading_claim(arch, text, seed) if kind == "leading" else \
+        check_coefficient_claim(arch, text, seed=seed)
+
+
+def formula_tree(expr) -> dict:
+    """A matrix formula read by :func:`symattn.parsing.matrix_formula` as a tree of operations (plain data).
+
+    The tree is what a claims certificate holds and its checker reads
+    (:mod:`symattn.verifier.formulas`): ``{"matrix": name}``, ``{"scalar":
+    name}``, ``{"number": "p/q"}``, ``{"zero": [rows, cols]}``, ``{"add":
+    [...]}``, ``{"multiply": [...]}`` (in order), ``{"power": [a, n]}``,
+    ``{"transpose": a}``, ``{"hadamard": [a, m]}``.
+
+    Raises
+    ------
+    CertificateRefused
+        For a sympy object outside that language.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> P, X = sp.MatrixSymbol("P", 2, 2), sp.MatrixSymbol("X", 2, 3)
+    >>> formula_tree(sp.Rational(1, 2) * P * X.T.T)
+    {'multiply': [{'number': '1/2'}, {'matrix': 'P'}, {'matrix': 'X'}]}
+    >>> formula_tree(sp.HadamardPower(P, 2) + P**3)
+    {'add': [{'hadamard': [{'matrix': 'P'}, 2]}, {'power': [{'matrix': 'P'}, 3]}]}
+    """
+    import sympy as sp
+
+    if isinstance(expr, sp.ZeroMatrix):
+        return {"zero": [int(expr.rows), int(expr.cols)]}
+    if isinstance(expr, sp.MatrixSymbol):
+        return {"matrix": expr.name}
+    if isinstance(expr, sp.Symbol):
+        return {"scalar": expr.name}
+    if isinstance(expr, sp.Rational):
+        return {"number": str(expr)}
+    if isinstance(expr, (sp.MatAdd, sp.Add, sp.MatMul, sp.Mul)):
+        terms = [formula_tree(a) for a in expr.args]
+        operation = "add" if isinstance(expr, (sp.MatAdd, sp.Add)) else "multiply"
+        return terms[0] if len(terms) == 1 else {operation: terms}
+    if isinstance(expr, sp.Transpose):
+        return {"transpose": formula_tree(expr.arg)}
+    if isinstance(expr, (sp.MatPow, sp.Pow, sp.HadamardPower)) and expr.args[1].is_Integer:
+        operation = "hadamard" if isinstance(expr, sp.HadamardPower) else "power"
+        return {operation: [formula_tree(expr.args[0]), int(expr.args[1])]}
+    raise CertificateRefused(f"the formula's part {expr} ({type(expr).__name__}) has no place in a certificate's "
+                             "tree of operations (names, numbers, +, *, integer powers, transposes, hadamard)")
+
+
+def _residues(matrix, p: int):
+    """A sympy matrix of rationals mod ``p`` as lists of residues, or None when a denominator is divisible by ``p``."""
+    out = []
+    for r in range(matrix.rows):
+        row = []
+        for c in range(matrix.cols):
+            value = matrix[r, c]
+            if int(value.q) % p == 0:
+                return None
+            row.append(int(value.p) * pow(int(value.q), -1, p) % p)
+        out.append(row)
+    return out
+
+
+def _formula_entry(arch: Architecture, check, read: tuple, seed: int, index: int, tries: int = 20) -> dict:
+    """A formula claim as a claims certificate holds it: the tree, and the engine's values at a random point mod p.
+
+    The point's coordinates are residues mod :data:`FORMULA_PRIME` drawn from
+    ``seed`` and the claim's position.  The engine computes the compared
+    coefficient there exactly over Q (:func:`symattn.expand.expand`, with
+    layer ``i``'s keys at 0 for ``leading(i)``) and the formula
+    (:meth:`LeadingCoefficient.evaluate <symattn.expand.LeadingCoefficient.evaluate>`);
+    for a claim it found false, points are drawn until the two differ mod p.
+    """
+    import random
+    import sympy as sp
+    from dataclasses import replace
+
+    from .expand import curve_symbols, expand
+
+    kind, layer, order, formula, names = read
+    p, N = FORMULA_PRIME, order + 1
+    base = curve_symbols(arch)
+    X_symbols = arch.input_symbols()
+    rng = random.Random(f"formula claim {seed} {index}")
+    blocks = [(f"{kind_}_{i}", matrix) for i in range(1, arch.layers + 1)
+              for kind_, matrix in (("Q", base.Q[i - 1]), ("K", base.K[i - 1]), ("V", base.V[i - 1]))]
+    for _ in range(tries):
+        values = {name: [[rng.randrange(p) for _ in range(matrix.cols)] for _ in range(matrix.rows)]
+                  for name, matrix in blocks}
+        X = [[rng.randrange(p) for _ in range(X_symbols.cols)] for _ in range(X_symbols.rows)]
+        point = {matrix[r, c].name: values[name][r][c] for name, matrix in blocks
+                 for r in range(matrix.rows) for c in range(matrix.cols)}
+        point.update({X_symbols[r, c].name: X[r][c] for r in range(X_symbols.rows) for c in range(X_symbols.cols)})
+        options = dict(truncation=max(N, 2), max_params=10**6, max_truncation=10**6)  # (expand keeps F_0, F_1 at least)
+        full = expand(arch, point=point, **options)
+        series = [sp.Matrix(full[m]) for m in range(N)]
+        if kind == "leading":  # what F owes to layer i's scores: F - F|Kt_i=0
+            without = expand(arch, point={**point, **{s.name: 0 for s in base.K[layer - 1]}}, **options)
+            series = [a - sp.Matrix(without[m]) for m, a in enumerate(series)]
+        if isinstance(formula, sp.ZeroMatrix):
+            claimed = sp.zeros(*formula.shape)
+        else:
+            parameters = Parameters(*(tuple(sp.Matrix(values[f"{b}_{i}"]) for i in range(1, arch.layers + 1))
+                                      for b in "QKV"))
+            claimed = replace(names, matrix_form=formula).evaluate(parameters, sp.Matrix(X), form="matrix")
+        coefficient, claimed_residues = _residues(series[order], p), _residues(claimed, p)
+        below = [_residues(m, p) for m in series[:order]] if kind == "leading" else []
+        if coefficient is None or claimed_residues is None or None in below:
+            continue  # a denominator divisible by p: another point
+        differs = coefficient != claimed_residues or any(any(any(row) for row in m) for m in below)
+        if check.verdict is False and not differs:
+            continue  # the engine found the claim false: a point that shows it
+        break
+    else:
+        if coefficient is None or claimed_residues is None or None in below:
+            raise SymattnError(f"no point mod {p} in {tries} draws where the claim {check.claim!r} is defined")
+    return {"quantity": kind, "layer": layer, "order": order, "formula": formula_tree(formula),
+            "engine_verdict": check.verdict, "text": check.claim, "engine_computed": check.computed,
+            "engine_method": check.method, "prime": p, "truncation": N,
+            "normalizers": [_taylor_strings(arch, i, N) for i in range(1, arch.layers + 1)],
+            "point": values, "input": X, "values": {"coefficient": coefficient, "formula": claimed_residues}}
 
 
 def write_claims_certificate(arch: Architecture, path, claims, seed: int = 0, progress: bool = False,

@@ -25,6 +25,10 @@ from .disagreement import Disagreement
 from .network import ScoresDoNotVanish, forward
 from .pivots import pivot_valuations
 from .claims import KIND as CLAIMS_KIND, check_claims, claims_claim, read_claims
+from .formulas import (
+    QUANTITIES as FORMULA_QUANTITIES, decide_formula, evaluate_formula, first_degrees, leading_orders, named_values,
+    read_formula,
+)
 from .orders import KIND as ORDERS_KIND, check_orders, orders_claim, read_orders
 from .observe import (
     KIND as OBSERVE_KIND, check_on_set, check_observe, held_blocks, observe_claim, read_blocks, read_events,
@@ -575,20 +579,25 @@ def _jacobian_entries(cert: _Certificate, rows: list, columns: list, native: boo
     if cert.input_power < N:
         # eps^m X_b: no tangent (the inputs are data, not parameters)
         X[..., 0, cert.input_power] = np.array([cert.bank[b] for b in used], dtype=object) % p
-    try:
-        output = widen(forward(X, layers, cert.normalizers, cert.causal, cert.residual, p, ffns, cert.activations),
-                       1 + r)
-    except ScoresDoNotVanish as err:
-        raise Disagreement(str(err)) from None
-    except ZeroDivisionError:
-        raise Disagreement(f"a column sum of s(A) is 0 mod {p} at eps = 0: the weights are not defined mod p at "
-                           "this point") from None
+    output = widen(_forward(cert, X, layers, ffns), 1 + r)
     position = {b: n for n, b in enumerate(used)}
     inputs = [position[b] for b, _, _ in rows]
     out_rows = [i for _, i, _ in rows]
     tokens = [j for _, _, j in rows]
     # entry[n, k] = d F(X_b)_ij / d (column k), for row n = (b, i, j)
     return output[inputs, out_rows, tokens][:, [jet[name] for name in columns], :]
+
+
+def _forward(cert: _Certificate, X: np.ndarray, layers: list, ffns: list) -> np.ndarray:
+    """:func:`~symattn.verifier.network.forward` on the certificate's network; its failures are a :class:`Disagreement`."""
+    p = cert.prime
+    try:
+        return forward(X, layers, cert.normalizers, cert.causal, cert.residual, p, ffns, cert.activations)
+    except ScoresDoNotVanish as err:
+        raise Disagreement(str(err)) from None
+    except ZeroDivisionError:
+        raise Disagreement(f"a column sum of s(A) is 0 mod {p} at eps = 0: the weights are not defined mod p at "
+                           "this point") from None
 
 
 def _require_claim(document: dict, claim: str) -> None:
@@ -781,9 +790,14 @@ def _verify_claims(document: dict, started: float) -> VerificationReport:
         if not isinstance(architecture, dict):
             raise Disagreement(f"architecture must be an object, got {_short(architecture)}")
         layers = len(_list(_field(architecture, "widths", "architecture"), "architecture.widths")) - 1
-        claims = read_claims(document, layers, checked)
+        claims = read_claims(document, layers, checked, lambda tree, where: _read_formula_tree(architecture, tree,
+                                                                                                where))
         claim = claims_claim(claims)
         _require_claim(document, claim)
+        for n, entry in enumerate(claims):
+            if entry["quantity"] in FORMULA_QUANTITIES:  # decided at its own point, by the checker's forward pass
+                entry["decision"] = _formula_decision(document["claims"][n], entry, architecture, f"claims[{n}]",
+                                                      checked)
         parts = document.get("parts")
         if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
             raise Disagreement(f"parts must be a list of certificates, got {_short(parts)}")
@@ -810,6 +824,103 @@ def _verify_claims(document: dict, started: float) -> VerificationReport:
     except Disagreement as err:
         return VerificationReport(False, "", tuple(checked), str(err), seconds=time.perf_counter() - started)
     return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
+
+
+def _plain_network(architecture: dict) -> _Certificate:
+    """The architecture read, and refused unless plain: the formula language names a plain network's matrices."""
+    cert = _read_architecture({"architecture": architecture}, [])
+    if any(h != 1 for h in cert.heads) or cert.causal or cert.residual or cert.bias or cert.ffn:
+        raise Disagreement("a formula claim is about a plain network (one head per layer, no causal mask, no "
+                           "residual stream, no biases or feed-forward blocks): its formula names P = V_l ... V_1, "
+                           "What_i and C_i of that network only")
+    return cert
+
+
+def _read_formula_tree(architecture: dict, tree, where: str) -> tuple:
+    """A formula claim's tree read for this architecture (:func:`symattn.verifier.formulas.read_formula`): ``(node, shape)``."""
+    cert = _plain_network(architecture)
+    node, shape = read_formula(tree, cert.widths, cert.tokens, rational, where)
+    wanted = (cert.widths[-1], cert.tokens)
+    if shape != wanted:
+        shown = "a scalar" if shape is None else f"{shape[0]} x {shape[1]}"
+        raise Disagreement(f"{where} is {shown}; the output's coefficients are {wanted[0]} x {wanted[1]}")
+    return node, shape
+
+
+def _collapse_series(cert: _Certificate, point: dict) -> list:
+    """``F(X)`` at ``point`` along the query/key collapse, mod ``(p, eps^N)``: the ``d_l x t`` coefficients of ``eps^0 .. eps^(N-1)``.
+
+    ``Q_i = eps Qt_i``, ``K_i = eps Kt_i``, ``V_i = Vt_i`` (``point`` holds
+    ``Qt, Kt, Vt``), one input ``X``, no tangents: the checker's own forward pass.
+    """
+    p, N = cert.prime, cert.truncation
+    blocks = {name: _jet_block(point[name], cert.powers[name], {}, 1, N, p) for name, _ in _cert_blocks(cert)}
+    layers = [[tuple(blocks[f"{name}_{i}"] for name in ("Q", "K", "V"))] for i in range(1, len(cert.widths))]
+    X = np.zeros((1, cert.widths[0], cert.tokens, 1, N), dtype=np.int64)
+    X[0, :, :, 0, 0] = np.array(cert.bank[0], dtype=object) % p
+    output = _forward(cert, X, layers, [None] * len(layers))[0, :, :, 0, :]        # (d_l, t, N)
+    return [[[int(v) for v in row] for row in output[:, :, m]] for m in range(N)]
+
+
+def _formula_decision(raw: dict, claim: dict, architecture: dict, where: str, checked: list) -> tuple:
+    """``(decision, why)`` of one formula claim (:mod:`symattn.verifier.formulas`), from its own prime, point and truncation.
+
+    The claim's ``prime``, ``truncation``, ``normalizers``, ``point`` (``Qt_i,
+    Kt_i, Vt_i``) and ``input`` are read as a certificate's; the curve is the
+    query/key collapse, set here.  The checker recomputes the compared
+    coefficient (for ``leading(i)``: ``F_m - F_m|_(Kt_i = 0)`` for every
+    ``m <= n_i``, its order by its own rule) and the formula at the point, and
+    compares both with the engine's ``values`` before deciding.
+    """
+    cert = _plain_network(architecture)
+    fields = {key: raw[key] for key in ("prime", "truncation", "normalizers", "point") if key in raw}
+    if "input" in raw:
+        fields["bank"] = [raw["input"]]
+    reading: list = []
+    try:
+        _read_field_data(fields, cert, reading)
+        _read_normalizers(fields, cert, reading)
+        cert.powers = {name: 1 if name[0] in "QK" else 0 for name, _ in _cert_blocks(cert)}   # the collapse
+        _read_point_and_bank(fields, cert, reading)
+    except Disagreement as err:
+        raise Disagreement(f"{where}: {err}") from None
+    p, N, order, layer = cert.prime, cert.truncation, claim["order"], claim["layer"]
+    if N != order + 1:
+        raise Disagreement(f"{where}: the truncation must be eps^{order + 1}, one past the compared order {order}; "
+                           f"got eps^{N}")
+    series = _collapse_series(cert, cert.point)
+    if claim["quantity"] == "leading":
+        if any(normalizer["lightning"] for normalizer in cert.normalizers):
+            raise Disagreement(f"{where}: a leading coefficient needs normalizers with a first nonconstant degree; "
+                               "lightning attention has none")
+        ks = first_degrees([normalizer["taylor"] for normalizer in cert.normalizers])
+        if None in ks:
+            raise Disagreement(f"{where}: the normalizer of layer {ks.index(None) + 1} has no nonzero Taylor "
+                               f"coefficient c_n, n >= 1, below c_{N} mod {p}")
+        expected = leading_orders(ks)[layer - 1]
+        if order != expected:
+            raise Disagreement(f"{where}: layer {layer}'s scores first appear at order {expected} (k = {ks}), not "
+                               f"{order}")
+        # the same series with layer i's keys at 0: what F owes to layer i's scores is the difference
+        without = _collapse_series(cert, {**cert.point, f"K_{layer}": [[0] * len(row) for row in
+                                                                          cert.point[f"K_{layer}"]]})
+        difference = [[[(a - b) % p for a, b in zip(r1, r2)] for r1, r2 in zip(m1, m2)]
+                      for m1, m2 in zip(series, without)]
+        name = f"F_{order} - F_{order}|K_{layer}=0"
+        below = [(m, difference[m]) for m in range(order)]
+        coefficient = difference[order]
+    else:
+        name, below, coefficient = f"F_{order}", [], series[order]
+    values = named_values(cert.point, cert.bank[0], cert.widths, cert.tokens, p)
+    claimed = evaluate_formula(claim["node"], values, p)
+    try:
+        decision = decide_formula(name, below, coefficient, claimed, raw.get("values"), p)
+    except Disagreement as err:
+        raise Disagreement(f"{where}: {err}") from None
+    checked.append(f"{where}: " + "; ".join(reading) + f"; the query/key collapse; recomputed {name} mod "
+                   f"({p}, eps^{N}) by the checker's forward pass and the formula by its own evaluation at the "
+                   "point: both agree with the engine's values")
+    return decision
 
 
 def _gauge_check(cert: _Certificate) -> tuple:

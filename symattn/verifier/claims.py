@@ -40,6 +40,7 @@ Examples
 from __future__ import annotations
 
 from .disagreement import Disagreement
+from .formulas import QUANTITIES as FORMULA_QUANTITIES, formula_text
 
 __all__ = ["KIND", "QUANTITIES", "read_claims", "claims_claim", "decide", "check_claims"]
 
@@ -52,9 +53,20 @@ QUANTITIES = {"contact_order": True, "multiplicity": True, "identification_order
 
 _VERDICTS = {True: "true", False: "false", None: "undecided"}
 
+#: The largest ``n`` of a coefficient ``F_n`` (or leading order) the checker reads.
+MAX_ORDER = 10_000
 
-def read_claims(document: dict, layers: int, checked: list) -> list:
+
+def read_claims(document: dict, layers: int, checked: list, read_formula=None) -> list:
     """Validate the ``claims`` field: a list of ``{quantity, layer, value, engine_verdict}``.
+
+    A formula claim (:mod:`symattn.verifier.formulas`) is ``{quantity,
+    layer, order, formula, engine_verdict}`` with ``quantity`` ``"coefficient"``
+    (``F_order``, ``layer`` null) or ``"leading"`` (layer ``i``'s leading
+    coefficient); ``read_formula(tree, where)`` reads its tree into
+    ``(node, shape)`` (without it formula claims are refused), and the entry
+    read keeps the tree and the node.  Its evidence (prime, point, values) is
+    read by whoever decides it.
 
     Examples
     --------
@@ -63,7 +75,7 @@ def read_claims(document: dict, layers: int, checked: list) -> list:
     >>> read_claims({"claims": [{"quantity": "order", "layer": 1, "value": 2, "engine_verdict": True}]}, 2, [])
     Traceback (most recent call last):
     ...
-    symattn.verifier.disagreement.Disagreement: claims[0].quantity 'order' is not one of contact_order, multiplicity, identification_order, kernel, dimension, sign_group_order
+    symattn.verifier.disagreement.Disagreement: claims[0].quantity 'order' is not one of contact_order, multiplicity, identification_order, kernel, dimension, sign_group_order, coefficient, leading
     """
     claims = document.get("claims")
     if not isinstance(claims, list) or not claims:
@@ -74,8 +86,12 @@ def read_claims(document: dict, layers: int, checked: list) -> list:
         if not isinstance(entry, dict):
             raise Disagreement(f"{where} must be an object, got {str(entry)[:60]!r}")
         quantity = entry.get("quantity")
+        if quantity in FORMULA_QUANTITIES:
+            read.append(_read_formula_claim(entry, where, layers, read_formula))
+            continue
         if quantity not in QUANTITIES:
-            raise Disagreement(f"{where}.quantity {str(quantity)[:40]!r} is not one of " + ", ".join(QUANTITIES))
+            raise Disagreement(f"{where}.quantity {str(quantity)[:40]!r} is not one of "
+                               + ", ".join((*QUANTITIES, *FORMULA_QUANTITIES)))
         layer = entry.get("layer")
         if QUANTITIES[quantity]:
             if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= layers:
@@ -89,12 +105,39 @@ def read_claims(document: dict, layers: int, checked: list) -> list:
         if verdict not in (True, False, None):
             raise Disagreement(f"{where}.engine_verdict must be true, false or null, got {str(verdict)[:40]!r}")
         read.append({"quantity": quantity, "layer": layer, "value": value, "engine_verdict": verdict})
-    checked.append(f"claims: {len(read)} claimed numbers ({', '.join(_text(c) for c in read)}), each with the "
+    checked.append(f"claims: {len(read)} claims ({', '.join(_text(c) for c in read)}), each with the "
                    "engine's verdict")
     return read
 
 
+def _read_formula_claim(entry: dict, where: str, layers: int, read_formula) -> dict:
+    """A formula claim's own fields (its evidence is read where it is decided)."""
+    quantity = entry["quantity"]
+    if read_formula is None:
+        raise Disagreement(f"{where} is a formula claim; this reading knows numeric claims only")
+    layer = entry.get("layer")
+    if quantity == "leading":
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= layers:
+            raise Disagreement(f"{where}.layer must be a layer 1..{layers} for leading, got {layer!r}")
+    elif layer is not None:
+        raise Disagreement(f"{where}.layer must be null for a coefficient F_n, got {layer!r}")
+    order = entry.get("order")
+    if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order <= MAX_ORDER:
+        raise Disagreement(f"{where}.order must be an integer 0..{MAX_ORDER}, got {str(order)[:40]!r}")
+    tree = entry.get("formula")
+    node, _ = read_formula(tree, f"{where}.formula")
+    verdict = entry.get("engine_verdict", "missing")
+    if verdict not in (True, False, None):
+        raise Disagreement(f"{where}.engine_verdict must be true, false or null, got {str(verdict)[:40]!r}")
+    return {"quantity": quantity, "layer": layer, "order": order, "formula": tree, "node": node,
+            "engine_verdict": verdict}
+
+
 def _text(claim: dict) -> str:
+    if claim["quantity"] == "coefficient":
+        return f"F_{claim['order']} = {formula_text(claim['formula'])}"
+    if claim["quantity"] == "leading":
+        return f"leading({claim['layer']}) = {formula_text(claim['formula'])}"
     layer = "" if claim["layer"] is None else f"({claim['layer']})"
     return f"{claim['quantity']}{layer} = {claim['value']}"
 
@@ -124,6 +167,8 @@ def decide(claim: dict, proved: dict) -> tuple:
     >>> decide({"quantity": "multiplicity", "layer": 1, "value": 3}, {})
     ('not decided', 'no certificate here bounds multiplicity(1)')
     """
+    if "decision" in claim:  # a formula claim, decided at its own point (symattn.verifier.formulas)
+        return claim["decision"]
     quantity, value, layer = claim["quantity"], claim["value"], claim["layer"]
     if quantity == "dimension" and "dimension" in proved:
         bound = proved["dimension"]
