@@ -109,9 +109,10 @@ def test_an_edit_fails_naming_it(two_layers, edit, reason):
     assert reason in report.problem, report.problem
 
 
-def test_formula_claims_and_unsupported_networks_are_refused_before_computing():
-    with pytest.raises(CertificateRefused, match="is a formula; a certificate settles numeric claims only"):
-        claims_certificate(Architecture.uniform(layers=1, width=1, tokens=2), ["F_1 = 0"])
+def test_unsupported_networks_are_refused_before_computing():
+    # formula claims are certified (tests/test_formula_certificates.py), on plain networks only
+    with pytest.raises(CertificateRefused, match="a certificate of a formula claim describes a plain network"):
+        claims_certificate(Architecture.uniform(layers=1, width=1, tokens=2, residual=True), ["F_1 = 0"])
     # biases: the identification orders' certificate knows attention's blocks only
     with pytest.raises(CertificateRefused, match="BiasedAttention"):
         claims_certificate(Architecture.uniform(layers=1, bias=True), ["identification_order(1) = 2"])
@@ -164,7 +165,7 @@ def test_check_writes_a_certificate_and_verify_checks_it(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("verified: symattn check found: dimension = 9 false; kernel = 6 true")
     assert "dimension = 9: refuted: the dimension is at least 10" in out
-    # a formula claim with --certificate: a usage error, nothing written
-    assert main(["check", "--layers", "1", "--claim", "F_1 = 0", "--quiet", "--certificate",
+    # a formula claim on a network its certificate cannot describe: a usage error, nothing written
+    assert main(["check", "--layers", "1", "--heads", "2", "--claim", "F_1 = 0", "--quiet", "--certificate",
                  str(tmp_path / "formula.json")]) == 2
-    assert "is a formula" in capsys.readouterr().err and not (tmp_path / "formula.json").exists()
+    assert "plain network" in capsys.readouterr().err and not (tmp_path / "formula.json").exists()

@@ -879,15 +879,15 @@ def _formula_decision(raw: dict, claim: dict, architecture: dict, where: str, ch
     reading: list = []
     try:
         _read_field_data(fields, cert, reading)
+        if cert.truncation != claim["order"] + 1:
+            raise Disagreement(f"the truncation must be eps^{claim['order'] + 1}, one past the compared order "
+                               f"{claim['order']}; got eps^{cert.truncation}")
         _read_normalizers(fields, cert, reading)
         cert.powers = {name: 1 if name[0] in "QK" else 0 for name, _ in _cert_blocks(cert)}   # the collapse
         _read_point_and_bank(fields, cert, reading)
     except Disagreement as err:
         raise Disagreement(f"{where}: {err}") from None
     p, N, order, layer = cert.prime, cert.truncation, claim["order"], claim["layer"]
-    if N != order + 1:
-        raise Disagreement(f"{where}: the truncation must be eps^{order + 1}, one past the compared order {order}; "
-                           f"got eps^{N}")
     series = _collapse_series(cert, cert.point)
     if claim["quantity"] == "leading":
         if any(normalizer["lightning"] for normalizer in cert.normalizers):

@@ -67,7 +67,8 @@ MAX_DEPTH = 200
 MAX_EXPONENT = 100
 
 _OPERATIONS = ("matrix", "scalar", "number", "zero", "add", "multiply", "power", "transpose", "hadamard")
-_PRECEDENCE = {"add": 1, "multiply": 2, "power": 3, "transpose": 4, "hadamard": 4}
+#: How tightly each operation binds in the text (names, numbers and hadamard(...) are atoms).
+_PRECEDENCE = {"add": 1, "multiply": 2, "power": 3, "transpose": 4}
 
 
 # -- the formula as text ------------------------------------------------------------------------------
@@ -92,12 +93,15 @@ def formula_text(tree: dict) -> str:
         return "0"
 
     def inner(node: dict) -> str:
+        """A term in parentheses when it binds more loosely (sums and products are associative, powers are not)."""
         text = formula_text(node)
         (kind, _), = node.items()
-        return f"({text})" if kind in _PRECEDENCE and _PRECEDENCE[kind] <= _PRECEDENCE[operation] else text
+        binds = _PRECEDENCE.get(kind, 5)
+        loose = binds <= _PRECEDENCE[operation] if operation == "power" else binds < _PRECEDENCE[operation]
+        return f"({text})" if loose else text
 
     if operation == "add":
-        return " + ".join(inner(a) if next(iter(a)) == "add" else formula_text(a) for a in argument)
+        return " + ".join(inner(a) for a in argument)
     if operation == "multiply":
         return "*".join(inner(a) for a in argument)
     if operation == "power":
