@@ -106,9 +106,10 @@ def configure_check(parser) -> None:
                              f"error)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random point and bank")
     parser.add_argument("--certificate", metavar="FILE", default=None,
-                        help="also write a certificate of the numeric claims to FILE (JSON: the claims with the "
-                             "certificates of the results they were settled against), which 'symattn verify "
-                             "FILE' re-checks without trusting the engine; formula claims are refused")
+                        help="also write a certificate of the claims to FILE (JSON: numeric claims with the "
+                             "certificates of the results they were settled against, formula claims on plain "
+                             "networks with their formula as data, a random point mod a prime and the engine's "
+                             "values there), which 'symattn verify FILE' re-checks without trusting the engine")
 
 
 def _with_generic(args, arch):
@@ -147,7 +148,7 @@ def run_check(args, arch):
     >>> [check.verdict for check in run_check(args, arch).checks]
     [True, True]
 
-    With ``--certificate FILE`` (numeric claims), their certificate:
+    With ``--certificate FILE``, their certificate:
 
     >>> import os, tempfile
     >>> from symattn.verifier import verify

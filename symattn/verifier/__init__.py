@@ -7,7 +7,8 @@ orders of the blocks (:mod:`symattn.verifier.orders`), and the ranks of the
 blocks on a collapsed set (:mod:`symattn.verifier.observe`); and bundles of
 them (kind ``"identify"``: a report's dimension and orders; kind
 ``"claims"``: the claims of ``symattn check`` with the certificates they
-were settled against, :mod:`symattn.verifier.claims`).
+were settled against, :mod:`symattn.verifier.claims`, and formula claims
+decided at their own point, :mod:`symattn.verifier.formulas`).
 
 A certificate (:mod:`symattn.certificates` writes them) holds everything a
 claim rests on: the architecture, each normalizer's Taylor coefficients as

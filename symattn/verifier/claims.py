@@ -1,10 +1,10 @@
 """Claims of ``symattn check`` decided from certified numbers: what a claims certificate proves.
 
-A claims certificate (kind ``"claims"``) lists claimed numbers about one
+A claims certificate (kind ``"claims"``) lists claims about one
 architecture (``dimension = n``, ``kernel = n``, ``identification_order(i) =
-n``, ...) with the verdict symattn's engine gave each, and in ``parts`` the
-certificates of the engine's results the claims were settled against (a
-dimension, a spectrum, identification orders).  The checker verifies every
+n``, ..., and formula claims) with the verdict symattn's engine gave each,
+and in ``parts`` the certificates of the engine's results the numeric claims
+were settled against (a dimension, a spectrum, identification orders).  The checker verifies every
 part, then decides each claim from the numbers the parts prove, by its own
 rules:
 
@@ -19,6 +19,11 @@ rules:
   **refuted**, otherwise not decided.
 * ``contact_order(i)``, ``multiplicity(i)``, ``sign_group_order``: not decided
   by these certificates.
+* formula claims, ``F_n = <formula>`` and ``leading(i) = <formula>``
+  (quantities ``coefficient`` and ``leading``): each carries its own point,
+  prime and truncation and is decided there (:mod:`symattn.verifier.formulas`):
+  **refuted** by a difference, otherwise **consistent at one point**, which
+  proves nothing.
 
 The verification fails when a part fails, and when a decision contradicts
 the engine's verdict (the engine said true and the checker refutes, or the
