@@ -872,9 +872,10 @@ def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool
                            "a dimension at or above the certified lower bound, an order at or below the certified "
                            "upper bound) are not decided by the certificate, whatever the engine said. A formula "
                            "that agrees with the coefficient at its point is consistent there, not proved: a false "
-                           "formula can agree at one point (at a uniformly random point of GF(p) with probability "
-                           "at most deg/p, Schwartz-Zippel; the point was drawn by the certificate's writer, and "
-                           "the checker bounds no degree). For leading(i) the order n_i is symattn's rule, "
+                           "formula can agree at one point (at a uniformly random point of GF(p), when the "
+                           "difference is not 0 mod p, with probability at most D/p, Schwartz-Zippel, D the "
+                           "checker's bound on the degrees; symattn draws the point at random, which the checker "
+                           "cannot confirm). For leading(i) the order n_i is symattn's rule, "
                            "recomputed by the checker, and the lower coefficients are compared with 0 at the point "
                            "only."),
         "architecture": _architecture_json(arch),

@@ -26,7 +26,7 @@ from symattn.cli import main
 from symattn.model import Architecture
 from symattn.verifier import verify
 from symattn.verifier.claims import claims_claim
-from symattn.verifier.formulas import evaluate_formula, formula_text, named_values, read_formula
+from symattn.verifier.formulas import coefficient_degrees, evaluate_formula, formula_text, named_values, read_formula
 
 REPO = Path(__file__).resolve().parent.parent
 VERIFIER = REPO / "symattn" / "verifier"
@@ -67,8 +67,11 @@ def test_true_and_false_formula_claims_certify_and_verify_with_the_expected_deci
         if decision == "refuted":
             assert "a nonzero difference at one point proves the formula false" in line
         else:
-            assert "not a proof" in line and "Schwartz-Zippel" in line
+            assert "not a proof" in line and "Schwartz-Zippel" in line and "symattn draws the point so" in line
     assert decisions[-1].startswith("dimension = 3: refuted: the dimension is at least 10")
+    # F_0 = P X J / t: degree 3 in the point's coordinates (V_2, V_1, X), on both sides
+    assert "both sides have degree at most 3 in the point's coordinates" in decisions[0]
+    assert "at most 3/2147483647 (about 1.4e-09; Schwartz-Zippel)" in decisions[0]
     # each formula claim's evidence is read and recomputed by the checker, one line each
     evidence = [line for line in report.checked if line.startswith("claims[")]
     assert len(evidence) == len(CLAIMS)
@@ -210,6 +213,29 @@ def test_formula_trees_are_written_back_as_the_engine_reads_them():
         text = formula_text(formula_tree(formula))
         again = formula if text == "0" else matrix_formula(text, names)
         assert again == formula, (claim, text)
+
+
+@pytest.mark.parametrize("arch, N", [
+    (Architecture.uniform(layers=1, width=2, tokens=2), 5),
+    (Architecture.uniform(layers=2, width=1, tokens=2), 7),
+    (Architecture.uniform(layers=1, width=2, tokens=2, normalizer="cosh"), 6),
+    (Architecture.uniform(layers=1, width=1, tokens=3, normalizer="quadratic"), 6),
+    (Architecture.uniform(layers=2, width=1, tokens=2, normalizer="lightning"), 5),
+])
+def test_the_checkers_degree_bounds_hold_for_the_exact_expansion(arch, N):
+    import sympy as sp
+
+    from symattn.expand import expand
+
+    series = expand(arch, truncation=N)
+    taylor = [[] if n.is_lightning else [int(c != 0) for c in n.taylor(N)] for n in arch.normalizers]
+    bounds = coefficient_degrees(taylor, [bool(n.is_lightning) for n in arch.normalizers], N)
+    for m in range(N):
+        entries = [e for e in sp.Matrix(series[m]) if e != 0]
+        actual = max((sp.Poly(e, *sorted(e.free_symbols, key=str)).total_degree() if e.free_symbols else 0
+                      for e in entries), default=float("-inf"))
+        assert actual <= bounds[m], (m, actual, bounds)
+    assert bounds[0] == (float("-inf") if arch.normalizers[0].is_lightning else arch.layers + 1)
 
 
 def test_formula_claims_on_variants_are_refused_before_computing():

@@ -26,8 +26,8 @@ from .network import ScoresDoNotVanish, forward
 from .pivots import pivot_valuations
 from .claims import KIND as CLAIMS_KIND, check_claims, claims_claim, read_claims
 from .formulas import (
-    QUANTITIES as FORMULA_QUANTITIES, decide_formula, evaluate_formula, first_degrees, leading_orders, named_values,
-    read_formula,
+    QUANTITIES as FORMULA_QUANTITIES, coefficient_degrees, decide_formula, evaluate_formula, first_degrees,
+    formula_degree, leading_orders, named_values, read_formula,
 )
 from .orders import KIND as ORDERS_KIND, check_orders, orders_claim, read_orders
 from .observe import (
@@ -913,8 +913,13 @@ def _formula_decision(raw: dict, claim: dict, architecture: dict, where: str, ch
         name, below, coefficient = f"F_{order}", [], series[order]
     values = named_values(cert.point, cert.bank[0], cert.widths, cert.tokens, p)
     claimed = evaluate_formula(claim["node"], values, p)
+    # the degrees of both sides in the point's coordinates, for the Schwartz-Zippel bound of an agreement
+    sides = (coefficient_degrees([normalizer["taylor"] for normalizer in cert.normalizers],
+                                 [normalizer["lightning"] for normalizer in cert.normalizers], N)[order],
+             formula_degree(claim["node"], len(cert.widths) - 1))
+    degree = None if sides[1] is None else int(max(0, *sides))
     try:
-        decision = decide_formula(name, below, coefficient, claimed, raw.get("values"), p)
+        decision = decide_formula(name, below, coefficient, claimed, raw.get("values"), p, degree)
     except Disagreement as err:
         raise Disagreement(f"{where}: {err}") from None
     checked.append(f"{where}: " + "; ".join(reading) + f"; the query/key collapse; recomputed {name} mod "

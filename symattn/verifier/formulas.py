@@ -31,11 +31,13 @@ forward pass computes (:func:`decide_formula`):
   residues are the reductions of the rational values at that integer point,
   which therefore differ: the two sides are not the same polynomial;
 * **agreement** is consistent with the claim and proves nothing: a false
-  formula can agree at one point.  Were the point uniformly random in
-  ``GF(p)``, a false one would agree with probability at most ``deg / p``
-  (Schwartz-Zippel, ``deg`` the degree of the difference in the point's
-  coordinates); but the certificate's writer drew the point, and the
-  checker bounds no degree: it says "consistent at one point", not decided.
+  formula can agree at one point.  The checker bounds the degree ``D`` of
+  both sides in the point's coordinates (:func:`coefficient_degrees`,
+  :func:`formula_degree`): at a point drawn uniformly from ``GF(p)``, a
+  formula whose difference is not 0 mod ``p`` agrees with probability at
+  most ``D / p`` (Schwartz-Zippel).  symattn draws the point so, but the
+  checker cannot confirm how it was drawn: it says "consistent at one
+  point", with the bound, and decides nothing.
 
 This module imports nothing but the standard library and its own package:
 it is part of the independent checker.
@@ -56,7 +58,7 @@ from fractions import Fraction
 from .disagreement import Disagreement
 
 __all__ = ["QUANTITIES", "MAX_NODES", "formula_text", "read_formula", "named_values", "evaluate_formula",
-           "leading_orders", "first_degrees", "decide_formula"]
+           "leading_orders", "first_degrees", "coefficient_degrees", "formula_degree", "decide_formula"]
 
 #: The formula claims a claims certificate holds: a coefficient ``F_n``, a layer's leading coefficient.
 QUANTITIES = ("coefficient", "leading")
@@ -154,6 +156,7 @@ def read_formula(tree, widths: list, tokens: int, rational, where: str = "formul
     symattn.verifier.disagreement.Disagreement: formula: 'matrix' names __import__, not one of P, X, J, H, What_1, C_1
     """
     matrices, scalars = _shapes(widths, tokens)
+    sizes = set(widths) | {tokens}
     count = [0]
 
     def read(node, where: str, depth: int) -> tuple:
@@ -176,9 +179,11 @@ def read_formula(tree, widths: list, tokens: int, rational, where: str = "formul
         if operation == "number":
             return ("number", rational(argument, f"{where}.number")), None
         if operation == "zero":
+            # a zero matrix of the network's sizes only (a width or the token count each way)
             if not (isinstance(argument, list) and len(argument) == 2
-                    and all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 10_000 for n in argument)):
-                raise Disagreement(f"{where}.zero must be [rows, cols], got {str(argument)[:40]!r}")
+                    and all(isinstance(n, int) and not isinstance(n, bool) and n in sizes for n in argument)):
+                raise Disagreement(f"{where}.zero must be [rows, cols], each one of the sizes "
+                                   f"{sorted(sizes)}, got {str(argument)[:40]!r}")
             return ("zero", tuple(argument)), tuple(argument)
         if operation in ("add", "multiply"):
             if not isinstance(argument, list) or len(argument) < 2:
@@ -376,6 +381,94 @@ def leading_orders(ks: list) -> list:
     return orders
 
 
+# -- degree bounds ----------------------------------------------------------------------------------------
+_ZERO = float("-inf")   # the degree of the zero polynomial
+
+
+def _series_product(a: list, b: list) -> list:
+    """Degree bounds of a product of series: ``deg c_n <= max_(i + j = n) deg a_i + deg b_j`` (sums keep bounds)."""
+    return [max((a[i] + b[n - i] for i in range(n + 1)), default=_ZERO) for n in range(len(a))]
+
+
+def coefficient_degrees(taylor_lists: list, lightning: list, N: int) -> list:
+    """Bounds on the total degree of ``F_0 .. F_(N-1)`` along the query/key collapse, in the point's coordinates.
+
+    The coordinates are the entries of ``Qt_i, Kt_i, Vt_i`` and ``X``; the
+    bound runs the forward pass of a plain network on degrees instead of
+    numbers (one bound per power of ``eps`` for a whole matrix): ``X`` has
+    degree 1 at ``eps^0``, ``Q_i = eps Qt_i`` and ``K_i`` degree 1 at
+    ``eps^1``, ``V_i`` degree 1 at ``eps^0``; a product of series adds
+    degrees (the largest over ``i + j = n``), a sum keeps the larger,
+    ``s(A) = sum_m c_m A^m`` over the nonzero ``c_m`` (residues mod ``p``:
+    the bound is on the polynomials mod ``p``), and ``1/u`` for a column sum
+    ``u = t + u_1 eps + ...`` has ``b_0 = 1/t`` and ``b_n = -(1/t) sum_i u_i b_(n-i)``.
+    For ``leading(i)``, ``F`` with ``Kt_i = 0`` has no larger degrees.
+
+    Examples
+    --------
+    >>> coefficient_degrees([[1, 1, 1]], [False], 3)          # one softmax layer: F_0 = P X J / t, F_2 ~ P X H C_1
+    [2, -inf, 6]
+    """
+    X = [1] + [_ZERO] * (N - 1)
+    scaled = [_ZERO, 1] + [_ZERO] * (N - 2) if N > 1 else [_ZERO]   # Q_i = eps Qt_i, K_i = eps Kt_i
+    value = [1] + [_ZERO] * (N - 1)                                  # V_i = Vt_i
+    for taylor, attention_only in zip(taylor_lists, lightning):
+        A = _series_product(_series_product(scaled, X), _series_product(scaled, X))   # (K X)^T (Q X)
+        if attention_only:
+            S = A
+        else:
+            power, s = [0] + [_ZERO] * (N - 1), [0] + [_ZERO] * (N - 1)                # A^0 = 1, c_0 = 1
+            for c in taylor[1:N]:   # A vanishes at eps^0, so A^m vanishes mod eps^N for m >= N
+                power = _series_product(power, A)
+                if c:
+                    s = [max(x, y) for x, y in zip(s, power)]
+            inverse = [0] + [_ZERO] * (N - 1)                                           # 1/t
+            for n in range(1, N):
+                inverse[n] = max((s[i] + inverse[n - i] for i in range(1, n + 1)), default=_ZERO)
+            S = _series_product(s, inverse)
+        X = _series_product(value, _series_product(X, S))                                # V X S(A)
+    return X
+
+
+def formula_degree(node: tuple, layers: int):
+    """A bound on the total degree of a read formula in the point's coordinates, or None (a negative power).
+
+    ``P`` has degree ``l``, ``X`` 1, ``What_i`` ``2i`` (``P_(i-1)^T Kt_i^T Qt_i
+    P_(i-1)``), ``C_i`` and ``alpha_i`` ``2i + 2``, ``H``, ``J`` and numbers 0.
+
+    Examples
+    --------
+    >>> formula_degree(("multiply", [("number", 1), ("matrix", "P"), ("matrix", "X"), ("matrix", "C_1")]), 2)
+    7
+    >>> formula_degree(("power", ("scalar", "alpha_1"), -1), 1) is None
+    True
+    """
+    operation = node[0]
+    if operation in ("matrix", "scalar"):
+        name = node[1]
+        if name == "P":
+            return layers
+        if name == "X":
+            return 1
+        if name in ("H", "J"):
+            return 0
+        i = int(name.partition("_")[2])
+        return 2 * i if name.startswith("What") else 2 * i + 2
+    if operation in ("number", "zero"):
+        return 0
+    if operation == "transpose":
+        return formula_degree(node[1], layers)
+    if operation in ("add", "multiply"):
+        degrees = [formula_degree(a, layers) for a in node[1]]
+        if None in degrees:
+            return None
+        return max(degrees) if operation == "add" else sum(degrees)
+    inner = formula_degree(node[1], layers)
+    if inner is None or node[2] < 0:
+        return None
+    return inner * node[2]
+
+
 # -- the decision -----------------------------------------------------------------------------------------
 def _first_difference(A: list, B: list):
     """The first entry ``(r, c)`` where two matrices differ, or None."""
@@ -396,7 +489,8 @@ def _residues(matrix, shape: tuple, p: int, what: str) -> list:
     return matrix
 
 
-def decide_formula(name: str, below: list, coefficient: list, claimed: list, engine_values, p: int) -> tuple:
+def decide_formula(name: str, below: list, coefficient: list, claimed: list, engine_values, p: int,
+                   degree: int | None = None) -> tuple:
     """``(decision, why)`` for a formula claim, after comparing the engine's values with the checker's.
 
     ``name`` is the compared coefficient in words (``F_2``,
@@ -404,9 +498,11 @@ def decide_formula(name: str, below: list, coefficient: list, claimed: list, eng
     vanish below it (a leading claim; ``(order, matrix)`` pairs),
     ``coefficient`` its value at the point and ``claimed`` the formula's,
     all mod ``p``; ``engine_values`` the certificate's ``values``: the engine's
-    residues of both at the point.  A disagreement with the engine's values is
-    a :class:`Disagreement`; otherwise ``"refuted"`` (a difference at the point)
-    or ``"consistent at one point"``.
+    residues of both at the point; ``degree`` bounds the degree of both sides
+    in the point's coordinates (None: no bound).  A disagreement with the
+    engine's values is a :class:`Disagreement`; otherwise ``"refuted"`` (a
+    difference at the point) or ``"consistent at one point"``, with the
+    Schwartz-Zippel bound ``degree / p`` when there is one.
 
     Examples
     --------
@@ -441,8 +537,14 @@ def decide_formula(name: str, below: list, coefficient: list, claimed: list, eng
         return "refuted", (f"at the certificate's point mod {p}, {name} is {coefficient[r][c]} and the formula is "
                            f"{claimed[r][c]} at entry {entry}: a nonzero difference at one point proves the formula "
                            "false")
+    agree = f"{name} and the formula agree at the certificate's point mod {p}: not a proof (a false formula can agree"
+    if degree is None:
+        return "consistent at one point", (
+            f"{agree} at one point; the formula has a negative power, so the checker bounds no degree and no "
+            "probability)")
     return "consistent at one point", (
-        f"{name} and the formula agree at the certificate's point mod {p}: not a proof (a false formula can agree "
-        f"at one point; at a point drawn uniformly from GF({p}) it would with probability at most deg/{p}, "
-        "Schwartz-Zippel, deg the degree of the difference, which the checker does not bound, and the point was "
-        "drawn by the certificate's writer)")
+        f"{agree} at one point; both sides have degree at most {degree} in the point's coordinates (the checker's "
+        f"bound), so at a point drawn uniformly from GF({p}) a formula whose difference is not 0 mod {p} agrees "
+        f"with probability at most {degree}/{p} (about {degree / p:.1e}; Schwartz-Zippel); symattn draws the "
+        "point so, which the checker cannot confirm)")
+
