@@ -874,8 +874,10 @@ def _formula_decision(raw: dict, claim: dict, architecture: dict, where: str, ch
     """
     cert = _plain_network(architecture)
     fields = {key: raw[key] for key in ("prime", "truncation", "normalizers", "point") if key in raw}
-    if "input" in raw:
-        fields["bank"] = [raw["input"]]
+    # the input X, d_0 x t integers, read as a bank of one input
+    X = _list(_field(raw, "input", where), f"{where}.input", cert.widths[0])
+    fields["bank"] = [[[_integer(v, f"{where}.input[{r}][{c}]") for c, v in
+                        enumerate(_list(row, f"{where}.input[{r}]", cert.tokens))] for r, row in enumerate(X)]]
     reading: list = []
     try:
         _read_field_data(fields, cert, reading)
