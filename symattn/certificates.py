@@ -287,6 +287,9 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     arch : Architecture
     result : DimensionResult, optional
         The run to certify (default: :func:`function_space_dimension` with the options below).
+        The checker recomputes the curve route: a result of the integer-score
+        route is computed again on the curve route (``route="curve"``, from
+        the result's seed) and that run is certified.
     curve, seed, estimate, dps, prime, max_attempts, max_memory
         As for :func:`function_space_dimension` (``prime`` defaults to its
         ``DIMENSION_PRIME``); ``curve`` must be the result's curve.  The
@@ -322,10 +325,14 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     if result is None:
         result = function_space_dimension(arch, curve=curve, seed=seed, estimate=estimate, dps=dps,
                                           prime=DIMENSION_PRIME if prime is None else prime,
-                                          max_attempts=max_attempts, max_memory=max_memory)
+                                          max_attempts=max_attempts, max_memory=max_memory, route="curve")
     if not isinstance(result, DimensionResult):
         raise SymattnError(f"result must be the DimensionResult of function_space_dimension, got "
                            f"{type(result).__name__}")
+    if result.route.startswith("integer scores"):  # the checker recomputes the curve route: certify that one
+        result = function_space_dimension(arch, curve=curve, seed=result.seed, estimate=estimate, dps=dps,
+                                          prime=result.prime, max_attempts=max_attempts, max_memory=max_memory,
+                                          route="curve")
     p = result.prime
     if result.route == "random point":  # polynomial weights: the Jacobian at the point itself
         route_curve, truncation = Curve("a random point (no curve)"), 1
