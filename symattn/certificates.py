@@ -185,14 +185,14 @@ def check_certifiable(arch: Architecture, curve: Curve | None = None, components
 
     Called before any computation: generic normalizers and normalizers or
     activations whose Taylor coefficients are not rational; polynomial
-    curves; with ``components=False`` (the identification orders, whose
+    curves; with ``components=False`` (the observability certificate, whose
     checker knows attention's blocks only) biases and feed-forward blocks.
 
     Examples
     --------
     >>> check_certifiable(Architecture.uniform(layers=2, heads=2, causal=True))
     >>> check_certifiable(Architecture.uniform(layers=1, bias=True))
-    >>> check_certifiable(Architecture.uniform(layers=1, bias=True), components=False)   # identification orders
+    >>> check_certifiable(Architecture.uniform(layers=1, bias=True), components=False)   # observability
     Traceback (most recent call last):
     ...
     symattn.certificates.CertificateRefused: layer 1 has a component BiasedAttention (attention) that this certificate's checker does not implement yet; it implements attention (with heads), a causal mask and a residual stream
@@ -204,8 +204,8 @@ def _refuse_unsupported(arch: Architecture, curve, components: bool = True) -> N
     """Refuse what the checker does not implement, naming it, before any computation.
 
     ``components``: the certificate's checker implements biases and
-    feed-forward blocks too (dimension and spectrum certificates; the
-    identification orders know attention's blocks only).
+    feed-forward blocks too (every certificate but the observability
+    certificate, which knows attention's blocks only).
     """
     from .model.bias import BiasedAttention, BiasedFeedForward
     from .model.feedforward import FeedForward
@@ -301,8 +301,8 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     ------
     CertificateRefused
         For a normalizer whose Taylor coefficients are not rational or are
-        generic, a component the checker does not implement (biases,
-        feed-forward blocks), or a polynomial curve.
+        generic, an activation whose Taylor coefficients are not rational,
+        a component the checker does not implement, or a polynomial curve.
 
     Examples
     --------
@@ -545,7 +545,8 @@ def write_spectrum_certificate(arch: Architecture, path, result=None, **options)
 
 #: What an identification-orders certificate proves, and what it does not (written into every such certificate).
 ORDERS_PROVES = (
-    "For each block (the entries of Q_i and K_i, or of one head's; every V for the values), at the integer point "
+    "For each block (the entries of Q_i and K_i, or of one head's; every V for the values; the bias columns of "
+    "layer i for bias:i; W_in, W_out and their biases for feed-forward:i), at the integer point "
     "and bank, in the curve's coordinates: C_n, the coefficient of eps^n of the Jacobian series, has an entry on "
     "the block that is nonzero mod p, hence the rational it reduces from is nonzero: dF_n/d(block) is not "
     "identically zero, so the block's identification order is at most n. And r rows (output entries, with "
@@ -582,7 +583,9 @@ def orders_certificate(arch: Architecture, result=None, curve: Curve | None = No
     entry of ``C_n`` on the block that is nonzero mod ``p``, and ``r`` rows of
     ``[C_0; ...; C_n]`` and ``r`` of the block's columns whose constant matrix
     is nonsingular mod ``p``, found by pivoting, ``r`` the run's jet rank on
-    the block.  What it proves: :data:`ORDERS_PROVES`.
+    the block.  The blocks are the run's: ``scores:i`` (per head with
+    several), ``values``, and with biases and feed-forward blocks
+    ``bias:i`` and ``feed-forward:i``.  What it proves: :data:`ORDERS_PROVES`.
 
     Parameters
     ----------
@@ -614,6 +617,12 @@ def orders_certificate(arch: Architecture, result=None, curve: Curve | None = No
     >>> from symattn.verifier import verify
     >>> verify(certificate).verified
     True
+    >>> biased = orders_certificate(Architecture.uniform(layers=1, width=2, rank=1, bias=True, ffn=2,
+    ...                                                  activation="x + x**2"))
+    >>> [(entry["block"], entry["order"], entry["jet_rank"]) for entry in biased["orders"]]
+    [('scores:1', 3, 4), ('bias:1', 1, 2), ('feed-forward:1', 0, 2), ('values', 1, 4)]
+    >>> verify(biased).verified
+    True
     """
     from .algebra.linalg import pivots as independent_pivots
     from .identify import identification_orders
@@ -621,7 +630,7 @@ def orders_certificate(arch: Architecture, result=None, curve: Curve | None = No
     from .jacobian import block_columns
 
     arch = require_architecture(arch)
-    _refuse_unsupported(arch, curve, components=False)
+    _refuse_unsupported(arch, curve)
     route_curve = collapse() if curve is None else curve
     result = _given_run(result, lambda **given: identification_orders(arch, route_curve, seed=seed, **given),
                         options, OrdersResult, "result", "the OrdersResult of identification_orders",
@@ -709,7 +718,7 @@ def identify_certificate(arch: Architecture, report=None, curve: Curve | None = 
     from .identify.report import IdentificationReport
 
     arch = require_architecture(arch)
-    _refuse_unsupported(arch, curve, components=False)
+    _refuse_unsupported(arch, curve)
     report = _given_run(report, lambda **given: identify(arch, curve=curve, seed=seed, **given), options,
                         IdentificationReport, "report", "the IdentificationReport of identify")
     parts = [dimension_certificate(arch, result=report.dimension, curve=curve),
@@ -798,8 +807,7 @@ def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool
                                      "(contact_order(i), multiplicity(i), identification_order(i), kernel, "
                                      "dimension, sign_group_order)")
         quantities.append(parse_claim(text, arch.layers)[0])
-    # the identification orders' certificate knows attention's blocks only
-    _refuse_unsupported(arch, None, components="identification_order" not in quantities)
+    _refuse_unsupported(arch, None)
     engine = ClaimEngine(arch, seed=seed, progress=progress)
     checks = [check_number_claim(engine, text) for text in claims]
     if on_checks is not None:  # symattn check prints these: computed once for both

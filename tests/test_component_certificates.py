@@ -99,12 +99,9 @@ def test_the_checkers_biased_attention_and_feed_forward_block_are_the_exact_seri
 def test_what_the_checker_does_not_implement_is_refused_before_computing():
     with pytest.raises(CertificateRefused, match="activation gelu .* not rational"):
         check_certifiable(Architecture.uniform(layers=1, width=2, ffn=2, activation="gelu"))
+    with pytest.raises(CertificateRefused, match="activation gelu .* not rational"):
+        orders_certificate(Architecture.uniform(layers=1, width=2, ffn=2, activation="gelu"))
     biased = Architecture.uniform(layers=1, width=2, rank=1, bias=True)
-    with pytest.raises(CertificateRefused, match="BiasedAttention .* it implements attention \\(with heads\\), a "
-                                                 "causal mask and a residual stream"):
-        orders_certificate(biased)
-    with pytest.raises(CertificateRefused, match="BiasedAttention"):
-        check_certifiable(biased, components=False)
     with pytest.raises(CertificateError, match="this certificate has biases or feed-forward blocks"):
         export_script(dimension_certificate(biased), "sage")
 
@@ -136,3 +133,81 @@ def test_component_certificates_match_the_schema():
     arch = Architecture.uniform(**NETWORKS["biases, feed-forward, residual, causal"])
     jsonschema.validate(dimension_certificate(arch), schema)
     jsonschema.validate(spectrum_certificate(arch), schema)
+
+
+# -- identification orders --------------------------------------------------------------------------
+# name: {block: (order, jet rank)} the run and the certificate give along the collapse curve
+ORDERS = {
+    "biases, 2 layers": {"scores:1": (2, 4), "scores:2": (6, 4), "bias:1": (0, 2), "bias:2": (0, 2),
+                         "values": (0, 6)},
+    "feed-forward tanh": {"scores:1": (3, 3), "feed-forward:1": (1, 4), "values": (1, 4)},
+    "feed-forward x + x**2, cosh": {"scores:1": (5, 3), "feed-forward:1": (1, 4), "values": (1, 4)},
+    "biased feed-forward sigmoid, heads": {
+        "scores:1:1": (4, 4), "scores:1:2": (4, 4), "scores:2:1": (9, 2), "scores:2:2": (9, 2), "bias:1": (2, 2),
+        "feed-forward:1": (1, 2), "bias:2": (1, 2), "feed-forward:2": (0, 2), "values": (1, 2)},
+    "biases, feed-forward, residual, causal": {
+        "scores:1": (2, 4), "scores:2": (2, 4), "bias:1": (0, 2), "feed-forward:1": (0, 2), "bias:2": (0, 2),
+        "feed-forward:2": (0, 2), "values": (0, 8)},
+}
+
+
+@pytest.mark.parametrize("name", list(ORDERS))
+def test_orders_certificates_of_components_verify_and_agree_with_the_engine(name):
+    from symattn.identify import identification_orders
+
+    arch = Architecture.uniform(**NETWORKS[name])
+    result = identification_orders(arch)
+    engine = {b.block: (b.order, b.jet_rank) for b in (*result.scores, result.values)}
+    certificate = orders_certificate(arch, result=result)
+    claimed = {entry["block"]: (entry["order"], entry["jet_rank"]) for entry in certificate["orders"]}
+    assert claimed == engine == ORDERS[name]
+    report = verify(certificate)
+    assert report.verified, report.problem
+    # the checker found the bias and feed-forward blocks' columns by its own rule and checked their witnesses
+    for block, (order, rank) in ORDERS[name].items():
+        assert any(line.startswith(f"{block}: C_{order} is nonzero") and f"(jet rank >= {rank})" in line
+                   for line in report.checked), block
+
+
+@pytest.fixture(scope="module")
+def biased_orders():
+    """Biases and a feed-forward block x + x**2 in one layer: every block's order and witnesses."""
+    arch = Architecture.uniform(layers=1, width=2, rank=1, bias=True, ffn=2, activation="x + x**2")
+    return orders_certificate(arch)
+
+
+def _orders_claim_again(certificate):
+    from symattn.certificates import orders_claim
+
+    certificate["claim"] = orders_claim(certificate["orders"])
+
+
+def _entry(certificate, block):
+    return next(entry for entry in certificate["orders"] if entry["block"] == block)
+
+
+@pytest.mark.parametrize("edit, reason", [
+    # a claimed number: the bias block's jet rank one higher, its order one lower than C_0 allows
+    (lambda c: (_entry(c, "bias:1").update(jet_rank=_entry(c, "bias:1")["jet_rank"] + 1), _orders_claim_again(c)),
+     "witness must have jet_rank = 3 rows and columns"),
+    (lambda c: (_entry(c, "feed-forward:1").update(order=_entry(c, "feed-forward:1")["order"] + 1),
+                _orders_claim_again(c)), "feed-forward:1: the C_1 entry at output (0, 0, 0), column bout_1[0,0] is 0"),
+    # a bias entry of the point: without b_Q the scores' witness is singular (the scores see K^T Q alone)
+    (lambda c: c["point"].update(bQ_1=[[0]]), "scores:1: the 4 x 4 witness matrix of [C_0; ...; C_3] has rank 3"),
+    # a witness column of another block, a nonzero entry's column outside the block
+    (lambda c: _entry(c, "bias:1")["witness"]["columns"].__setitem__(0, "Q_1[0,0]"),
+     "is not a parameter of block bias:1"),
+    (lambda c: _entry(c, "feed-forward:1")["nonzero"].update(column="bQ_1[0,0]"),
+     "is not a parameter of block feed-forward:1"),
+    # a bias entry of the point that is not an integer, a bias block with the wrong shape
+    (lambda c: c["point"]["bV_1"][1].__setitem__(0, 1.5), "point['bV_1'][1][0] must be an integer"),
+    (lambda c: c["point"].update(bin_1=[[1]]), "point['bin_1'] must have 2 entries, got 1"),
+    (lambda c: c["curve"]["powers"].pop("bout_1"), "curve.powers must name every block"),
+])
+def test_an_edit_of_a_components_orders_certificate_fails_naming_it(biased_orders, edit, reason):
+    assert verify(biased_orders).verified
+    changed = copy.deepcopy(biased_orders)
+    edit(changed)
+    report = verify(changed)
+    assert not report.verified
+    assert reason in report.problem, report.problem
