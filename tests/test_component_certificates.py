@@ -129,6 +129,11 @@ def test_component_certificates_match_the_schema():
     arch = Architecture.uniform(**NETWORKS["biases, feed-forward, residual, causal"])
     jsonschema.validate(dimension_certificate(arch), schema)
     jsonschema.validate(spectrum_certificate(arch), schema)
+    jsonschema.validate(orders_certificate(arch), schema)   # blocks bias:i and feed-forward:i
+
+    from symattn.certificates import observe_certificate
+
+    jsonschema.validate(observe_certificate(arch, ["scores:1"]), schema)   # a block feed-forward:i
 
 
 # -- identification orders --------------------------------------------------------------------------
