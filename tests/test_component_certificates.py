@@ -231,6 +231,10 @@ OBSERVE = {
                                          normalizer="cosh"), ["identical-tokens"],
                                     [("scores:1", "unobservable", 0, None), ("feed-forward:1", "observable", 8, 8),
                                      ("values", "seen", 4, None)]),
+    # x**2 hides the scalings W_in row * c, W_out column / c^2: rank 6 of its 8 columns, seen, no verdict
+    "feed-forward x**2": (dict(layers=1, width=2, rank=1, ffn=2, activation="x**2"), [],
+                          [("scores:1", "observable", 3, 3), ("feed-forward:1", "seen", 6, 8),
+                           ("values", "seen", 4, None)]),
     # V_1 = 0 with biases: the feed-forward blocks see b_V only
     "biased feed-forward tanh, heads": (dict(layers=2, width=2, rank=1, ffn=2, bias=True, heads=2), ["values:1"],
                                         [("scores:1", "unobservable", 0, None), ("feed-forward:1", "seen", 2, 12),
