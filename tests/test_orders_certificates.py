@@ -139,15 +139,24 @@ _MUST_FAIL = ["order up", "order down", "jet rank up", "coefficient above the or
 _MAY_PASS = ["point entry", "bank entry", "witness coefficient"]
 
 
+@pytest.fixture(scope="module")
+def components():
+    """Biases and a feed-forward block x + x**2: the blocks scores:1, bias:1, feed-forward:1, values."""
+    return orders_certificate(Architecture.uniform(layers=1, width=2, rank=1, bias=True, ffn=2,
+                                                   activation="x + x**2"))
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kind=st.sampled_from(_MUST_FAIL + _MAY_PASS), data=st.data())
-def test_a_random_single_edit(two_layers, kind, data):
-    certificate = copy.deepcopy(two_layers)
+@pytest.mark.parametrize("network", ["two_layers", "components"])
+def test_a_random_single_edit(request, network, kind, data):
+    original = request.getfixturevalue(network)
+    certificate = copy.deepcopy(original)
     n = data.draw(st.integers(0, len(certificate["orders"]) - 1))
     entry = certificate["orders"][n]
-    if kind == "order up":  # softmax: one or two above; the coefficients below the new order do not all vanish
+    if kind == "order up":  # one or two above: C_n, nonzero at the witness entry, is below the new order
         entry["order"] = min(entry["order"] + data.draw(st.integers(1, 2)), certificate["truncation"] - 1)
-        if entry["order"] == two_layers["orders"][n]["order"]:
+        if entry["order"] == original["orders"][n]["order"]:
             entry["order"] += 1  # past the truncation: out of range
         _claim_again(certificate)
     elif kind == "order down":
