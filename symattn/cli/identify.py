@@ -73,7 +73,7 @@ def run_identify(args, arch):
     if certificate is not None:
         from ..certificates import check_certifiable
 
-        check_certifiable(arch, curve, components=False)  # refused before the computation, not after it
+        check_certifiable(arch, curve)  # refused before the computation, not after it
     report = identify(arch, curve=curve, seed=args.seed, progress=not args.quiet,
                       estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory,
                       scheduler=args.scheduler, workers=args.workers)
