@@ -75,7 +75,8 @@ class IntegerScores:
     >>> D = ModSeriesDomain(101, 2, coefficient_values={INTEGER_SCORES: IntegerScores(base=3, denominator=1, bound=5)})
     >>> from symattn.normalizers import Normalizer
     >>> scores = D.from_coefficients(np.array([[[[2, 1]]], [[[100, 0]]]]))    # 2 + eps and -1
-    >>> D.coefficients(D.apply_normalizer(scores, Normalizer.preset("softmax")))[:, 0, 0].tolist()   # e^2 (1 + eps), e^-1
+    >>> weights = D.apply_normalizer(scores, Normalizer.preset("softmax"))
+    >>> D.coefficients(weights)[:, 0, 0].tolist()      # e^2 (1 + eps) and e^-1, e sent to 3
     [[9, 9], [34, 0]]
     """
 

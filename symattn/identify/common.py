@@ -392,12 +392,20 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
     """
     curve = _POINT if curve is None or curve == _POINT else _check_curve(arch, curve)  # None: the polynomial route
     total = None
-    for first, stop in input_groups(len(inputs), group or len(inputs)):
+    # groups' Jacobians wait until they hold about as many rows as R J: one product of that inner size
+    # instead of one per group (short series: the Jacobian of one input is small, and each product
+    # and its sum into R J cost about as much in conversions as in flops)
+    waiting, streams = [], []
+    groups = input_groups(len(inputs), group or len(inputs))
+    for index, (first, stop) in enumerate(groups):
         # the caller checked the memory of a group (compressed_jacobian here, the coordinator's plan on Dask)
-        J = jacobian_series(arch, curve, inputs[first:stop], point, p, truncation, coefficient_values, directions)
-        streams = [generator(seed, "input rows", start + b) for b in range(first, stop)]
-        total = compress_row_blocks(J, rows, p, streams, out=total)
-        del J
+        waiting.append(jacobian_series(arch, curve, inputs[first:stop], point, p, truncation, coefficient_values,
+                                       directions))
+        streams += [generator(seed, "input rows", start + b) for b in range(first, stop)]
+        if sum(len(J) for J in waiting) >= rows or index == len(groups) - 1:
+            total = compress_row_blocks(np.concatenate(waiting) if len(waiting) > 1 else waiting[0], rows, p,
+                                        streams, out=total)
+            waiting, streams = [], []
         if on_inputs is not None:
             on_inputs(stop - first)
     return total

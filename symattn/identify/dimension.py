@@ -319,8 +319,8 @@ def _integer_score_method(arch, curve, prime, truncation, result, columns, bank)
              f"(Smith exponents {dict(result.exponents)})")
     return (f"rank over GF({prime})" + ("" if curve is _POINT else "((eps))") + f" of {where}, {columns}, "
             f"{bank} random inputs, with layer 1's queries, keys and the inputs small integers: every layer-1 "
-            f"score is an integer m and {arch.normalizers[0].name} gives s(m)/s(0) = {base}^({power}), {base} transcendental "
-            f"(Hermite, Lindemann), so sending it to a random residue is a ring homomorphism and a nonzero minor "
+            f"score is an integer m and {arch.normalizers[0].name} gives s(m)/s(0) = {base}^({power}), "
+            f"{base} transcendental (Hermite, Lindemann), so sending it to a random residue is a ring homomorphism and a nonzero minor "
             f"mod p" + ("" if curve is _POINT else " and eps^N") + " is a nonzero minor of the real Jacobian"
             + ("" if curve is _POINT else " at points of the curve")
             + "; rows compressed by a random GF(p) combination: a lower bound for the dimension")
