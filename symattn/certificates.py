@@ -180,45 +180,38 @@ def least_valuation_pivots(J: np.ndarray, p: int) -> list:
     return found
 
 
-def check_certifiable(arch: Architecture, curve: Curve | None = None, components: bool = True) -> None:
+def check_certifiable(arch: Architecture, curve: Curve | None = None) -> None:
     """Refuse, with a :class:`CertificateRefused` naming it, what a certificate cannot describe yet.
 
     Called before any computation: generic normalizers and normalizers or
     activations whose Taylor coefficients are not rational; polynomial
-    curves; with ``components=False`` (the identification orders, whose
-    checker knows attention's blocks only) biases and feed-forward blocks.
+    curves.  Attention (heads, a causal mask, a residual stream, biases) and
+    feed-forward blocks are described by every kind of certificate.
 
     Examples
     --------
     >>> check_certifiable(Architecture.uniform(layers=2, heads=2, causal=True))
-    >>> check_certifiable(Architecture.uniform(layers=1, bias=True))
-    >>> check_certifiable(Architecture.uniform(layers=1, bias=True), components=False)   # identification orders
+    >>> check_certifiable(Architecture.uniform(layers=1, bias=True, ffn=2))
+    >>> check_certifiable(Architecture.uniform(layers=1, ffn=2, activation="gelu"))
     Traceback (most recent call last):
     ...
-    symattn.certificates.CertificateRefused: layer 1 has a component BiasedAttention (attention) that this certificate's checker does not implement yet; it implements attention (with heads), a causal mask and a residual stream
+    symattn.certificates.CertificateRefused: activation gelu (layer 1) has Taylor coefficients that are not rational (e.g. c_2 = sqrt(2)/(2*sqrt(pi))); a certificate lists them as exact rationals: use an activation with rational Taylor coefficients (tanh, sigmoid, x + x**2, ...)
     """
-    _refuse_unsupported(require_architecture(arch), curve, components)
+    _refuse_unsupported(require_architecture(arch), curve)
 
 
-def _refuse_unsupported(arch: Architecture, curve, components: bool = True) -> None:
-    """Refuse what the checker does not implement, naming it, before any computation.
-
-    ``components``: the certificate's checker implements biases and
-    feed-forward blocks too (dimension and spectrum certificates; the
-    identification orders know attention's blocks only).
-    """
+def _refuse_unsupported(arch: Architecture, curve) -> None:
+    """Refuse what the checker does not implement, naming it, before any computation."""
     from .model.bias import BiasedAttention, BiasedFeedForward
     from .model.feedforward import FeedForward
 
-    known = (Attention, CausalMask, Residual) + ((BiasedAttention, FeedForward, BiasedFeedForward) if components
-                                                  else ())
-    implemented = ("attention (with heads), a causal mask, a residual stream, biases and feed-forward blocks"
-                   if components else "attention (with heads), a causal mask and a residual stream")
+    known = (Attention, CausalMask, Residual, BiasedAttention, FeedForward, BiasedFeedForward)
     for layer, _, component in arch.components():
         if type(component) not in known:
             raise CertificateRefused(f"layer {layer} has a component {type(component).__name__} ({component.kind}) "
                                      f"that this certificate's checker does not implement yet; it implements "
-                                     f"{implemented}")
+                                     "attention (with heads), a causal mask, a residual stream, biases and "
+                                     "feed-forward blocks")
         if isinstance(component, FeedForward) and not component.activation.is_polynomial:
             # refused before any computation; the rest once N is known
             _rational_taylor(component.activation, layer, 8, "activation", _ACTIVATION_EXAMPLES)
@@ -287,6 +280,9 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     arch : Architecture
     result : DimensionResult, optional
         The run to certify (default: :func:`function_space_dimension` with the options below).
+        The checker recomputes the curve route: a result of the integer-score
+        route is computed again on the curve route (``route="curve"``, from
+        the result's seed) and that run is certified.
     curve, seed, estimate, dps, prime, max_attempts, max_memory
         As for :func:`function_space_dimension` (``prime`` defaults to its
         ``DIMENSION_PRIME``); ``curve`` must be the result's curve.  The
@@ -301,8 +297,8 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     ------
     CertificateRefused
         For a normalizer whose Taylor coefficients are not rational or are
-        generic, a component the checker does not implement (biases,
-        feed-forward blocks), or a polynomial curve.
+        generic, an activation whose Taylor coefficients are not rational,
+        a component the checker does not implement, or a polynomial curve.
 
     Examples
     --------
@@ -322,10 +318,14 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     if result is None:
         result = function_space_dimension(arch, curve=curve, seed=seed, estimate=estimate, dps=dps,
                                           prime=DIMENSION_PRIME if prime is None else prime,
-                                          max_attempts=max_attempts, max_memory=max_memory)
+                                          max_attempts=max_attempts, max_memory=max_memory, route="curve")
     if not isinstance(result, DimensionResult):
         raise SymattnError(f"result must be the DimensionResult of function_space_dimension, got "
                            f"{type(result).__name__}")
+    if result.route.startswith("integer scores"):  # the checker recomputes the curve route: certify that one
+        result = function_space_dimension(arch, curve=curve, seed=result.seed, estimate=estimate, dps=dps,
+                                          prime=result.prime, max_attempts=max_attempts, max_memory=max_memory,
+                                          route="curve")
     p = result.prime
     if result.route == "random point":  # polynomial weights: the Jacobian at the point itself
         route_curve, truncation = Curve("a random point (no curve)"), 1
@@ -545,7 +545,8 @@ def write_spectrum_certificate(arch: Architecture, path, result=None, **options)
 
 #: What an identification-orders certificate proves, and what it does not (written into every such certificate).
 ORDERS_PROVES = (
-    "For each block (the entries of Q_i and K_i, or of one head's; every V for the values), at the integer point "
+    "For each block (the entries of Q_i and K_i, or of one head's; every V for the values; the bias columns of "
+    "layer i for bias:i; W_in, W_out and their biases for feed-forward:i), at the integer point "
     "and bank, in the curve's coordinates: C_n, the coefficient of eps^n of the Jacobian series, has an entry on "
     "the block that is nonzero mod p, hence the rational it reduces from is nonzero: dF_n/d(block) is not "
     "identically zero, so the block's identification order is at most n. And r rows (output entries, with "
@@ -582,7 +583,9 @@ def orders_certificate(arch: Architecture, result=None, curve: Curve | None = No
     entry of ``C_n`` on the block that is nonzero mod ``p``, and ``r`` rows of
     ``[C_0; ...; C_n]`` and ``r`` of the block's columns whose constant matrix
     is nonsingular mod ``p``, found by pivoting, ``r`` the run's jet rank on
-    the block.  What it proves: :data:`ORDERS_PROVES`.
+    the block.  The blocks are the run's: ``scores:i`` (per head with
+    several), ``values``, and with biases and feed-forward blocks
+    ``bias:i`` and ``feed-forward:i``.  What it proves: :data:`ORDERS_PROVES`.
 
     Parameters
     ----------
@@ -614,6 +617,12 @@ def orders_certificate(arch: Architecture, result=None, curve: Curve | None = No
     >>> from symattn.verifier import verify
     >>> verify(certificate).verified
     True
+    >>> biased = orders_certificate(Architecture.uniform(layers=1, width=2, rank=1, bias=True, ffn=2,
+    ...                                                  activation="x + x**2"))
+    >>> [(entry["block"], entry["order"], entry["jet_rank"]) for entry in biased["orders"]]
+    [('scores:1', 3, 4), ('bias:1', 1, 2), ('feed-forward:1', 0, 2), ('values', 1, 4)]
+    >>> verify(biased).verified
+    True
     """
     from .algebra.linalg import pivots as independent_pivots
     from .identify import identification_orders
@@ -621,7 +630,7 @@ def orders_certificate(arch: Architecture, result=None, curve: Curve | None = No
     from .jacobian import block_columns
 
     arch = require_architecture(arch)
-    _refuse_unsupported(arch, curve, components=False)
+    _refuse_unsupported(arch, curve)
     route_curve = collapse() if curve is None else curve
     result = _given_run(result, lambda **given: identification_orders(arch, route_curve, seed=seed, **given),
                         options, OrdersResult, "result", "the OrdersResult of identification_orders",
@@ -709,7 +718,7 @@ def identify_certificate(arch: Architecture, report=None, curve: Curve | None = 
     from .identify.report import IdentificationReport
 
     arch = require_architecture(arch)
-    _refuse_unsupported(arch, curve, components=False)
+    _refuse_unsupported(arch, curve)
     report = _given_run(report, lambda **given: identify(arch, curve=curve, seed=seed, **given), options,
                         IdentificationReport, "report", "the IdentificationReport of identify")
     parts = [dimension_certificate(arch, result=report.dimension, curve=curve),
@@ -819,14 +828,12 @@ def claims_certificate(arch: Architecture, claims, seed: int = 0, progress: bool
     if not claims:
         raise SymattnError("no claims to certify; give claims such as 'dimension = 10' or 'F_1 = 0'")
     kinds = [claim_kind(text) for text in claims]
-    quantities = []
     for text, kind in zip(claims, kinds):  # every claim read before any computation
         if kind == "number":
-            quantities.append(parse_claim(text, arch.layers)[0])
+            parse_claim(text, arch.layers)
     if any(kind != "number" for kind in kinds):
         _refuse_formula_claims(arch, "leading" in kinds)
-    # the identification orders' certificate knows attention's blocks only
-    _refuse_unsupported(arch, None, components="identification_order" not in quantities)
+    _refuse_unsupported(arch, None)
     formulas = {n: _read_formula_claim(arch, text, kind) for n, (text, kind) in enumerate(zip(claims, kinds))
                 if kind != "number"}
     engine = ClaimEngine(arch, seed=seed, progress=progress)
@@ -1166,14 +1173,20 @@ OBSERVE_PROVES = (
     "directions of the block on the set. A block of scores is certified observable when r equals its upper "
     "bound, the sum over its heads left on the set of a(2d - a) (d = d_(i-1), a = min(a_i, d)): the output "
     "depends on Q and K only through K^T Q, a d x d matrix of rank <= a, whose variety has that dimension "
-    "(an elementary argument, not checked by the checker). No probability enters.")
+    "(an elementary argument, not checked by the checker). With biases (scaled with the input, a constant "
+    "feature of every token) the scores are [x; 1]^T M [x; 1] with M = [K b_K]^T [Q b_Q], (d + 1) x (d + 1) "
+    "of rank <= a, or its last column [K b_K]^T b_Q in a head whose Q is held at 0; under softmax its last "
+    "row (one number added to every score of a query) does not change the weights and is dropped: the bound "
+    "is the sum over the heads of m(rows + cols - m), m = min(a, rows, cols), the dimension of those "
+    "matrices. A feed-forward block is certified observable when r is the number of its columns on the set. "
+    "No probability enters.")
 OBSERVE_DOES_NOT_PROVE = (
     "It does not prove that a block is unobservable: for a block listed with rank 0 the checker recomputes its "
     "columns on the whole bank at this point mod (p, eps^N) and fails on a nonzero entry, a consistency check "
     "that can refute the verdict, never prove it (symattn's verdict rests on its dependency graph). It does "
-    "not prove an upper bound on any rank other than the stated one of the score blocks: the values' rank is "
-    "the rank of the V columns alone, a lower bound, not symattn's rank added to the scores, and carries no "
-    "verdict. Nothing is said about the fiber's dimension or the normal directions.")
+    "not prove an upper bound on any rank other than the stated ones of the score and feed-forward blocks: the "
+    "values' rank is the rank of the V (and b_V) columns alone, a lower bound, not symattn's rank added to the "
+    "scores, and carries no verdict. Nothing is said about the fiber's dimension or the normal directions.")
 
 #: The events an observability certificate describes.
 OBSERVE_EVENTS = ("score_collapse", "value_collapse", "identical_tokens")
@@ -1199,7 +1212,7 @@ def _refuse_observe(arch: Architecture, events) -> tuple:
     """The events, validated; refused (naming them) when a certificate cannot describe them, before computing."""
     from .observe.events import validated_events
 
-    _refuse_unsupported(arch, None, components=False)  # the observability checker knows attention's blocks only
+    _refuse_unsupported(arch, None)
     if any(n.is_lightning for n in arch.normalizers):
         raise CertificateRefused("lightning attention is a comparison case: observe certifies normalized "
                                  "attention only")
@@ -1231,11 +1244,31 @@ def check_observe_certifiable(arch: Architecture, events=()) -> None:
 
 
 def _score_upper_bound(arch: Architecture, layer: int, fixed: set) -> int:
-    """``sum a(2d - a)`` over the heads of ``layer`` whose ``Q`` is not held at 0 (``d = d_(i-1)``)."""
-    d = arch.widths[layer - 1]
-    a = min(arch.score_ranks[layer - 1], d)
-    return sum(a * (2 * d - a) for h in range(1, arch.attention[layer - 1].heads + 1)
-               if arch.block_key("Q", layer, h) not in fixed)
+    """The dimension of the matrices through which alone the output sees the scores of ``layer`` (:data:`OBSERVE_PROVES`).
+
+    Per head, ``m (rows + cols - m)`` with ``m = min(a, rows, cols)``: the
+    ``rows x cols`` matrices of rank ``<= a``.  Without biases ``K^T Q``
+    (``d x d``, ``d = d_(i-1)``; nothing with ``Q`` held at 0); with biases
+    ``[K b_K]^T [Q b_Q]`` (``d + 1`` square; its last column with ``Q``
+    held), less its last row under softmax.  The checker's own
+    :func:`symattn.verifier.observe.score_upper_bound` computes the same numbers.
+    """
+    from .model.bias import BiasedAttention
+
+    d, a = arch.widths[layer - 1], arch.score_ranks[layer - 1]
+    bias = isinstance(arch.attention[layer - 1], BiasedAttention)
+    normalizer = arch.normalizers[layer - 1]
+    softmax = not normalizer.is_lightning and str(normalizer.expr) == "exp(x)"
+    rows = d + 1 if bias and not softmax else d
+    total = 0
+    for h in range(1, arch.attention[layer - 1].heads + 1):
+        if arch.block_key("Q", layer, h) in fixed:
+            cols = 1 if bias else 0
+        else:
+            cols = d + 1 if bias else d
+        m = min(a, rows, cols)
+        total += m * (rows + cols - m)
+    return total
 
 
 def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 0, **options) -> dict:
@@ -1269,8 +1302,8 @@ def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 
     ------
     CertificateRefused
         Before any computation: value-rank and bias events, components the
-        checker does not implement (biases, feed-forward blocks), normalizers
-        without rational Taylor coefficients, lightning attention.
+        checker does not implement, normalizers and activations without
+        rational Taylor coefficients, lightning attention.
 
     Examples
     --------
@@ -1279,6 +1312,19 @@ def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 
     >>> [(entry["block"], entry["status"], entry["rank"]) for entry in certificate["blocks"]]
     [('scores:2', 'unobservable', 0), ('values', 'seen', 4)]
     >>> from symattn.verifier import verify
+    >>> verify(certificate).verified
+    True
+
+    With biases (softmax: the scores see ``K^T [Q b_Q]``, ``2 x 3`` of rank
+    1) and a feed-forward block (observable: every one of its columns seen):
+
+    >>> arch = Architecture.uniform(layers=1, width=2, rank=1, bias=True, ffn=2, activation="tanh")
+    >>> certificate = observe_certificate(arch, ["identical-tokens"])
+    >>> [(entry["block"], entry["status"], entry["rank"]) for entry in certificate["blocks"]]
+    [('scores:1', 'unobservable', 0), ('feed-forward:1', 'observable', 12), ('values', 'seen', 6)]
+    >>> certificate = observe_certificate(arch)
+    >>> [(entry["block"], entry["status"], entry["rank"], entry["upper_bound"]) for entry in certificate["blocks"]]
+    [('scores:1', 'observable', 4, 4), ('feed-forward:1', 'observable', 12, 12), ('values', 'seen', 6, None)]
     >>> verify(certificate).verified
     True
     """
@@ -1322,7 +1368,12 @@ def observe_certificate(arch: Architecture, events=(), result=None, seed: int = 
             entries.append({"block": block, "status": "unobservable", "rank": 0,
                             "columns": [names[c] for c in own]})
             continue
-        bound = _score_upper_bound(arch, int(block.split(":")[1]), held) if block.startswith("scores:") else None
+        if block.startswith("scores:"):
+            bound = _score_upper_bound(arch, int(block.split(":")[1]), held)
+        elif block.startswith("feed-forward:"):  # every direction of the block: its columns on the set
+            bound = len(own)
+        else:  # the values: the rank of the V columns alone, no verdict
+            bound = None
         entries.append({
             "block": block, "status": "observable" if bound == len(pivots) else "seen", "rank": len(pivots),
             "upper_bound": bound,

@@ -49,6 +49,13 @@ CERTIFICATES = {
     "dimension, lightning": ("dimension", dict(layers=2, width=2, rank=1, normalizer="lightning"), None),
     "spectrum, softmax, 2 layers": ("spectrum", dict(layers=2, width=2, rank=1), None),
     "spectrum, heads and causal": ("spectrum", dict(layers=1, width=2, rank=1, heads=2, causal=True), None),
+    # biases and feed-forward blocks: a non-polynomial activation (its argument vanishes at eps = 0) and a
+    # polynomial one
+    "dimension, biases": ("dimension", dict(layers=1, width=2, rank=1, bias=True), None),
+    "spectrum, feed-forward tanh": ("spectrum", dict(layers=1, width=2, rank=1, ffn=2), None),
+    "dimension, biased feed-forward x + x**2, heads, residual, causal": (
+        "dimension", dict(layers=1, width=2, rank=1, ffn=2, bias=True, heads=2, activation="x + x**2",
+                          residual=True, causal=True), None),
 }
 
 
@@ -161,6 +168,44 @@ def test_a_changed_point_is_seen_by_the_macaulay2_script(tmp_path):
     assert json.dumps(certificate) != json.dumps(changed)
 
 
+def _biased_spectrum():
+    """A spectrum certificate with biases, and the same with b_Q = 0: its witness minor is then singular."""
+    certificate = spectrum_certificate(Architecture.uniform(layers=1, width=2, rank=1, bias=True))
+    changed = copy.deepcopy(certificate)
+    changed["point"]["bQ_1"] = [[0]]
+    return certificate, changed
+
+
+@needs_m2
+def test_a_changed_bias_is_seen_by_the_macaulay2_script(tmp_path):
+    certificate, changed = _biased_spectrum()
+    assert sorted(certificate["witness"]["valuations"]) == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    done = _run([M2, "--script"], export_script(changed, "m2"), tmp_path, ".m2")
+    assert done.returncode == 1
+    assert done.stdout.startswith("NOT verified: the witness minor has pivot valuations {0, 0, 0, 0, 0, 0, 1, 1, "
+                                  "1}, the certificate claims {0, 0, 0, 0, 0, 0, 1, 1, 1, 1}")
+
+
+@needs_sage
+def test_a_changed_bias_is_seen_by_the_sage_script(tmp_path):
+    _, changed = _biased_spectrum()
+    done = _run(SAGE, export_script(changed, "sage"), tmp_path, ".py")
+    assert done.returncode == 1
+    assert done.stdout.startswith("NOT verified: the witness minor has pivot valuations [0, 0, 0, 0, 0, 0, 1, 1, "
+                                  "1], the certificate claims [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]")
+
+
+def test_a_script_holds_the_biases_and_the_feed_forward_blocks():
+    certificate = _certificate("dimension, biased feed-forward x + x**2, heads, residual, causal")
+    script = export_script(certificate, "sage")
+    # blocks per head Q, K, V, bQ, bK, bV (indices 0-5 and 6-11), then Win, Wout, bin, bout (12-15)
+    assert "layers = [[[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]]" in script
+    assert "ffns = [[12, 13, 14, 15]]" in script
+    assert "activations = [[1, [0, 1, 1]]]" in script  # a polynomial, s(x) = x + x^2
+    script = export_script(certificate, "m2")
+    assert "ffns = {{12, 13, 14, 15}};" in script and "activations = {{1, {0, 1, 1}}};" in script
+
+
 @pytest.mark.parametrize("system", ["sage", "m2"])
 def test_no_text_of_the_certificate_reaches_a_script(system):
     # names and expressions are data for the checker, never written into code another system runs
@@ -170,5 +215,10 @@ def test_no_text_of_the_certificate_reaches_a_script(system):
         entry["name"] = marker
         entry["expression"] = marker
     certificate["architecture"]["normalizers"] = [marker, marker]
+    script = export_script(certificate, system)
+    assert "pwned" not in script and "__import__" not in script
+    # nor an activation's name or expression
+    certificate = _certificate("spectrum, feed-forward tanh")
+    certificate["activations"][0].update(name=marker, expression=marker)
     script = export_script(certificate, system)
     assert "pwned" not in script and "__import__" not in script

@@ -101,13 +101,23 @@ def test_the_plain_network_exact_values():
 
 def test_the_certificate_reproduces_the_run_it_certifies():
     arch = Architecture.uniform(layers=2, width=2, rank=1)
-    result = function_space_dimension(arch, seed=5)
+    result = function_space_dimension(arch, seed=5, route="curve")
     certificate = dimension_certificate(arch, result=result)
     from symattn.jacobian import random_bank, random_point
 
     point, _ = random_point(arch, result.prime, result.seed)
     assert certificate["point"]["Q_2"] == point[("Q", 2)].tolist()
     assert certificate["bank"] == random_bank(arch, result.bank, result.prime, result.seed).tolist()
+    assert verify(certificate).verified
+
+
+def test_a_result_of_the_integer_score_route_is_certified_on_the_curve_route():
+    arch = Architecture.uniform(layers=2, width=2, rank=1)
+    result = function_space_dimension(arch, seed=5)
+    assert result.route.startswith("integer scores")
+    certificate = dimension_certificate(arch, result=result)
+    assert certificate["rank"] == result.lower == 10
+    assert certificate["curve"]["powers"]["Q_1"] == 1  # the simultaneous collapse the checker recomputes
     assert verify(certificate).verified
 
 
@@ -394,9 +404,9 @@ def test_verifying_hmk_rows_takes_no_longer_than_computing_them(monkeypatch):
     for width in range(3, 7):
         arch = Architecture.uniform(layers=2, width=width, rank=2, tokens=3)
         times = []
-        for _ in range(3):
+        for _ in range(3):  # the curve route: the run its certificate reproduces
             started = time.perf_counter()
-            result = function_space_dimension(arch)
+            result = function_space_dimension(arch, route="curve")
             times.append(time.perf_counter() - started)
         compute += min(times)
         certificate = dimension_certificate(arch, result=result)

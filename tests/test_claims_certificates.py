@@ -113,9 +113,22 @@ def test_unsupported_networks_are_refused_before_computing():
     # formula claims are certified (tests/test_formula_certificates.py), on plain networks only
     with pytest.raises(CertificateRefused, match="a certificate of a formula claim describes a plain network"):
         claims_certificate(Architecture.uniform(layers=1, width=1, tokens=2, residual=True), ["F_1 = 0"])
-    # biases: the identification orders' certificate knows attention's blocks only
-    with pytest.raises(CertificateRefused, match="BiasedAttention"):
-        claims_certificate(Architecture.uniform(layers=1, bias=True), ["identification_order(1) = 2"])
+    with pytest.raises(CertificateRefused, match="activation gelu .* not rational"):
+        claims_certificate(Architecture.uniform(layers=1, ffn=2, activation="gelu"), ["identification_order(1) = 2"])
+
+
+def test_an_order_claim_about_biases_and_a_feed_forward_block_is_decided_from_the_scores():
+    arch = Architecture.uniform(layers=1, width=2, rank=1, bias=True, ffn=2, activation="x + x**2")
+    certificate = claims_certificate(arch, ["identification_order(1) = 4", "identification_order(1) = 3"])
+    assert [part["kind"] for part in certificate["parts"]] == ["identification orders"]
+    report = verify(certificate)
+    assert report.verified, report.problem
+    # the layer's order is its scores' (3), not its bias columns' (1) nor its feed-forward block's (0)
+    assert report.checked[-2:] == (
+        "identification_order(1) = 4: refuted: the identification order of layer 1 is at most 3 (the orders "
+        "certificate); the engine said false",
+        "identification_order(1) = 3: not decided: the orders certificate proves order <= 3 only; the engine said "
+        "true")
 
 
 def test_a_claims_certificate_without_parts_verifies_with_nothing_decided():

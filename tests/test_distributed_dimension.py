@@ -87,8 +87,8 @@ def test_the_dimension_is_the_same_for_every_group_size(per):
 def test_a_smaller_limit_takes_smaller_groups_and_the_same_answer():
     # under 8 MiB the 29 inputs to eps^6 are cut into groups (less work than the narrow 9 inputs to eps^12)
     arch = Architecture.uniform(layers=2, width=8, rank=2, tokens=4)
-    alone = function_space_dimension(arch)
-    small = function_space_dimension(arch, max_memory="8M")
+    alone = function_space_dimension(arch, route="curve")
+    small = function_space_dimension(arch, max_memory="8M", route="curve")
     _same_result(small, alone)
     assert re.search(r"R J summed from \d+ groups of at most \d+ inputs, to fit in memory", small.method)
 
@@ -107,18 +107,21 @@ def test_group_size_follows_the_memory_limit():
 
 
 def test_a_refusal_names_the_workers_and_the_limit(capsys):
-    # 32 tokens: one input's forward pass (about 8.6 MiB) outweighs R J and its Smith form (0.4 MiB)
+    # 32 tokens: one input's forward pass (about 2.9 MiB on the integer-score route, 8.6 MiB on the curve
+    # route) outweighs R J and its Smith form (0.1 MiB, 0.4 MiB)
     from symattn.cli import main
 
     arch = Architecture.uniform(layers=2, width=4, rank=2, tokens=32)
-    assert _dimension_memory(arch, None, "coordinator").bytes < 2**20 < 4 * 2**20 < _dimension_memory(arch).bytes
+    assert _dimension_memory(arch, None, "coordinator").bytes < 2**20 < 2 * 2**20 < _dimension_memory(arch).bytes
+    with pytest.raises(ResourceLimitError, match="--workers N"):
+        function_space_dimension(arch, max_memory="4M", route="curve")
     with pytest.raises(ResourceLimitError) as error:
-        function_space_dimension(arch, max_memory="4M")
+        function_space_dimension(arch, max_memory="2M")
     text = str(error.value)
     assert "--workers N" in text and "--scheduler ADDRESS" in text and "--max-memory" in text, text
     assert "the bank is already taken one input at a time" in text
     status = main(["dimension", "--layers", "2", "--width", "4", "--rank", "2", "--tokens", "32",
-                   "--max-memory", "4M", "--quiet"])
+                   "--max-memory", "2M", "--quiet"])
     err = capsys.readouterr().err
     assert status == 2 and "--workers N" in err and err.count("\n") == 1, err
 
@@ -139,9 +142,12 @@ def test_a_local_cluster_gives_the_single_process_answer():
     alone = function_space_dimension(arch)
     distributed = function_space_dimension(arch, workers=2)
     _same_result(distributed, alone)
-    # 13 inputs: two tasks per worker of at most 4 inputs each
-    assert "R J summed from 4 tasks of at most 4 inputs, computed by a Dask LocalCluster of 2 worker processes" \
+    # 5 inputs (the integer-score route): two tasks per worker of at most 2 inputs each
+    assert "R J summed from 3 tasks of at most 2 inputs, computed by a Dask LocalCluster of 2 worker processes" \
         in distributed.method
+    curve = function_space_dimension(arch, workers=2, route="curve")  # 13 inputs: 4 tasks of at most 4
+    _same_result(curve, function_space_dimension(arch, route="curve"))
+    assert "R J summed from 4 tasks of at most 4 inputs" in curve.method
     table = dimension_table(widths=[3, 4], rank=2, workers=2)
     assert [(r.lower, r.certified) for r in table.rows] == [(25, True), (40, True)]
     assert all("Dask LocalCluster of 2 worker processes" in r.method for r in table.results)

@@ -409,3 +409,45 @@ def test_pivots_and_inverse_across_panels_of_columns(p):
     singular[:, 35] = 2 * singular[:, 3] % p
     with pytest.raises(ZeroDivisionError):
         inverse_mod_p(singular, p)
+
+
+# -- the compiled panels of the elimination and the stacked short-series products ------------------------
+@pytest.mark.parametrize("p, shape, rank", [(1048573, (300, 260), 90), (268435399, (200, 330), 150),
+                                            (101, (150, 150), 150), (1009, (64, 500), 20)])
+def test_compiled_panels_give_the_same_pivots_and_matrix(p, shape, rank):
+    from symattn.algebra.linalg import elimination
+    from symattn.algebra.linalg.engines import _compiled_kernels
+
+    kernels = _compiled_kernels()
+    if kernels is None:
+        pytest.skip("numba cannot be loaded here")
+    rng = np.random.default_rng(rank)
+    M = (rng.integers(0, p, size=(shape[0], rank)) @ rng.integers(0, 3, size=(rank, shape[1]))) % p
+    M[:, ::7] = 0  # columns without a pivot
+    numpy_side, compiled_side = M.copy(), M.copy()
+    expected = _numpy_elimination(numpy_side, p)
+    assert elimination._eliminate_compiled(compiled_side, p, kernels) == expected
+    assert (numpy_side == compiled_side).all()
+    assert len(expected[0]) == rank_mod_p(M, p)
+
+
+def _numpy_elimination(W, p):
+    from symattn.algebra.linalg import elimination
+
+    saved = elimination._COMPILED_PANELS_MIN
+    elimination._COMPILED_PANELS_MIN = float("inf")
+    try:
+        return elimination._eliminate(W, p)
+    finally:
+        elimination._COMPILED_PANELS_MIN = saved
+
+
+@pytest.mark.parametrize("N", [1, 2, 3])
+@pytest.mark.parametrize("p", [1048573, 268435399])
+def test_stacked_products_of_short_series_are_the_schoolbook_ones(N, p):
+    from symattn.algebra.linalg.series import _stacked_product
+
+    rng = np.random.default_rng(N)
+    A = rng.integers(0, p, size=(2, 70, 40, N))
+    B = rng.integers(0, p, size=(40, 50, N + 1))
+    assert (_stacked_product(A, B, p, N) == series_matmul(A, B, p, N, schoolbook=True)).all()

@@ -216,8 +216,8 @@ def test_the_checker_reads_held_blocks_by_its_own_rule():
 @pytest.mark.parametrize("arch, events, message", [
     (dict(layers=2, width=2), ["value-rank:1:1"], "event value-rank:1:1: an observability certificate describes"),
     (dict(layers=2, width=2), ["bias"], "event bias: an observability certificate describes"),
-    (dict(layers=1, bias=True), ["scores:1"], "BiasedAttention"),
-    (dict(layers=1, ffn=2), ["scores:1"], "does not implement yet"),
+    (dict(layers=1, bias=True), ["bias"], "event bias: an observability certificate describes"),
+    (dict(layers=1, ffn=2, activation="gelu"), ["scores:1"], "activation gelu .* not rational"),
 ])
 def test_what_a_certificate_cannot_describe_is_refused_before_computing(arch, events, message, monkeypatch):
     import symattn.observe.ranks as ranks

@@ -139,15 +139,24 @@ _MUST_FAIL = ["order up", "order down", "jet rank up", "coefficient above the or
 _MAY_PASS = ["point entry", "bank entry", "witness coefficient"]
 
 
+@pytest.fixture(scope="module")
+def components():
+    """Biases and a feed-forward block x + x**2: the blocks scores:1, bias:1, feed-forward:1, values."""
+    return orders_certificate(Architecture.uniform(layers=1, width=2, rank=1, bias=True, ffn=2,
+                                                   activation="x + x**2"))
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kind=st.sampled_from(_MUST_FAIL + _MAY_PASS), data=st.data())
-def test_a_random_single_edit(two_layers, kind, data):
-    certificate = copy.deepcopy(two_layers)
+@pytest.mark.parametrize("network", ["two_layers", "components"])
+def test_a_random_single_edit(request, network, kind, data):
+    original = request.getfixturevalue(network)
+    certificate = copy.deepcopy(original)
     n = data.draw(st.integers(0, len(certificate["orders"]) - 1))
     entry = certificate["orders"][n]
-    if kind == "order up":  # softmax: one or two above; the coefficients below the new order do not all vanish
+    if kind == "order up":  # one or two above: C_n, nonzero at the witness entry, is below the new order
         entry["order"] = min(entry["order"] + data.draw(st.integers(1, 2)), certificate["truncation"] - 1)
-        if entry["order"] == two_layers["orders"][n]["order"]:
+        if entry["order"] == original["orders"][n]["order"]:
             entry["order"] += 1  # past the truncation: out of range
         _claim_again(certificate)
     elif kind == "order down":
@@ -244,8 +253,8 @@ def test_a_bundle_fails_with_its_first_failing_part(two_layers):
 
 def test_bad_arguments_are_clear_errors():
     arch = Architecture.uniform(layers=1, width=2, tokens=2)
-    with pytest.raises(CertificateRefused, match="BiasedAttention"):
-        orders_certificate(Architecture.uniform(layers=1, bias=True))
+    with pytest.raises(CertificateRefused, match="activation gelu .* not rational"):
+        orders_certificate(Architecture.uniform(layers=1, ffn=2, activation="gelu"))
     with pytest.raises(SymattnError, match="result must be the OrdersResult of identification_orders, got int"):
         orders_certificate(arch, result=3)
     with pytest.raises(SymattnError, match="not computed with seed 1: pass the seed of the run"):
@@ -292,9 +301,26 @@ def test_identify_writes_a_bundle_and_verify_checks_it(tmp_path, capsys):
 
 def test_a_refused_identify_certificate_is_a_usage_error_before_computing(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["identify", "--layers", "1", "--bias", "--quiet", "--certificate", "x.json"]) == 2
-    assert "BiasedAttention" in capsys.readouterr().err
+    assert main(["identify", "--layers", "1", "--ffn", "2", "--activation", "gelu", "--quiet", "--certificate",
+                 "x.json"]) == 2
+    assert "activation gelu (layer 1) has Taylor coefficients that are not rational" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_identify_certifies_biases_and_a_feed_forward_block(tmp_path, capsys):
+    path = tmp_path / "identify.json"
+    assert main(["identify", "--layers", "1", "--bias", "--ffn", "2", "--activation", "x + x**2", "--quiet",
+                 "--certificate", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "bias:1 has identification order at most 1 and jet rank at least 2" in out
+    assert "feed-forward:1 has identification order at most 0 and jet rank at least 2" in out
+    bundle = json.loads(path.read_text(encoding="utf-8"))
+    bundle["parts"][1]["point"]["bQ_1"] = [[0]]  # without b_Q the scores' witness is singular
+    path.write_text(json.dumps(bundle), encoding="utf-8")
+    assert main(["verify", str(path)]) == 1
+    assert capsys.readouterr().out.startswith("NOT verified: parts[1]: scores:1: the 4 x 4 witness matrix")
 
 
 def test_orders_certificates_and_bundles_match_the_schema():

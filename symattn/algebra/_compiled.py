@@ -283,3 +283,84 @@ def jet_matmul_kernel(a, b, p, out):  # pragma: no cover - compiled; tested thro
                             out[i, j, e, d, first + t] = np.int64(block[t * width + d])
                     block[:] = 0
     return True
+
+
+# -- the panel of an elimination over GF(p) ----------------------------------------------------------
+@numba.njit(**_OPTIONS)
+def _inverse_mod(a, p):  # pragma: no cover - compiled
+    """``a^(-1) mod p`` for a residue ``a != 0`` (Fermat: ``a^(p - 2)``)."""
+    result, base, e = 1, a % p, p - 2
+    while e:
+        if e & 1:
+            result = result * base % p
+        base = base * base % p
+        e >>= 1
+    return result
+
+
+@numba.njit("int64(int64[:, ::1], int64[::1], int64[:, ::1], int64, int64, int64, int64, int64[::1], int64[::1])",
+            **_OPTIONS)
+def panel_kernel(W, order, multipliers, start, stop, r, p, rows, cols):  # pragma: no cover - compiled
+    """The elimination of columns ``start .. stop - 1`` of ``W`` (residues) from row ``r`` on, in place.
+
+    The same steps as the loop of :func:`symattn.algebra.linalg.elimination._eliminate`, in the same
+    order: the first nonzero entry of each column below ``r`` is the pivot, its row swapped up (with
+    ``order`` and ``multipliers``), scaled to 1, and subtracted from the rows below within the panel;
+    ``multipliers[:, k]`` receives the ``k``-th pivot's inverse and the entries below it.  The pivots'
+    original rows and columns go to ``rows`` and ``cols``; returns how many were found.  Products of
+    two residues stay below ``2**56``.
+    """
+    m, n = W.shape
+    first = r
+    found = 0
+    for j in range(start, stop):
+        if r == m:
+            break
+        i = -1
+        for s in range(r, m):
+            if W[s, j] != 0:
+                i = s
+                break
+        if i < 0:
+            continue
+        if i != r:
+            for c in range(n):
+                W[r, c], W[i, c] = W[i, c], W[r, c]
+            order[r], order[i] = order[i], order[r]
+            for c in range(multipliers.shape[1]):
+                multipliers[r, c], multipliers[i, c] = multipliers[i, c], multipliers[r, c]
+        inverse = _inverse_mod(W[r, j], p)
+        for c in range(j, stop):
+            W[r, c] = W[r, c] * inverse % p
+        for s in range(r + 1, m):
+            below = W[s, j]
+            multipliers[s, r - first] = below
+            if below != 0:
+                for c in range(j + 1, stop):
+                    W[s, c] = (W[s, c] - below * W[r, c]) % p
+        multipliers[r, r - first] = inverse
+        rows[found] = order[r]
+        cols[found] = j
+        found += 1
+        r += 1
+    return found
+
+
+@numba.njit("void(int64[:, ::1], int64[:, ::1], int64, int64, int64, int64)", **_OPTIONS)
+def panel_rows_kernel(W, multipliers, first, found, stop, p):  # pragma: no cover - compiled
+    """The panel's eliminations on its own pivot rows ``first .. first + found - 1``, columns from ``stop``.
+
+    Each pivot row scaled by its inverse, then taken from the later pivot rows of the panel
+    (as :func:`symattn.algebra.linalg.elimination._eliminate` does with numpy).
+    """
+    n = W.shape[1]
+    for t in range(found):
+        row = first + t
+        scale = multipliers[row, t]
+        for c in range(stop, n):
+            W[row, c] = W[row, c] * scale % p
+        for s in range(row + 1, first + found):
+            factor = multipliers[s, t]
+            if factor != 0:
+                for c in range(stop, n):
+                    W[s, c] = (W[s, c] - factor * W[row, c]) % p

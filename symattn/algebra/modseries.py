@@ -26,6 +26,7 @@ Examples
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
@@ -35,7 +36,8 @@ from .domains import Domain, constant_residue, is_prime
 from .linalg import (MAX_PRIME, coefficient_support, jet_matmul, matmul_mod, modular_inverse, product_engine,
                      schoolbook_default, series_matmul, series_mul_mod, series_multiply, series_scale)
 
-__all__ = ["ModSeriesDomain", "ExactSeriesDomain", "series_mul_mod", "modular_inverse", "MAX_PRIME"]
+__all__ = ["ModSeriesDomain", "ExactSeriesDomain", "IntegerScores", "INTEGER_SCORES", "power_residues",
+           "series_mul_mod", "modular_inverse", "MAX_PRIME"]
 
 # A series times at least this many jet series goes through BLAS (linalg.series_scale), one Toeplitz
 # matrix per entry: measured with 333 entries, 37 jets of length 163 take 52 ms against 328 ms for the
@@ -49,6 +51,58 @@ _GROUP_BYTES = 2 * 2**20
 # Jets of a factor with at most this many nonzero entries (and a quarter of its rows of jets) are
 # multiplied entry by entry (ModSeriesDomain._sparse_tangents): the jets of a parameter block.
 _SPARSE_MAX_TERMS = 512
+
+
+#: The ``coefficient_values`` key of :class:`IntegerScores` (a string: no sympy constant equals it).
+INTEGER_SCORES = "integer scores"
+
+
+@dataclass(frozen=True)
+class IntegerScores:
+    """Scores whose constant terms are integers, under an exponential normalizer ``s = C e^{a x}``.
+
+    The integer-score route of the dimension evaluates a layer at an integer
+    point instead of on a curve: every score of that layer has an integer
+    constant term ``m`` (``|m| <= bound``), every other layer's scores vanish
+    at ``eps = 0``, and ``s(m + h)/s(0) = T^(u m) (s/s(0))(h)`` for
+    ``a = u/v`` and ``T = e^(1/v)``, which is transcendental: ``T`` can be
+    sent to any nonzero residue ``base`` (a ring homomorphism from
+    ``Z[T, 1/T]``), and the rest of the series is exact.  Passed to
+    :class:`ModSeriesDomain` as ``coefficient_values[INTEGER_SCORES]``.
+
+    Examples
+    --------
+    >>> D = ModSeriesDomain(101, 2, coefficient_values={INTEGER_SCORES: IntegerScores(base=3, denominator=1, bound=5)})
+    >>> from symattn.normalizers import Normalizer
+    >>> scores = D.from_coefficients(np.array([[[[2, 1]]], [[[100, 0]]]]))    # 2 + eps and -1
+    >>> weights = D.apply_normalizer(scores, Normalizer.preset("softmax"))
+    >>> D.coefficients(weights)[:, 0, 0].tolist()      # e^2 (1 + eps) and e^-1, e sent to 3
+    [[9, 9], [34, 0]]
+    """
+
+    base: int
+    denominator: int
+    bound: int
+
+
+def power_residues(base: int, exponents: np.ndarray, p: int) -> np.ndarray:
+    """``base ** exponents mod p`` entrywise for integer exponents of either sign (``base`` a unit mod ``p``).
+
+    Examples
+    --------
+    >>> power_residues(3, np.array([0, 1, 2, -1, 5]), 101).tolist()
+    [1, 3, 9, 34, 41]
+    """
+    exponents = np.asarray(exponents, dtype=np.int64)
+    bases = np.where(exponents < 0, pow(int(base), -1, p), int(base) % p).astype(np.int64)
+    remaining = np.abs(exponents)
+    out = np.ones(exponents.shape, dtype=np.int64)
+    while remaining.any():  # square and multiply, all entries at once
+        odd = (remaining & 1).astype(bool)
+        out[odd] = out[odd] * bases[odd] % p
+        bases = bases * bases % p
+        remaining >>= 1
+    return out
 
 
 def valuation(a: np.ndarray) -> int:
@@ -319,12 +373,18 @@ class ModSeriesDomain(Domain):
         return self._taylor_cache[key]
 
     def apply_normalizer(self, a, normalizer):
-        """``s/s(0)`` entrywise, from its Taylor coefficients; needs zero constant terms."""
+        """``s/s(0)`` entrywise, from its Taylor coefficients; needs zero constant terms.
+
+        Except a polynomial's, and an exponential normalizer's at the integer
+        constant terms of :class:`IntegerScores`.
+        """
         value = a[..., :1, :]
         if self._any_nonzero(value[..., 0]) and normalizer.is_polynomial:
             return self._apply_polynomial(a, normalizer)
+        value, factor = self._split_integer_scores(value, normalizer)
         if not self.schoolbook:
             s_value, s_deriv = self._normalizer_series(value, normalizer, derivative=bool(self.directions))
+            s_value, s_deriv = self._scaled(factor, s_value), self._scaled(factor, s_deriv)
             if not self.directions:
                 return s_value
             return np.concatenate([s_value, self._times_jets(s_deriv, a[..., 1:, :])], axis=-2)
@@ -337,10 +397,43 @@ class ModSeriesDomain(Domain):
             if self.directions and m + 1 <= degree + 1:
                 s_deriv = self._series_mul(s_deriv, value)
                 s_deriv[..., 0] = self._reduce(s_deriv[..., 0] + (m + 1) * taylor[m + 1])
+        s_value, s_deriv = self._scaled(factor, s_value), self._scaled(factor, s_deriv)
         if not self.directions:
             return s_value
         tangent = self._series_mul(s_deriv, a[..., 1:, :])
         return np.concatenate([s_value, tangent], axis=-2)
+
+    def _split_integer_scores(self, value, normalizer):
+        """``(value without its constant terms, s(m)/s(0) per entry)`` on the integer-score route.
+
+        ``(value, None)`` off it: no :class:`IntegerScores`, constant terms all
+        zero, or a normalizer that is not ``C e^{a x}`` with rational ``a``
+        (then :meth:`_taylor_for` refuses the nonzero constant terms).
+        """
+        route = self.coefficient_values.get(INTEGER_SCORES)
+        if route is None or normalizer.exponential_rate is None:
+            return value, None
+        constants = value[..., 0, 0] % self.p
+        if not constants.any():
+            return value, None
+        rate = normalizer.exponential_rate * route.denominator
+        if not rate.is_integer:
+            raise DomainError(f"the rate {normalizer.exponential_rate} of {normalizer.name} times the route's "
+                              f"denominator {route.denominator} is not an integer")
+        integers = np.where(constants > self.p // 2, constants - self.p, constants)
+        if np.abs(integers).max() > route.bound:  # a constant term that is not one of the route's integers
+            raise DomainError(f"a score's constant term (residue {int(constants.flat[np.abs(integers).argmax()])}) "
+                              f"is not an integer of absolute value at most {route.bound}: the integer-score "
+                              "route needs integer scores at its integer layer and vanishing scores elsewhere")
+        shifted = value.copy()
+        shifted[..., 0, 0] = 0
+        return shifted, power_residues(route.base, integers * int(rate), self.p)
+
+    def _scaled(self, factor, series):
+        """``series`` times a constant per entry (``factor`` of shape ``series.shape[:-2]``), or unchanged."""
+        if factor is None or series is None:
+            return series
+        return series * factor[..., None, None] % self.p
 
     def _taylor_for(self, value, normalizer):
         """``(degree, residues of the Taylor coefficients of s/s(0) up to degree + 1)`` for scores ``value``.
@@ -516,8 +609,9 @@ class ModSeriesDomain(Domain):
         # S = W R with W = s(A), R = 1 / (column sums of W); its jets
         #   dS = R dW + W dR = R s'(A) dA - W R^2 colsum(s'(A) dA) = H - S colsum(H),  H = (R s'(A)) dA,
         # two products of a series with the jets instead of four (exact identities in GF(p)[[eps]])
-        value = scores[..., :1, :]
+        value, factor = self._split_integer_scores(scores[..., :1, :], normalizer)
         weights, derivative = self._normalizer_series(value, normalizer)
+        weights, derivative = self._scaled(factor, weights), self._scaled(factor, derivative)
         if causal:  # masked weights and their derivatives: the masked entries of S and its jets vanish
             weights, derivative = self.causal_mask(weights), self.causal_mask(derivative)
         totals = self._reduce(weights.sum(axis=0, keepdims=True))

@@ -73,7 +73,7 @@ def run_identify(args, arch):
     if certificate is not None:
         from ..certificates import check_certifiable
 
-        check_certifiable(arch, curve, components=False)  # refused before the computation, not after it
+        check_certifiable(arch, curve)  # refused before the computation, not after it
     report = identify(arch, curve=curve, seed=args.seed, progress=not args.quiet,
                       estimate=args.estimate, exact_check=args.exact_check, max_memory=args.max_memory,
                       scheduler=args.scheduler, workers=args.workers)
@@ -145,7 +145,8 @@ def run_dimension(args, arch):
         check_certifiable(architectures[0])  # refused before the computation, not after it
     table = dimension_table(architectures=architectures, seed=args.seed, estimate=args.estimate,
                             progress=not args.quiet, max_memory=args.max_memory,
-                            scheduler=args.scheduler, workers=args.workers)
+                            scheduler=args.scheduler, workers=args.workers,
+                            route=None if certificate is None else "curve")  # the route the checker recomputes
     if certificate is not None:
         from ..certificates import write_dimension_certificate
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..algebra.linalg import add_mod, compress_row_blocks
+from ..algebra.linalg import add_mod, compress_row_blocks, rank_mod_p
 from ..algebra.valuations import smith_valuations
 from ..curves import Curve, collapse
 from ..effective import (
@@ -34,7 +34,8 @@ from ..jacobian import (
 from ..model import Architecture, require_architecture, require_seed
 
 __all__ = ["DIMENSION_PRIME", "SeriesRank", "compressed_jacobian", "compressed_jacobian_part", "hmk_dimension",
-           "input_groups", "orders_memory", "series_rank"]
+           "input_groups", "integer_score_curve", "integer_score_point", "integer_score_refusal", "orders_memory",
+           "series_rank"]
 
 
 #: Prime of the fast dimension certificate: below ``2**20``, so that its residues pass
@@ -141,14 +142,21 @@ class DimensionPlan:
     the plan with less work (inputs times the square of the truncation), so
     that the memory grows with the answer (the columns) instead of the bank.
 
+    Without a curve, where the integer-score route applies (softmax at layer
+    1: :func:`integer_score_refusal`), its plan: few inputs, short series.
+
     Examples
     --------
-    >>> plan = DimensionPlan.choose(Architecture.uniform(layers=2, width=3, rank=2), None)
+    >>> plan = DimensionPlan.choose(Architecture.uniform(layers=2, width=3, rank=2), collapse())
     >>> plan.bank, plan.truncation, plan.narrow
     (9, 6, False)
-    >>> plan = DimensionPlan.choose(Architecture.uniform(layers=2, width=32, rank=8, tokens=8), None, limit=2**32)
+    >>> plan = DimensionPlan.choose(Architecture.uniform(layers=2, width=32, rank=8, tokens=8), collapse(),
+    ...                             limit=2**32)
     >>> plan.bank, plan.truncation, plan.narrow
     (16, 12, True)
+    >>> plan = DimensionPlan.choose(Architecture.uniform(layers=2, width=32, rank=8, tokens=8), None)
+    >>> plan.bank, plan.truncation, plan.note
+    (17, 2, 'integer scores')
     """
 
     bank: int
@@ -163,6 +171,9 @@ class DimensionPlan:
         upper, _ = _upper_bound(arch)
         if _is_polynomial_arch(arch):
             return DimensionPlan(_bank_size(arch, upper, on_curve=False), 1, False)
+        if curve is None and integer_score_refusal(arch) is None:  # no curve given: the integer-score route
+            return DimensionPlan(integer_score_bank_size(arch, upper), integer_score_truncation(arch), False,
+                                 "integer scores")
         route_curve = _check_curve(arch, curve)
         truncation = _guess_deepest_order(arch, route_curve) + (0 if _scales_parameters(route_curve, arch.layers)
                                                                  else 1)
@@ -381,12 +392,20 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
     """
     curve = _POINT if curve is None or curve == _POINT else _check_curve(arch, curve)  # None: the polynomial route
     total = None
-    for first, stop in input_groups(len(inputs), group or len(inputs)):
+    # groups' Jacobians wait until they hold about as many rows as R J: one product of that inner size
+    # instead of one per group (short series: the Jacobian of one input is small, and each product
+    # and its sum into R J cost about as much in conversions as in flops)
+    waiting, streams = [], []
+    groups = input_groups(len(inputs), group or len(inputs))
+    for index, (first, stop) in enumerate(groups):
         # the caller checked the memory of a group (compressed_jacobian here, the coordinator's plan on Dask)
-        J = jacobian_series(arch, curve, inputs[first:stop], point, p, truncation, coefficient_values, directions)
-        streams = [generator(seed, "input rows", start + b) for b in range(first, stop)]
-        total = compress_row_blocks(J, rows, p, streams, out=total)
-        del J
+        waiting.append(jacobian_series(arch, curve, inputs[first:stop], point, p, truncation, coefficient_values,
+                                       directions))
+        streams += [generator(seed, "input rows", start + b) for b in range(first, stop)]
+        if sum(len(J) for J in waiting) >= rows or index == len(groups) - 1:
+            total = compress_row_blocks(np.concatenate(waiting) if len(waiting) > 1 else waiting[0], rows, p,
+                                        streams, out=total)
+            waiting, streams = [], []
         if on_inputs is not None:
             on_inputs(stop - first)
     return total
@@ -455,6 +474,151 @@ def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncati
         if on_inputs is not None:
             on_inputs(len(arguments[3]))
     return total
+
+
+# ---------------------------------------------------------------------------------------
+# the integer-score route: layer 1 at an integer point, the later layers' keys collapsed
+# ---------------------------------------------------------------------------------------
+#: Largest entry of the integer-score route's first layer and bank (less when the scores
+#: could pass ``p / 2``: :func:`integer_score_entry`).
+INTEGER_SCORE_ENTRY = 8
+
+
+def integer_score_refusal(arch: Architecture, curve=None) -> str | None:
+    """Why the integer-score route of the dimension does not apply to ``arch`` (``None`` when it does).
+
+    The route needs no curve of the user's, a normalizer ``C e^{a x}`` with
+    rational ``a`` at layer 1 (softmax), exact Taylor coefficients elsewhere,
+    and attention, causal masks and residual streams only (biases and
+    feed-forward blocks keep the curve route).
+
+    Examples
+    --------
+    >>> integer_score_refusal(Architecture.uniform(layers=2)) is None
+    True
+    >>> integer_score_refusal(Architecture.uniform(layers=2, normalizer="cosh"))
+    'the first layer normalizer cosh is not C e^(a x) with a rational a'
+    """
+    from ..model.components import Attention, CausalMask, Residual
+
+    if curve is not None:
+        return "a curve was given"
+    if _is_polynomial_arch(arch):
+        return "every normalizer is a polynomial (the random point route)"
+    first = arch.normalizers[0]
+    if first.exponential_rate is None:
+        return f"the first layer normalizer {first.name} is not C e^(a x) with a rational a"
+    if any(type(component) not in (Attention, CausalMask, Residual) for _, _, component in arch.components()):
+        return "a component other than attention, a causal mask or a residual stream"
+    return None
+
+
+def integer_score_curve(arch: Architecture) -> Curve:
+    """Key collapse ``K_i = eps Kt_i`` at layers ``2 .. l`` (no curve for one layer).
+
+    Examples
+    --------
+    >>> integer_score_curve(Architecture.uniform(layers=3)).describe(3)
+    'key collapse K_i = eps Kt_i at layers [2, 3]'
+    """
+    from ..curves import collapse_keys
+
+    return collapse_keys(list(range(2, arch.layers + 1))) if arch.layers > 1 else _POINT
+
+
+def integer_score_entry(arch: Architecture, p: int) -> int:
+    """The largest entry ``R`` of the integer point: every score ``|x^T Q^T K y| <= a d_0^2 R^4`` stays below ``p / 2``.
+
+    Examples
+    --------
+    >>> integer_score_entry(Architecture.uniform(layers=2, width=3, rank=2), DIMENSION_PRIME)
+    8
+    >>> integer_score_entry(Architecture.uniform(layers=2, width=32, rank=8, tokens=8), DIMENSION_PRIME)
+    2
+    """
+    d0, a = arch.widths[0], arch.score_ranks[0]
+    entry = INTEGER_SCORE_ENTRY
+    while entry > 1 and a * d0 ** 2 * entry ** 4 > (p - 1) // 2:
+        entry -= 1
+    return entry
+
+
+def integer_score_point(arch: Architecture, p: int, seed: int, bank_size: int):
+    """The integer-score route's point, coefficient values and bank: ``(point, coefficient_values, bank)``.
+
+    Layer 1's query and key blocks and the bank are integers in ``[-R, R]``
+    (:func:`integer_score_entry`), every other block a random residue
+    (:func:`random_point`); the coefficient values carry
+    :class:`~symattn.algebra.modseries.IntegerScores`: a random residue for
+    ``e^(1/v)`` (``v`` the denominator of layer 1's rate) and the largest
+    score, computed exactly.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=2, width=3, rank=2)
+    >>> point, values, bank = integer_score_point(arch, DIMENSION_PRIME, 0, 4)
+    >>> from symattn.algebra.modseries import INTEGER_SCORES
+    >>> bank.shape, int(abs(point[("Q", 1)]).max()) <= 8, values[INTEGER_SCORES].denominator
+    ((4, 3, 3), True, 1)
+    """
+    from ..algebra.modseries import INTEGER_SCORES, IntegerScores
+    from ..jacobian import random_point
+
+    point, coefficient_values = random_point(arch, p, seed)
+    rng = generator(seed, "integer point")
+    entry = integer_score_entry(arch, p)
+
+    def draw(shape):
+        return rng.integers(-entry, entry + 1, size=shape).astype(np.int64)
+
+    for key, shape in arch.blocks():
+        if key[0] in ("Q", "K") and key[1] == 1:
+            point[key] = draw(shape)
+            # the gauge slice holds Q's leading square fixed, as the identity a gauge reaches: it must be
+            # invertible (small integers make a singular one likely); invertible mod p is invertible over Q
+            while key[0] == "Q" and rank_mod_p(point[key][:, :min(shape)], p) < min(shape):
+                point[key] = draw(shape)
+    bank = np.stack([draw(arch.input_shape) for _ in range(bank_size)])
+    largest = 0
+    for key, _ in arch.blocks():  # each head's scores x^T Q^T K y, exactly
+        if key[0] == "Q" and key[1] == 1:
+            queries = np.einsum("ad,bdt->bat", point[key], bank)
+            keys = np.einsum("ad,bdt->bat", point[("K",) + key[1:]], bank)
+            largest = max(largest, int(np.abs(np.einsum("bas,bat->bst", keys, queries)).max()))
+    rate = arch.normalizers[0].exponential_rate
+    coefficient_values[INTEGER_SCORES] = IntegerScores(base=int(rng.integers(2, p)), denominator=int(rate.q),
+                                                       bound=largest)
+    return point, coefficient_values, bank % p
+
+
+def integer_score_truncation(arch: Architecture) -> int:
+    """A first truncation of the integer-score route: 1 without a curve (one layer), ``2 * 3^(l - 2)`` after.
+
+    Two layers: the collapsed keys' columns at ``eps^0`` and the queries' at
+    ``eps^1``; each later layer about triples the orders (the adaptive
+    driver deepens when they need more).
+
+    Examples
+    --------
+    >>> [integer_score_truncation(Architecture.uniform(layers=l)) for l in (1, 2, 3)]
+    [1, 2, 6]
+    """
+    return 1 if arch.layers == 1 else 2 * 3 ** (arch.layers - 2)
+
+
+def integer_score_bank_size(arch: Architecture, upper: int) -> int:
+    """A first bank for the integer-score route: rows for the upper bound, and each input adds at
+    most ``t (t - 1)`` directions of the score blocks (their entries less a constant per column).
+
+    Examples
+    --------
+    >>> integer_score_bank_size(Architecture.uniform(layers=2, width=32, rank=8, tokens=8), 1920)
+    17
+    """
+    d_out, t = arch.widths[-1], arch.tokens
+    scores = sum(v for k, v in _block_dimensions(arch).items() if k.startswith("scores"))
+    size = max(math.ceil(upper / (d_out * max(1, t - 1))), math.ceil(scores / max(1, t * (t - 1)))) + 1
+    return max(1, size)
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..adaptive import DEEPEN, GROW_BANK, NEW_POINT, Growth, Step, adapt
-from ..curves import Curve
+from ..curves import Curve, collapse
 from ..effective import (
     effective_block_dimensions,
 )
@@ -33,7 +33,9 @@ from ..limits import progress_bar
 from .common import (
     DIMENSION_PRIME, MAX_TRUNCATION, _POINT, DimensionPlan, _check_arch, _check_curve, _check_estimate,
     _check_exact_taylor, _check_seed, _expected_dimension, _is_polynomial_arch,
-    _require_dimension_memory, _upper_bound, compressed_jacobian, dimension_group, input_groups, series_rank,
+    _require_dimension_memory, _upper_bound, compressed_jacobian, dimension_group, input_groups,
+    integer_score_bank_size, integer_score_curve, integer_score_point, integer_score_refusal,
+    integer_score_truncation, series_rank,
 )
 
 __all__ = ["DimensionResult", "DimensionRow", "DimensionTable", "dimension_table", "function_space_dimension"]
@@ -179,15 +181,24 @@ def _numeric_estimate(arch: Architecture, upper: int, seed: int, base, dps: int)
 def function_space_dimension(arch: Architecture, curve: Curve | None = None, seed: int = 0,
                              estimate=None, dps: int = 30, prime: int = DIMENSION_PRIME,
                              max_attempts: int = 4, max_memory=None, scheduler=None, workers: int | None = None,
-                             inputs_per_task: int | None = None, progress: bool = False) -> DimensionResult:
+                             inputs_per_task: int | None = None, progress: bool = False,
+                             route: str | None = None) -> DimensionResult:
     """Certified lower bound, upper bound and an estimate of the dimension of the function space.
 
     * **Lower bound** (certified): when every normalizer is a polynomial
       (lightning included), the exact rank over GF(p) of the native Jacobian
-      on a bank at a random point; otherwise the rank over ``GF(p)((eps))``
+      on a bank at a random point.  When layer 1's normalizer is
+      ``C e^{a x}`` with rational ``a`` (softmax) and no curve is given, the
+      *integer-score route*: layer 1's queries, keys and the inputs are small
+      integers, so every layer-1 score is an integer ``m`` and
+      ``s(m)/s(0) = e^(a m)``, a power of the transcendental ``e^(1/v)``,
+      which is sent to a random residue (a ring homomorphism); the later
+      layers' keys collapse, ``K_i = eps Kt_i``, and the rank is taken over
+      ``GF(p)((eps))`` below ``eps^2`` for two layers (``eps^1``, no curve,
+      for one).  Otherwise the rank over ``GF(p)((eps))``
       of the Jacobian series ``J(eps)`` along ``curve`` (collapse by
       default), resolved below a truncation just past the deepest contact
-      order.  Either is the rank of a real Jacobian of ``F`` at some point,
+      order.  Each is the rank of a real Jacobian of ``F`` at some point,
       hence at most the dimension: a lower bound whatever the point.  Only
       the gauge slice (:func:`gauge_slice`) is differentiated, and rows are
       compressed by a random GF(p) combination first; if the rank falls
@@ -237,6 +248,11 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
         The result does not depend on it.
     progress : bool
         A bar over the bank's inputs (on a terminal).
+    route : {None, "integer scores", "curve"}
+        ``None`` (default): the integer-score route where it applies (then the
+        curve route if it falls short of the upper bound), else the curve
+        route.  ``"curve"``: the curve route only (the route of
+        :func:`symattn.certificates.dimension_certificate`).
 
     Returns
     -------
@@ -247,6 +263,10 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
     >>> result = function_space_dimension(Architecture.uniform(layers=2, width=3, rank=2), estimate=None)
     >>> result.lower, result.upper, result.certified, result.expected
     (25, 25, True, 25)
+    >>> result.route
+    'integer scores at layer 1, series along key collapse K_i = eps Kt_i at layers [2]'
+    >>> function_space_dimension(Architecture.uniform(layers=2, width=3, rank=2), route="curve").route
+    'series along simultaneous query/key collapse Q_i = eps Qt_i, K_i = eps Kt_i (layers 1..2)'
     >>> lightning = Architecture.uniform(layers=2, width=3, rank=2, normalizer="lightning")
     >>> function_space_dimension(lightning, estimate=None).lower
     23
@@ -258,21 +278,52 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
     prime = check_prime(prime)
     workers = check_workers(workers)
     inputs_per_task = _check_inputs_per_task(inputs_per_task)
+    route = _check_route(arch, curve, route)
     distributed = uses_dask(scheduler, workers)
     from ..limits import memory_limit_set
 
     with memory_limit_set(max_memory):
         if not _is_polynomial_arch(arch):
             _check_exact_taylor(arch)
-        _require_dimension_memory(arch, curve, distributed)
+        # the route's own plan: no curve is the integer-score route's where it applies
+        _require_dimension_memory(arch, collapse() if route == "curve" and curve is None else curve, distributed)
         if not distributed:
             return _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started,
-                                             inputs_per_task=inputs_per_task, progress=progress)
+                                             inputs_per_task=inputs_per_task, progress=progress, route=route)
         from .._cluster import task_runner
 
         with task_runner(scheduler, workers, "symattn-dimension") as runner:
             return _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started,
-                                             inputs_per_task=inputs_per_task, progress=progress, runner=runner)
+                                             inputs_per_task=inputs_per_task, progress=progress, runner=runner,
+                                             route=route)
+
+
+def _check_route(arch: Architecture, curve, route) -> str:
+    """``"integer scores"`` or ``"curve"``: the route asked for, or the one that applies."""
+    if route is None:
+        return "curve" if integer_score_refusal(arch, curve) else "integer scores"
+    if route not in ("integer scores", "curve"):
+        raise SymattnError(f"route must be None, 'integer scores' or 'curve', got {route!r}")
+    if route == "integer scores" and integer_score_refusal(arch, curve):
+        raise SymattnError(f"the integer-score route does not apply: {integer_score_refusal(arch, curve)}; "
+                           "route None takes the curve route there")
+    return route
+
+
+def _integer_score_method(arch, curve, prime, truncation, result, columns, bank) -> str:
+    rate = arch.normalizers[0].exponential_rate
+    base = "e" if rate.q == 1 else f"e^(1/{rate.q})"
+    power = "m" if rate.p == 1 else f"{rate.p} m"
+    where = ("the native Jacobian at that point" if curve is _POINT else
+             f"the Jacobian series J(eps) along {curve.describe(arch.layers)}, resolved below eps^{truncation} "
+             f"(Smith exponents {dict(result.exponents)})")
+    return (f"rank over GF({prime})" + ("" if curve is _POINT else "((eps))") + f" of {where}, {columns}, "
+            f"{bank} random inputs, with layer 1's queries, keys and the inputs small integers: every layer-1 "
+            f"score is an integer m and {arch.normalizers[0].name} gives s(m)/s(0) = {base}^({power}), "
+            f"{base} transcendental (Hermite, Lindemann), so sending it to a random residue is a ring homomorphism and a nonzero minor "
+            f"mod p" + ("" if curve is _POINT else " and eps^N") + " is a nonzero minor of the real Jacobian"
+            + ("" if curve is _POINT else " at points of the curve")
+            + "; rows compressed by a random GF(p) combination: a lower bound for the dimension")
 
 
 def _check_inputs_per_task(value) -> int | None:
@@ -282,19 +333,41 @@ def _check_inputs_per_task(value) -> int | None:
 
 
 def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started, inputs_per_task=None,
-                              progress=False, runner=None) -> DimensionResult:
+                              progress=False, runner=None, route=None) -> DimensionResult:
+    if route is None:
+        route = _check_route(arch, curve, None)
+    if route == "integer scores":
+        result = _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started,
+                                           inputs_per_task, progress, runner, route="integer scores only")
+        if result.certified:
+            return result
+        # short of the upper bound (an unlucky point every attempt): the curve route, the better bound kept
+        fallback = _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started,
+                                             inputs_per_task, progress, runner, route="curve")
+        best = max(result, fallback, key=lambda r: r.lower)
+        return _replace(best, method=best.method + f"; the integer-score route reached {result.lower}, the curve "
+                        f"route {fallback.lower}", seconds=time.perf_counter() - started)
+    integer = route == "integer scores only"
     prime = field_primes(arch, (prime,))[0]  # algebraic Taylor coefficients: a prime with a root of their field
     upper, upper_reason = _upper_bound(arch)
     polynomial = _is_polynomial_arch(arch)
     if polynomial:
         route_curve = _POINT
         route = "random point"
+    elif integer:
+        _check_exact_taylor(arch)
+        route_curve = integer_score_curve(arch)
+        route = "integer scores at layer 1" + ("" if route_curve is _POINT else
+                                               ", series along " + route_curve.describe(arch.layers))
     else:
         _check_exact_taylor(arch)
         route_curve = _check_curve(arch, curve)
         route = "series along " + route_curve.describe(arch.layers)
     # native exponents: a collapsed block's native columns are its curve columns divided by eps
-    plan = DimensionPlan.choose(arch, None if polynomial else route_curve)
+    if integer:  # each later layer's key columns at eps^0 or eps^1 (scores of valuation 1)
+        plan = DimensionPlan(integer_score_bank_size(arch, upper), integer_score_truncation(arch), False)
+    else:
+        plan = DimensionPlan.choose(arch, None if polynomial else route_curve)
     slice_directions = gauge_slice(arch)
 
     ranks: list = []  # the rank of each run so far
@@ -304,8 +377,11 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         # the last attempt differentiates every native parameter, in case the slice is unlucky
         unlucky_slice = step.attempt == max_attempts - 1 and ranks and max(ranks) < upper
         directions = all_directions(arch) if unlucky_slice else slice_directions
-        point, coefficient_values = random_point(arch, prime, seed + step.attempt)
-        bank = random_bank(arch, step.bank, prime, seed + step.attempt)
+        if integer:
+            point, coefficient_values, bank = integer_score_point(arch, prime, seed + step.attempt, step.bank)
+        else:
+            point, coefficient_values = random_point(arch, prime, seed + step.attempt)
+            bank = random_bank(arch, step.bank, prime, seed + step.attempt)
         if runner is None:  # here: one part per group
             group = task = dimension_group(arch, step.bank, step.truncation, directions, inputs_per_task)
         else:  # each task sums its own groups: few parts travel
@@ -314,7 +390,7 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         groups[step] = (group, task)
         try:
             with progress_bar(progress, total=step.bank, desc="dimension", unit="input") as bar:
-                compressed = compressed_jacobian(arch, None if polynomial else route_curve, bank, point, prime,
+                compressed = compressed_jacobian(arch, route_curve, bank, point, prime,
                                                  step.truncation, coefficient_values, directions,
                                                  seed + step.attempt, group=group,
                                                  parts=None if runner is None else runner.parts,
@@ -336,7 +412,7 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
             return []
         return [(NEW_POINT, GROW_BANK, DEEPEN)]
 
-    growth = Growth(max_bank=MAX_BANK, max_truncation=None if polynomial else MAX_TRUNCATION,
+    growth = Growth(max_bank=MAX_BANK, max_truncation=None if polynomial or route_curve is _POINT else MAX_TRUNCATION,
                     max_runs=max_attempts,
                     deepen=lambda truncation: truncation + max(2, truncation // 2))
     adapted = adapt(run, Step(plan.bank, plan.truncation), decide, growth)
@@ -357,6 +433,8 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         method = (f"exact rank over GF({prime}) of the native Jacobian (forward-mode jets, {columns}) on "
                   f"{used_bank} random inputs at a random point: the rank of a real Jacobian at a rational "
                   "point, a lower bound for the dimension")
+    elif integer:
+        method = _integer_score_method(arch, route_curve, prime, used_truncation, result, columns, used_bank)
     else:
         method = (f"rank over GF({prime})((eps)) of the Jacobian series J(eps) along "
                   f"{route_curve.describe(arch.layers)}, resolved below eps^{used_truncation} (Smith exponents "
@@ -501,7 +579,7 @@ class DimensionTable(FormattedResult):
 def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens: int = 3,
                     normalizer="softmax", seed: int = 0, estimate=None, dps: int = 30,
                     progress: bool = False, architectures=None, max_memory=None, scheduler=None,
-                    workers: int | None = None) -> DimensionTable:
+                    workers: int | None = None, route: str | None = None) -> DimensionTable:
     """HMK's Figure 3: the certified dimension for each width (default ``l = 2, t = 3, a = 2, d = 3..10``).
 
     Parameters
@@ -521,6 +599,8 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
         Compute each width's groups of inputs on Dask workers (see
         :func:`function_space_dimension`); a local cluster of ``workers`` is
         started once for all the widths.
+    route : {None, "integer scores", "curve"}
+        The route of every width's lower bound (see :func:`function_space_dimension`).
 
     Examples
     --------
@@ -545,16 +625,17 @@ def dimension_table(layers: int = 2, widths=range(3, 11), rank: int = 2, tokens:
         for arch in architectures:  # the largest width last: refuse it before the first runs for minutes
             if not _is_polynomial_arch(arch):
                 _check_exact_taylor(arch)
-            _require_dimension_memory(arch, None, distributed)
+            _require_dimension_memory(arch, collapse() if route == "curve" else None, distributed)
     with contextlib.ExitStack() as stack:
         if distributed and not is_client(scheduler):  # one local cluster or connection for every width
             from .._cluster import open_client
 
             scheduler = stack.enter_context(open_client(scheduler, workers))
-        return _dimension_rows(architectures, seed, estimate, dps, progress, max_memory, scheduler, started)
+        return _dimension_rows(architectures, seed, estimate, dps, progress, max_memory, scheduler, started, route)
 
 
-def _dimension_rows(architectures, seed, estimate, dps, progress, max_memory, scheduler, started) -> DimensionTable:
+def _dimension_rows(architectures, seed, estimate, dps, progress, max_memory, scheduler, started,
+                    route=None) -> DimensionTable:
     from ..limits import memory_limit_set
 
     bar = progress_bar(progress and len(architectures) > 1, total=len(architectures), desc="dimension",
@@ -565,7 +646,7 @@ def _dimension_rows(architectures, seed, estimate, dps, progress, max_memory, sc
             bar.set_postfix_str(f"d = {arch.widths[0]}")
             with memory_limit_set(max_memory):
                 result = function_space_dimension(arch, seed=seed, estimate=None, scheduler=scheduler,
-                                                  progress=progress)
+                                                  progress=progress, route=route)
             exact_seconds += result.seconds
             if estimate is not None:
                 value, method, gap = _numeric_estimate(arch, result.upper, seed, estimate, dps)

@@ -58,6 +58,7 @@ STREAMS = {
     "dimension rows": 31337,   # compress_rows of the dimension and fiber ranks (salted by the row count)
     "input rows": 8191,        # the dimension's row compression, one block per bank input (salted by its index)
     "small point": 6007,       # small_integer_point: sign-flip checks
+    "integer point": 1729,     # the dimension's integer-score route: layer 1 and the bank as small integers
     "real point": 271828,      # random_real_point of the numerical sensitivity
     "estimate point": 2718,    # random_real_point of the numerical dimension estimate
     "value rank": 27182,       # observe: value maps of lower rank on the collapsed set
@@ -79,7 +80,7 @@ def generator(seed: int, stream: str, *salt: int) -> np.random.Generator:
     >>> generator(0, "dice")
     Traceback (most recent call last):
     ...
-    symattn.errors.SymattnError: unknown random stream 'dice'; streams are point, bank, rows, dimension rows, input rows, small point, real point, estimate point, value rank, near set
+    symattn.errors.SymattnError: unknown random stream 'dice'; streams are point, bank, rows, dimension rows, input rows, small point, integer point, real point, estimate point, value rank, near set
     """
     if stream not in STREAMS:
         raise SymattnError(f"unknown random stream {stream!r}; streams are {', '.join(STREAMS)}")

@@ -232,6 +232,27 @@ class Normalizer:
         ratio = sp.simplify(sp.diff(self.expr, x) / self.expr)
         return not ratio.has(x)
 
+    @cached_property
+    def exponential_rate(self):
+        """The rate ``a`` of ``s(x) = C e^{a x}`` when it is rational (a sympy Rational), else ``None``.
+
+        Then ``s(m)/s(0) = (e^{1/v})^{u m}`` for ``a = u/v`` and every integer
+        ``m``: a power of one transcendental number, which the integer-score
+        route of the dimension (:func:`symattn.identify.function_space_dimension`)
+        sends to a random residue.
+
+        Examples
+        --------
+        >>> Normalizer.preset("softmax").exponential_rate, Normalizer("exp(x/3)").exponential_rate
+        (1, 1/3)
+        >>> Normalizer("cosh(x)").exponential_rate is None, Normalizer("exp(pi*x)").exponential_rate is None
+        (True, True)
+        """
+        if not self.is_exponential:
+            return None
+        rate = sp.simplify(sp.diff(self.expr, x) / self.expr)
+        return rate if rate.is_Rational and rate != 0 else None
+
     @property
     def has_rational_taylor(self) -> bool:
         """Whether every Taylor coefficient of ``s/s(0)`` is rational."""

@@ -381,7 +381,10 @@ def _read_normalizers(document: dict, cert: _Certificate, checked: list) -> None
             source = f"{expression}, coefficients recomputed by the checker"
         else:
             source = f"{_short(name)} taken as given by its {len(taylor)} Taylor coefficients"
-        cert.normalizers.append({"lightning": False, "polynomial": polynomial,
+        # softmax, recognized by its recomputed coefficients: its weights do not change when every score of
+        # one query moves by the same number (the observability certificate's upper bound with biases)
+        shift_invariant = known is not None and expression == "exp(x)"
+        cert.normalizers.append({"lightning": False, "polynomial": polynomial, "shift_invariant": shift_invariant,
                                  "taylor": [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]})
         checked.append(f"layer {i}: normalizer {source}" + (" (a polynomial)" if polynomial else ""))
     if cert.ffn:
@@ -742,15 +745,18 @@ def _verify_orders(document: dict, cert: _Certificate, checked: list, started: f
 def _verify_observe(document: dict, cert: _Certificate, checked: list, started: float) -> VerificationReport:
     """An observability certificate (:mod:`symattn.verifier.observe`): the point on the set, each block's check."""
     names = _read_parameters(document, cert)
-    if cert.input_power != 1 or any(cert.powers.values()):
+    # X -> eps X: a bias is a constant feature of every token and scales with the input, no other block does
+    scaled = {name: int(name.partition("_")[0] in ("bQ", "bK", "bV", "bin", "bout")) for name in cert.powers}
+    if cert.input_power != 1 or cert.powers != scaled:
         raise Disagreement(f"an observability certificate is along the input scaling X -> eps X (input power 1, "
-                           f"no block scaled), got input power {cert.input_power} and powers {cert.powers}")
+                           f"the biases scaled with it, no other block), got input power {cert.input_power} and "
+                           f"powers {cert.powers}")
     events = read_events(document, cert.heads, checked)
     labels = list(dict.fromkeys(name.partition("[")[0] for name in names))
     check_on_set(events, cert.point, cert.bank, held_blocks(events, labels), checked)
     d_l, t = cert.widths[-1], cert.tokens
     claims = read_blocks(document, events, names, cert.widths, cert.score_ranks, len(cert.bank), t,
-                         cert.truncation, checked)
+                         cert.truncation, checked, [z.get("shift_invariant", False) for z in cert.normalizers])
     claim = observe_claim(document["events"], claims)
     _require_claim(document, claim)
     check_observe(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns, native=True),

@@ -15,6 +15,9 @@ valuations:
   since every score lies in the ideal ``(eps, d)``, whose ``N + 1``-th power
   is 0; for a polynomial ``s`` every coefficient), column sums inverted as
   ``u0^-1 sum_k (-(u - u0) / u0)^k``;
+* biases added to every token (``Q x + b_Q`` and the like), and feed-forward
+  blocks ``W_out s(W_in x + b_in) + b_out`` with the activation's own Taylor
+  coefficients (exact for the same reason: its argument lies in ``(eps, d)``);
 * least-valuation full pivoting of the ``r x r`` minor over ``GF(p)[[eps]]``
   mod ``eps^N``; the script prints ``verified`` when the pivot valuations are
   the claimed ones, all below ``N``, and ``NOT verified`` with the difference
@@ -59,9 +62,6 @@ def _read(document: dict) -> tuple:
                            "parts can be exported one by one)")
     checked: list = []
     cert = _read_architecture(document, checked)
-    if cert.bias or cert.ffn:
-        raise Disagreement("the exports cover attention with heads, a causal mask and a residual stream; this "
-                           "certificate has biases or feed-forward blocks (symattn verify checks it)")
     _read_field_data(document, cert, checked)
     _read_normalizers(document, cert, checked)
     _read_curve(document, cert, checked)
@@ -121,19 +121,26 @@ def export_script(source, system: str) -> str:
 
 def _data(cert: _Certificate, native: bool) -> dict:
     """Every number the script needs, as integers and lists of integers (block names by index)."""
-    blocks = _blocks(cert.widths, cert.score_ranks, cert.heads)
+    blocks = _blocks(cert.widths, cert.score_ranks, cert.heads, cert.bias, cert.ffn)
     index = {name: n for n, (name, _) in enumerate(blocks)}
-    names = parameter_names(cert.widths, cert.score_ranks, cert.heads)
+    names = parameter_names(cert.widths, cert.score_ranks, cert.heads, cert.bias, cert.ffn)
     columns = []
     for name in cert.columns:  # a name the checker wrote itself: block[row,col]
         assert name in names
         block, _, entry = name.partition("[")
         row, col = (int(v) for v in entry.rstrip("]").split(","))
         columns.append([index[block], row, col])
-    layers, n = [], 0
+    # per layer, per head: the indices of Q, K, V (and bQ, bK, bV); per layer: Win, Wout (and bin, bout) or []
+    layers, ffns, activations = [], [], []
+    head_blocks = ("Q", "K", "V", "bQ", "bK", "bV") if cert.bias else ("Q", "K", "V")
+    ffn_blocks = ("Win", "Wout", "bin", "bout") if cert.bias else ("Win", "Wout")
     for i in range(1, len(cert.widths)):
-        layers.append([[n + 3 * h, n + 3 * h + 1, n + 3 * h + 2] for h in range(cert.heads[i - 1])])
-        n += 3 * cert.heads[i - 1]
+        suffixes = [f"{i}"] if cert.heads[i - 1] == 1 else [f"{{{i},{h}}}" for h in range(1, cert.heads[i - 1] + 1)]
+        layers.append([[index[f"{name}_{suffix}"] for name in head_blocks] for suffix in suffixes])
+        has_ffn = bool(cert.ffn and cert.ffn[i - 1])
+        ffns.append([index[f"{name}_{i}"] for name in ffn_blocks] if has_ffn else [])
+        activation = cert.activations[i - 1] if has_ffn else None
+        activations.append([int(activation["polynomial"]), list(activation["taylor"])] if activation else [])
     used = sorted({b for b, _, _ in cert.rows})
     return {
         "p": cert.prime, "N": cert.truncation, "native": native, "causal": cert.causal, "residual": cert.residual,
@@ -141,7 +148,7 @@ def _data(cert: _Certificate, native: bool) -> dict:
         "powers": [cert.powers[name] for name, _ in blocks],
         "point": [cert.point[name] for name, _ in blocks],
         "block_names": [name for name, _ in blocks],
-        "layers": layers,
+        "layers": layers, "ffns": ffns, "activations": activations,
         "normalizers": [[int(z["lightning"]), int(z["polynomial"]), list(z["taylor"])] for z in cert.normalizers],
         "inputs": used, "bank": [cert.bank[b] for b in used],
         "rows": [[used.index(b), i, j] for b, i, j in cert.rows],
@@ -170,8 +177,10 @@ def _sage(data: dict, claim: str) -> str:
         f"block_names = {data['block_names']!r}",
         f"powers = {data['powers']!r}  # block n is eps^powers[n] times its entry in `point`",
         f"point = {data['point']!r}",
-        f"layers = {data['layers']!r}  # per layer, per head: the indices of its Q, K, V blocks",
+        f"layers = {data['layers']!r}  # per layer, per head: the indices of its Q, K, V (and bQ, bK, bV) blocks",
         f"normalizers = {data['normalizers']!r}  # per layer: [lightning, polynomial, Taylor residues of s/s(0)]",
+        f"ffns = {data['ffns']!r}  # per layer: the indices of Win, Wout (and bin, bout), or [] without one",
+        f"activations = {data['activations']!r}  # per layer: [polynomial, Taylor residues of s], or []",
         f"bank = {data['bank']!r}",
         f"rows = {data['rows']!r}  # witness rows: (input, output row, output token)",
         f"columns = {data['columns']!r}  # witness columns: (block, row, column)",
@@ -206,21 +215,28 @@ def _sage(data: dict, claim: str) -> str:
         "        total = total + power",
         "    return total / u0",
         "",
-        "def s_of(a, taylor, polynomial):",
+        "def s_of(a, taylor, polynomial, what='a score'):",
         "    if not polynomial and F(a.lift().constant_coefficient()) != 0:",
-        "        print('NOT verified: a score is nonzero at eps = 0'); sys.exit(1)",
+        "        print('NOT verified: %s is nonzero at eps = 0' % what); sys.exit(1)",
         "    value = J(0)",
         "    for c in reversed(taylor):  # Horner: sum_n c_n a^n",
         "        value = value * a + c",
         "    return value",
         "",
+        "def plus_bias(M, b):",
+        "    # M + b 1^T: the bias column added to every token",
+        "    return [[x + b[i][0] for x in row] for i, row in enumerate(M)]",
+        "",
         "def attention(X, heads, normalizer, params):",
         "    lightning, polynomial, taylor = normalizer",
         "    t = len(X[0])",
         "    out = None",
-        "    for q, k, v in heads:",
-        "        Q, K, V = params[q], params[k], params[v]",
-        "        A = mul(transpose(mul(K, X)), mul(Q, X))  # A_jk = <K x_j, Q x_k>",
+        "    for blocks in heads:",
+        "        Q, K, V = (params[n] for n in blocks[:3])",
+        "        QX, KX, VX = mul(Q, X), mul(K, X), mul(V, X)",
+        "        if len(blocks) == 6:  # biases: Q x + b_Q, K x + b_K, V x + b_V for every token x",
+        "            QX, KX, VX = (plus_bias(M, params[n]) for M, n in zip((QX, KX, VX), blocks[3:]))",
+        "        A = mul(transpose(KX), QX)  # A_jk = <K x_j + b_K, Q x_k + b_Q>",
         "        if lightning:",
         "            S = [[A[j][m] if (not causal or j <= m) else J(0) for m in range(t)] for j in range(t)]",
         "        else:",
@@ -228,8 +244,22 @@ def _sage(data: dict, claim: str) -> str:
         "                 for j in range(t)]",
         "            sums = [inverse(sum((s[j][m] for j in range(t)), J(0))) for m in range(t)]",
         "            S = [[s[j][m] * sums[m] for m in range(t)] for j in range(t)]  # each query's column normalized",
-        "        head = mul(V, mul(X, S))",
+        "        head = mul(VX, S)",
         "        out = head if out is None else [[a + b for a, b in zip(r1, r2)] for r1, r2 in zip(out, head)]",
+        "    if residual:",
+        "        out = [[a + b for a, b in zip(r1, r2)] for r1, r2 in zip(out, X)]",
+        "    return out",
+        "",
+        "def feed_forward(X, blocks, activation, params):",
+        "    # W_out s(W_in x + b_in) + b_out for every token x (plus x with a residual stream)",
+        "    polynomial, taylor = activation",
+        "    pre = mul(params[blocks[0]], X)",
+        "    if len(blocks) == 4:",
+        "        pre = plus_bias(pre, params[blocks[2]])",
+        "    hidden = [[s_of(a, taylor, polynomial, \"the feed-forward block's argument\") for a in row] for row in pre]",
+        "    out = mul(params[blocks[1]], hidden)",
+        "    if len(blocks) == 4:",
+        "        out = plus_bias(out, params[blocks[3]])",
         "    if residual:",
         "        out = [[a + b for a, b in zip(r1, r2)] for r1, r2 in zip(out, X)]",
         "    return out",
@@ -250,8 +280,10 @@ def _sage(data: dict, claim: str) -> str:
         "        params.append(P)",
         "    for b in sorted({row[0] for row in rows}):",
         "        X = [[e**input_power * x for x in row] for row in mat(bank[b])]",
-        "        for heads, normalizer in zip(layers, normalizers):",
+        "        for heads, normalizer, ffn, activation in zip(layers, normalizers, ffns, activations):",
         "            X = attention(X, heads, normalizer, params)",
+        "            if ffn:  # the layer's feed-forward block, after its attention",
+        "                X = feed_forward(X, ffn, activation, params)",
         "        for n, (bb, i, j) in enumerate(rows):",
         "            if bb == b:",
         "                minor[n][k] = S(d_coefficients(X[i][j])).add_bigoh(N)",
@@ -305,8 +337,10 @@ def _m2(data: dict, claim: str) -> str:
         f"inputPower = {data['input_power']}; -- the inputs are eps^inputPower X",
         f"blockPowers = {_m2_list(data['powers'])}; -- block n is eps^(blockPowers#n) times its entry in basePoint",
         f"basePoint = {_m2_list(data['point'])};",
-        f"layers = {_m2_list(data['layers'])}; -- per layer, per head: the indices of its Q, K, V blocks",
+        f"layers = {_m2_list(data['layers'])}; -- per layer, per head: the indices of its Q, K, V (bQ, bK, bV)",
         f"normalizers = {_m2_list(data['normalizers'])}; -- per layer: lightning, polynomial, Taylor residues",
+        f"ffns = {_m2_list(data['ffns'])}; -- per layer: the indices of Win, Wout (bin, bout), or {{}} without one",
+        f"activations = {_m2_list(data['activations'])}; -- per layer: polynomial, Taylor residues of s, or {{}}",
         f"bank = {_m2_list(data['bank'])};",
         f"witnessRows = {_m2_list(data['rows'])}; -- (input, output row, output token)",
         f"witnessColumns = {_m2_list(data['columns'])}; -- (block, row, column)",
@@ -328,25 +362,38 @@ def _m2(data: dict, claim: str) -> str:
         "    total := 1_Jet; power := 1_Jet;",
         "    for k from 1 to N + 1 do (power = power * x; total = total + power);",
         "    total * promote(1/u0, Jet));",
-        "sOf = (a, taylor, polynomial) -> (",
-        "    if not polynomial and constantTerm a != 0 then (print \"NOT verified: a score is nonzero at eps = 0\"; exit 1);",
+        "sOf = (a, taylor, polynomial, what) -> (",
+        "    if not polynomial and constantTerm a != 0 then (print(\"NOT verified: \" | what | \" is nonzero at eps = 0\"); exit 1);",
         "    value := 0_Jet;",
         "    for n from 0 to #taylor - 1 do value = value * a + (taylor#(#taylor - 1 - n))_Jet; -- Horner",
         "    value);",
+        "plusBias = (M, b) -> apply(#M, i -> apply(M#i, x -> x + b#i#0)); -- M + b 1^T: b added to every token",
         "attention = (X, heads, normalizer, params) -> (",
         "    t := #(X#0); out := null;",
         "    for h in heads do (",
-        "        Q := params#(h#0); K := params#(h#1); V := params#(h#2);",
-        "        A := matMul(matTranspose matMul(K, X), matMul(Q, X)); -- A_jk = <K x_j, Q x_k>",
+        "        QX := matMul(params#(h#0), X); KX := matMul(params#(h#1), X); VX := matMul(params#(h#2), X);",
+        "        if #h == 6 then ( -- biases: Q x + b_Q, K x + b_K, V x + b_V for every token x",
+        "            QX = plusBias(QX, params#(h#3)); KX = plusBias(KX, params#(h#4)); VX = plusBias(VX, params#(h#5)));",
+        "        A := matMul(matTranspose KX, QX); -- A_jk = <K x_j + b_K, Q x_k + b_Q>",
         "        S := if normalizer#0 == 1 then",
         "            apply(t, j -> apply(t, m -> if not causal or j <= m then A#j#m else 0_Jet))",
         "        else (",
         "            s := apply(t, j -> apply(t, m -> if not causal or j <= m then",
-        "                sOf(A#j#m, normalizer#2, normalizer#1 == 1) else 0_Jet));",
+        "                sOf(A#j#m, normalizer#2, normalizer#1 == 1, \"a score\") else 0_Jet));",
         "            sums := apply(t, m -> inverseOf sum(t, j -> s#j#m));",
         "            apply(t, j -> apply(t, m -> (s#j#m) * (sums#m)))); -- each query's column normalized",
-        "        head := matMul(V, matMul(X, S));",
+        "        head := matMul(VX, S);",
         "        out = if out === null then head else apply(#out, i -> apply(#(out#0), j -> out#i#j + head#i#j)));",
+        "    if residual then out = apply(#out, i -> apply(#(out#0), j -> out#i#j + X#i#j));",
+        "    out);",
+        "-- W_out s(W_in x + b_in) + b_out for every token x (plus x with a residual stream)",
+        "feedForward = (X, blocks, activation, params) -> (",
+        "    pre := matMul(params#(blocks#0), X);",
+        "    if #blocks == 4 then pre = plusBias(pre, params#(blocks#2));",
+        "    hidden := apply(pre, row -> apply(row, a -> sOf(a, activation#1, activation#0 == 1,",
+        "        \"the feed-forward block's argument\")));",
+        "    out := matMul(params#(blocks#1), hidden);",
+        "    if #blocks == 4 then out = plusBias(out, params#(blocks#3));",
         "    if residual then out = apply(#out, i -> apply(#(out#0), j -> out#i#j + X#i#j));",
         "    out);",
         "-- the coefficient of d, as the list of its coefficients of eps^0 .. eps^(N-1)",
@@ -362,7 +409,9 @@ def _m2(data: dict, claim: str) -> str:
         "    inputs := unique apply(witnessRows, w -> w#0);",
         "    for b in inputs do (",
         "        X := apply(bank#b, row -> apply(row, x -> epsJ^inputPower * x_Jet));",
-        "        for l from 0 to #layers - 1 do X = attention(X, layers#l, normalizers#l, params);",
+        "        for l from 0 to #layers - 1 do (",
+        "            X = attention(X, layers#l, normalizers#l, params);",
+        "            if #(ffns#l) > 0 then X = feedForward(X, ffns#l, activations#l, params)); -- after the attention",
         "        for n from 0 to #witnessRows - 1 do if (witnessRows#n)#0 == b then",
         "            cells#(n, k) = dCoefficients(X#((witnessRows#n)#1)#((witnessRows#n)#2))));",
         "-- least-valuation full pivoting over GF(p)[[t]]: an entry is its list of coefficients of t^0 .. t^(N-1)",

@@ -9,23 +9,27 @@ The checker reads the events itself and checks that the certificate's
 integer point and bank lie on the set: every held block is 0, every bank
 input has equal columns.
 
-The blocks are ``scores:i`` (``Q`` and ``K`` of every head of layer ``i``) and
-``values`` (every ``V``); a collapsed one (``scores:i`` for a collapse of the
-whole layer, ``values`` for any value collapse) is not listed.  A block's
-columns *on the set* are its native parameters less the held ones.  Each
-listed block has a status:
+The blocks are ``scores:i`` (``Q`` and ``K`` of every head of layer ``i``, with
+their biases ``bQ``, ``bK``), a feed-forward block's ``feed-forward:i``
+(``Win_i``, ``Wout_i``, ``bin_i``, ``bout_i``) and ``values`` (every ``V`` and
+``bV``); a collapsed one (``scores:i`` for a collapse of the whole layer,
+``values`` for any value collapse) is not listed.  A block's columns *on the
+set* are its native parameters less the held ones.  The biases scale with
+the input (a bias is a constant feature of every token).  Each listed block
+has a status:
 
 * ``"observable"`` or ``"seen"``, with a rank ``r >= 1`` and a witness: ``r``
   rows ``(input, row, token)`` and ``r`` of the block's columns on the set
   whose minor of the native Jacobian series has pivots of the claimed
   valuations, all below ``N``.  Proved: the output sees at least ``r``
   directions of the block at generic points of the set.  ``"observable"``
-  when ``r`` equals the block's upper bound, which only score blocks have:
+  when ``r`` equals the block's upper bound.  A score block's is
   ``sum a(2d - a)`` over the heads of layer ``i`` whose ``Q`` is not held
   (``d = d_(i-1)``, ``a = min(a_i, d)``), the dimension of the ``d x d``
   matrices ``K^T Q`` of rank ``<= a``, through which alone the output depends
   on ``Q`` and ``K`` (an argument the checker does not check; it recomputes
-  the number).
+  the number; with biases see :func:`score_upper_bound`).  A feed-forward
+  block's is the number of its columns.  The values have none.
 * ``"unobservable"``, rank 0: the checker recomputes the block's columns on
   the set for the whole bank mod ``(p, eps^N)`` and fails on a nonzero entry.
   A consistency check, which can refute the verdict but never prove it.
@@ -151,41 +155,77 @@ def check_on_set(events: list, point: dict, bank: list, held: list, checked: lis
                    + ("; every bank input is x 1^T" if any(k == "identical-tokens" for k, _, _ in events) else ""))
 
 
-def score_upper_bound(d: int, a: int, heads_left: int) -> int:
-    """``heads_left`` times ``a (2d - a)`` (``a = min(a, d)``): the dimension of the ``K^T Q`` the output depends on.
+def score_upper_bound(d: int, a: int, heads_left: int, heads_held: int = 0, bias: bool = False,
+                      shift_invariant: bool = False) -> int:
+    """The dimension of the matrices through which alone the output depends on a layer's scores, summed over heads.
+
+    A head's score of key ``x_j`` and query ``x_k`` is ``[x_j; 1]^T M [x_k; 1]``:
+
+    * without biases ``M = K^T Q``, a ``d x d`` matrix of rank ``<= a``
+      (0 when ``Q`` is held at 0);
+    * with biases ``M = [K b_K]^T [Q b_Q]``, ``(d + 1) x (d + 1)`` of rank
+      ``<= a``; with ``Q`` held only its last column ``[K b_K]^T b_Q`` is left;
+    * with ``shift_invariant`` (softmax: its weights do not change when every
+      score of one query moves by the same number) the last row of ``M``,
+      which adds ``b_K^T (Q x_k + b_Q)`` to every score of query ``k``, is
+      not seen.
+
+    The ``rows x cols`` matrices of rank ``<= m = min(a, rows, cols)`` have
+    dimension ``m (rows + cols - m)``.  An argument (MATH.md section 2), not
+    checked; the checker computes the number.
 
     Examples
     --------
     >>> score_upper_bound(2, 1, 1), score_upper_bound(2, 3, 2)
     (3, 8)
+    >>> score_upper_bound(2, 1, 1, bias=True), score_upper_bound(2, 1, 1, bias=True, shift_invariant=True)
+    (5, 4)
+    >>> score_upper_bound(2, 1, 0, 1), score_upper_bound(2, 1, 0, 1, bias=True, shift_invariant=True)
+    (0, 2)
     """
-    a = min(a, d)
-    return heads_left * a * (2 * d - a)
+    rows = d + 1 if bias and not shift_invariant else d
+    total = 0
+    for heads, cols in ((heads_left, d + 1 if bias else d), (heads_held, 1 if bias else 0)):
+        m = min(a, rows, cols)
+        total += heads * m * (rows + cols - m)
+    return total
 
 
 def _block_columns(block: str, labels: list, held: list, parameters: list, layers: int):
-    """The columns of ``block`` on the set (``None`` for no such block) and the parameter blocks not held."""
+    """The columns of ``block`` on the set and the parameter blocks not held (``[], []`` for no such block).
+
+    ``scores:i``: ``Q``, ``K`` (and the biases ``bQ``, ``bK``) of every head
+    of layer ``i``; ``values``: every ``V`` (and ``bV``); ``feed-forward:i``:
+    ``Win_i``, ``Wout_i`` (and ``bin_i``, ``bout_i``).
+    """
     if block == "values":
-        members = [label for label in labels if label.startswith("V_")]
+        members = [label for label in labels if label.partition("_")[0] in ("V", "bV")]
     else:
-        match = re.fullmatch(r"scores:([1-9][0-9]*)", block)
-        if match is None or int(match.group(1)) > layers:
-            return None, []
-        suffixes = _suffixes(int(match.group(1)), None, labels)
-        members = [f"{name}_{s}" for s in suffixes for name in "QK"]
-    kept = [label for label in members if label not in held]
+        match = re.fullmatch(r"(scores|feed-forward):([1-9][0-9]*)", block)
+        if match is None or int(match.group(2)) > layers:
+            return [], []
+        layer = int(match.group(2))
+        if match.group(1) == "scores":
+            members = [f"{name}_{s}" for s in _suffixes(layer, None, labels) for name in ("Q", "K", "bQ", "bK")]
+        else:
+            members = [f"{name}_{layer}" for name in ("Win", "Wout", "bin", "bout")]
+    kept = [label for label in members if label in labels and label not in held]
     return [name for name in parameters if name.partition("[")[0] in kept], kept
 
 
 def read_blocks(document: dict, events: list, parameters: list, widths: list, score_ranks: list,
-                bank_size: int, tokens: int, truncation: int, checked: list) -> list:
+                bank_size: int, tokens: int, truncation: int, checked: list, shift_invariant: list | None = None) -> list:
     """Validate the ``blocks`` field: ``(block, status, rank, upper bound, rows, columns, valuations)`` each.
 
-    Every block that is not collapsed is listed once; the checker computes
-    each block's columns on the set and each score block's upper bound by
-    its own rule, and the status from them (``observable``: the rank is the
-    upper bound).  For ``unobservable`` the rows are ``None`` and the columns
-    are every column of the block on the set.
+    Every block that is not collapsed is listed once (``scores:i``, a
+    feed-forward block ``feed-forward:i``, ``values``); the checker computes
+    each block's columns on the set and its upper bound by its own rule
+    (:func:`score_upper_bound` for the scores, with biases when the
+    parameters have them and ``shift_invariant[i - 1]`` for a softmax layer;
+    a feed-forward block's columns on the set; none for the values), and the
+    status from them (``observable``: the rank is the upper bound).  For
+    ``unobservable`` the rows are ``None`` and the columns are every column
+    of the block on the set.
 
     Examples
     --------
@@ -206,7 +246,9 @@ def read_blocks(document: dict, events: list, parameters: list, widths: list, sc
     collapsed = {f"scores:{layer}" for kind, layer, head in events if kind == "scores" and head is None}
     if any(kind == "values" for kind, _, _ in events):
         collapsed.add("values")
-    expected = [b for b in [f"scores:{i}" for i in range(1, layers + 1)] + ["values"] if b not in collapsed]
+    feed_forward = [f"feed-forward:{i}" for i in range(1, layers + 1) if f"Win_{i}" in labels]
+    expected = [b for b in [f"scores:{i}" for i in range(1, layers + 1)] + feed_forward + ["values"]
+                if b not in collapsed]
     entries = document.get("blocks")
     if not isinstance(entries, list):
         raise Disagreement(f"blocks must be a list, got {str(entries)[:60]!r}")
@@ -223,9 +265,15 @@ def read_blocks(document: dict, events: list, parameters: list, widths: list, sc
             raise Disagreement(f"{where}.rank must be an integer from 0 to {len(columns_on_set)} (its columns on "
                                f"the set), got {str(rank)[:60]!r}")
         bound = None
-        if block != "values":
+        if block.startswith("scores:"):
             layer = int(block.split(":")[1])
-            bound = score_upper_bound(widths[layer - 1], score_ranks[layer - 1], sum(1 for k in kept if k[0] == "Q"))
+            queries = [f"Q_{suffix}" for suffix in _suffixes(layer, None, labels)]
+            left = sum(1 for name in queries if name in kept)
+            bound = score_upper_bound(widths[layer - 1], score_ranks[layer - 1], left, len(queries) - left,
+                                      any(name.startswith("bQ_") for name in labels),
+                                      bool(shift_invariant and shift_invariant[layer - 1]))
+        elif block.startswith("feed-forward:"):
+            bound = len(columns_on_set)  # every direction of the block on the set
         status = "unobservable" if rank == 0 else "observable" if rank == bound else "seen"
         if entry.get("status") != status:
             raise Disagreement(f"{where}: status {str(entry.get('status'))[:40]!r}, but by its rank {rank} and upper "

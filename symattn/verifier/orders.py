@@ -5,7 +5,9 @@ the curve's coordinates (``Qt, Kt, Vt`` for ``Q = eps Qt``...) the
 coefficients ``C_n = dF_n / d(Qt, Kt, Vt)`` are the coefficients of the
 Jacobian series.  A block's *identification order* is the least ``n`` with
 ``C_n`` nonzero on the block's columns (``scores:i``: the entries of ``Q_i``
-and ``K_i``, or of one head's; ``values``: every ``V``).  An
+and ``K_i``, or of one head's; ``values``: every ``V``; with biases
+``bias:i``: the bias columns of layer ``i``; with a feed-forward block
+``feed-forward:i``: its ``W_in``, ``W_out`` and their biases).  An
 identification-orders certificate (kind ``"identification orders"``) claims,
 for each block, an order ``n`` and a jet rank ``r``, with two witnesses at its
 integer point and bank:
@@ -60,14 +62,17 @@ __all__ = ["block_members", "read_orders", "orders_claim", "check_orders", "KIND
 KIND = "identification orders"
 
 _SCORES = re.compile(r"scores:([1-9][0-9]*)(?::([1-9][0-9]*))?")
+_COMPONENT = re.compile(r"(bias|feed-forward):([1-9][0-9]*)")
 
 
 def block_members(block: str, labels: list) -> list:
     """The parameter blocks (``Q_1``, ``K_{2,1}``, ``V_2``...) of a named block, by the checker's own rule.
 
     ``scores:i`` is ``Q_i`` and ``K_i`` (a layer of one head); ``scores:i:h``
-    is ``Q_{i,h}`` and ``K_{i,h}``; ``values`` is every ``V``.  An empty list
-    when no parameter block matches.
+    is ``Q_{i,h}`` and ``K_{i,h}``; ``values`` is every ``V``; ``bias:i`` is
+    the bias columns ``bQ``, ``bK``, ``bV`` of every head of layer ``i``;
+    ``feed-forward:i`` is ``Win_i``, ``Wout_i`` and, with biases, ``bin_i``,
+    ``bout_i``.  An empty list when no parameter block matches.
 
     Examples
     --------
@@ -75,15 +80,31 @@ def block_members(block: str, labels: list) -> list:
     ['Q_{1,2}', 'K_{1,2}']
     >>> block_members("scores:1:2", ["Q_1", "K_1", "V_1"]), block_members("keys", ["Q_1"])
     ([], [])
+    >>> labels = ["Q_1", "K_1", "V_1", "bQ_1", "bK_1", "bV_1", "Win_1", "Wout_1", "bin_1", "bout_1"]
+    >>> block_members("bias:1", labels), block_members("feed-forward:1", labels)
+    (['bQ_1', 'bK_1', 'bV_1'], ['Win_1', 'Wout_1', 'bin_1', 'bout_1'])
     """
     if block == "values":
         return [label for label in labels if label.startswith("V_")]
+    match = _COMPONENT.fullmatch(block)
+    if match is not None:
+        kind, layer = match.groups()
+        # bias:i: every head's bias columns (bQ_i or bQ_{i,h}, ...); feed-forward:i: the block's matrices and biases
+        names = ("bQ", "bK", "bV") if kind == "bias" else ("Win", "Wout", "bin", "bout")
+        return [label for label in labels
+                if label.partition("_")[0] in names
+                and label.partition("_")[2] in (layer, *(f"{{{layer},{h}}}" for h in _heads(labels, layer)))]
     match = _SCORES.fullmatch(block)
     if match is None:
         return []
     layer, head = match.groups()
     suffix = layer if head is None else f"{{{layer},{head}}}"
     return [label for label in labels if label in (f"Q_{suffix}", f"K_{suffix}")]
+
+
+def _heads(labels: list, layer: str) -> list:
+    """The heads ``h`` of ``layer`` that have a block ``Q_{layer,h}`` (none in a layer of one head)."""
+    return [label[len(f"Q_{{{layer},"):-1] for label in labels if label.startswith(f"Q_{{{layer},")]
 
 
 def _integer(value, what: str, low: int, high: int) -> int:
@@ -133,7 +154,7 @@ def read_orders(document: dict, parameters: list, bank_size: int, d_l: int, toke
         members = block_members(block, labels) if isinstance(block, str) else []
         if not members:
             raise Disagreement(f"{where}.block {str(block)[:60]!r} names no block of this architecture (e.g. "
-                               "scores:1, scores:1:2 with heads, values)")
+                               "scores:1, scores:1:2 with heads, values, bias:1, feed-forward:1)")
         if block in seen:
             raise Disagreement(f"{where}.block {block!r} is listed twice")
         seen.add(block)

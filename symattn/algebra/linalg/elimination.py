@@ -65,8 +65,15 @@ def _eliminate(W: np.ndarray, p: int) -> tuple[list[int], list[int]]:
     """Forward elimination of ``W`` in place, in panels; the pivots' original rows and their columns.
 
     Afterwards the ``t``-th row of ``W`` is the ``t``-th pivot row, scaled to 1 at its pivot and
-    exact from there on; entries left of a row's pivot are not kept (never read again).
+    exact from there on; entries left of a row's pivot are not kept (never read again).  Large
+    matrices run the panels' loops compiled (:func:`_eliminate_compiled`, the same steps).
     """
+    if W.size >= _COMPILED_PANELS_MIN:
+        from .engines import _compiled_kernels
+
+        kernels = _compiled_kernels()
+        if kernels is not None:
+            return _eliminate_compiled(np.ascontiguousarray(W), p, kernels)
     m, n = W.shape
     order = np.arange(m)
     rows, cols = [], []
@@ -112,6 +119,38 @@ def _eliminate(W: np.ndarray, p: int) -> tuple[list[int], list[int]]:
         if r < m:
             rest[r:] = (rest[r:] - matmul_mod(multipliers[r:, :found], rest[first:r], p)) % p
     return rows, cols
+
+
+# From this many entries on, the panels' loops run compiled: measured on the 1922 x 1920 leading
+# coefficients of a width-32 Smith form (rank 800), 1.1 s in numpy against 0.2 s (numba's import,
+# about 0.35 s once per process, is paid by the first large elimination)
+_COMPILED_PANELS_MIN = 2**20
+# the compiled panels are wider: their loops cost nothing per call, the products after them less
+_COMPILED_PANEL = 64
+
+
+def _eliminate_compiled(W: np.ndarray, p: int, kernels) -> tuple[list[int], list[int]]:
+    """:func:`_eliminate` with each panel's loop and its pivot rows' update compiled; same pivots, same ``W``."""
+    m, n = W.shape
+    order = np.arange(m, dtype=np.int64)
+    rows, cols = np.empty(min(m, n), dtype=np.int64), np.empty(min(m, n), dtype=np.int64)
+    r = 0
+    for start in range(0, n, _COMPILED_PANEL):
+        if r == m:
+            break
+        stop = min(n, start + _COMPILED_PANEL)
+        first = r
+        multipliers = np.zeros((m, stop - start), dtype=np.int64)
+        found = kernels.panel_kernel(W, order, multipliers, start, stop, r, p, rows[r:], cols[r:])
+        r += found
+        if not found or stop == n:
+            continue
+        kernels.panel_rows_kernel(W, multipliers, first, found, stop, p)
+        if r < m:
+            rest = W[r:, stop:]
+            rest -= matmul_mod(multipliers[r:, :found], W[first:r, stop:], p)
+            rest %= p
+    return rows[:r].tolist(), cols[:r].tolist()
 
 
 def rank_mod_p(M, p: int) -> int:

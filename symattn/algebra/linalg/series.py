@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .engines import _check_prime_size, _compiled_product, _count_blas_work, _engine, _heartbeat, one_blas_thread
-from .limbs import _SCALE_MAX_INNER, _combine_limbs, _limb_plan, _limb_products, _residue_product, _residues
+from .limbs import _SCALE_MAX_INNER, _combine_limbs, _limb_plan, _limb_products, _residue_product, _residues, matmul_mod
 
 __all__ = ["coefficient_support", "series_matmul", "series_mul_mod", "series_multiply", "series_scale"]
 
@@ -316,6 +316,9 @@ def series_matmul(A, B, p: int, truncation: int | None = None, schoolbook=None) 
     B = np.asarray(B, dtype=np.int64)
     N = int(min(A.shape[-1], B.shape[-1]) if truncation is None else truncation)
     engine = _engine(schoolbook)
+    if engine != "schoolbook" and N <= _STACKED_MAX_LENGTH and \
+            A.shape[-3] * A.shape[-2] * B.shape[-2] >= _STACKED_MIN_PRODUCT:
+        return _stacked_product(A, B, p, N)
     if engine == "compiled":
         return _compiled_product(A, B, p, N)
     work = math.prod(np.broadcast_shapes(A.shape[:-3], B.shape[:-3])) * A.shape[-3] * A.shape[-2] * B.shape[-2] * N * N
@@ -331,6 +334,28 @@ def series_matmul(A, B, p: int, truncation: int | None = None, schoolbook=None) 
     _count_blas_work(work)
     with one_blas_thread():
         return _series_product(_residues(A, p), _residues(B, p), p, N)
+
+
+# Short series of large matrices (the Smith form of the dimension's integer-score route: 1154 x 768 by
+# 768 x 1152 to eps^2) go through one exact BLAS product per output coefficient, the coefficients
+# stacked along the inner dimension (N (N + 1) / 2 coefficient products): measured 0.17 s against
+# 1.24 s for the Toeplitz path, whose per-row products are thin, and 0.5 s compiled.
+_STACKED_MAX_LENGTH = 3
+_STACKED_MIN_PRODUCT = 2**20
+
+
+def _stacked_product(A, B, p: int, N: int) -> np.ndarray:
+    """``A B mod eps^N`` as ``C_t = [A_0 .. A_t] [B_t; ..; B_0]``: one :func:`matmul_mod` per coefficient."""
+    lead = np.broadcast_shapes(A.shape[:-3], B.shape[:-3])
+    out = np.zeros((*lead, A.shape[-3], B.shape[-2], N), dtype=np.int64)
+    for t in range(N):
+        pairs = [(i, t - i) for i in range(t + 1) if i < A.shape[-1] and t - i < B.shape[-1]]
+        if pairs:
+            left = np.concatenate([A[..., i] for i, _ in pairs], axis=-1)
+            right = np.concatenate([B[..., j] for _, j in pairs], axis=-2)
+            out[..., t] = matmul_mod(left, right, p)
+    _heartbeat()
+    return out
 
 
 # Products of at most this many coefficient products (stack x m x k x n x N^2) go through the
