@@ -593,10 +593,10 @@ def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, dir
     """Peak memory of a row-compressed Jacobian ``R J`` built ``group`` inputs at a time, then its Smith form.
 
     The accumulator ``(rows, directions, N)`` stays alive throughout; each
-    group adds a forward pass over ``group`` inputs, its Jacobian
-    ``(d_l t group, directions, N)`` with a float64 copy, and the product
-    ``R_g J_g`` (float64, then int64 and its remainder: three accumulator
-    sizes).  The Smith valuations of :func:`symattn.algebra.valuations.smith_valuations`
+    group adds a forward pass over ``group`` inputs and its Jacobian
+    ``(d_l t group, directions, N)``; the groups' Jacobians wait until they
+    hold about ``rows`` rows (at most 4096), then ``R`` times them is summed
+    in float64 and reduced (three accumulator sizes).  The Smith valuations of :func:`symattn.algebra.valuations.smith_valuations`
     afterwards keep about four copies of the accumulator.  So the peak grows
     with the answer (``rows x directions``), not with the bank.
 
@@ -628,7 +628,10 @@ def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, dir
     group_rows = arch.widths[-1] * arch.tokens * group
     jacobian = group_rows * directions * truncation * _INT64
     output = group_rows * (1 + directions) * truncation * _INT64
-    compression = rows * group_rows * 2 * _INT64  # R_g and its float64 copy
+    # the groups' Jacobians wait until they hold about R J's rows (at most 4096), then one float64 sum
+    waiting_rows = min(arch.widths[-1] * arch.tokens * bank, max(group_rows, min(rows, 4096)))
+    waiting = waiting_rows * directions * truncation * _INT64
+    compression = rows * waiting_rows * 2 * _INT64  # R and its float64 copy
     smith = 4 * accumulator
     groups = f"; groups of {group} input{'s' * (group != 1)}"
     if where == "coordinator":  # the accumulator and one part arriving; its sum; then the Smith form
@@ -636,7 +639,7 @@ def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, dir
         return MemoryEstimate(computation + " (coordinator)", peak, truncation, (rows, directions), bank,
                               f"({rows}, {directions}, {order_text(truncation)}) int64 accumulator{groups}")
     forward_bytes, largest = jet_forward_memory(arch, group, truncation, _products(), block_directions)
-    after = output + 2 * jacobian + compression + 3 * accumulator
+    after = output + jacobian + waiting + compression + 3 * accumulator
     step = max(forward_bytes, after)
     if after > forward_bytes:
         largest = f"({group_rows}, {directions}, {order_text(truncation)}) int64 Jacobian"

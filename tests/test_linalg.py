@@ -451,3 +451,20 @@ def test_stacked_products_of_short_series_are_the_schoolbook_ones(N, p):
     A = rng.integers(0, p, size=(2, 70, 40, N))
     B = rng.integers(0, p, size=(40, 50, N + 1))
     assert (_stacked_product(A, B, p, N) == series_matmul(A, B, p, N, schoolbook=True)).all()
+
+
+@pytest.mark.parametrize("p", [1048573, 268435399])
+def test_compressing_pieces_equals_compressing_them_stacked(p):
+    from symattn.algebra.linalg import compress_row_blocks, compress_row_pieces
+
+    rng = np.random.default_rng(p % 97)
+    M = rng.integers(0, p, size=(5 * 6, 7, 3))
+    pieces = [M[:6], M[6:18], M[18:]]  # one, two and two blocks of 6 rows
+
+    def streams():
+        return [np.random.default_rng([4, b]) for b in range(5)]
+
+    whole = compress_row_blocks(M, 9, p, streams())
+    assert (compress_row_pieces(pieces, 9, p, streams()) == whole).all()
+    start = rng.integers(0, p, size=(9, 7, 3))
+    assert (compress_row_pieces(pieces, 9, p, streams(), out=start.copy()) == (start + whole) % p).all()

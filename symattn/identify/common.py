@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..algebra.linalg import add_mod, compress_row_blocks, rank_mod_p
+from ..algebra.linalg import add_mod, compress_row_pieces, rank_mod_p
 from ..algebra.valuations import smith_valuations
 from ..curves import Curve, collapse
 from ..effective import (
@@ -240,7 +240,7 @@ def dimension_group(arch: Architecture, bank: int, truncation: int, directions, 
     (13, 2)
     >>> wide = Architecture.uniform(layers=2, width=32, rank=8, tokens=8)
     >>> dimension_group(wide, 16, 12, gauge_slice(wide))        # R J is (1922, 1920, 12): 354 MB
-    2
+    1
     """
     if inputs_per_task is not None:
         return max(1, min(inputs_per_task, bank))
@@ -358,6 +358,12 @@ def compressed_rows(arch: Architecture, bank_size: int, count: int) -> int:
     return min(count + 2, arch.widths[-1] * arch.tokens * bank_size)
 
 
+#: The groups' Jacobians are compressed together once they hold this many rows (or R J's, if fewer): the
+#: float64 sums of compress_row_pieces stay exact up to 8192 rows for the dimension's prime, and the
+#: waiting Jacobians are no larger than about one R J (the memory estimate counts them so).
+_COMPRESSION_ROWS = 4096
+
+
 def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: int, p: int, truncation: int,
                              coefficient_values, directions, seed: int, rows: int,
                              group: int | None = None, on_inputs=None) -> np.ndarray:
@@ -402,9 +408,8 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
         waiting.append(jacobian_series(arch, curve, inputs[first:stop], point, p, truncation, coefficient_values,
                                        directions))
         streams += [generator(seed, "input rows", start + b) for b in range(first, stop)]
-        if sum(len(J) for J in waiting) >= rows or index == len(groups) - 1:
-            total = compress_row_blocks(np.concatenate(waiting) if len(waiting) > 1 else waiting[0], rows, p,
-                                        streams, out=total)
+        if sum(len(J) for J in waiting) >= min(rows, _COMPRESSION_ROWS) or index == len(groups) - 1:
+            total = compress_row_pieces(waiting, rows, p, streams, out=total)
             waiting, streams = [], []
         if on_inputs is not None:
             on_inputs(stop - first)

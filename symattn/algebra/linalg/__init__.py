@@ -53,7 +53,7 @@ Examples
 [[[1, 2, 1]]]
 """
 
-from .elimination import (EchelonBasis, add_mod, compress_row_blocks, compress_rows, inverse_mod_p, modular_inverse, pivots, rank_mod_p,
+from .elimination import (EchelonBasis, add_mod, compress_row_blocks, compress_row_pieces, compress_rows, inverse_mod_p, modular_inverse, pivots, rank_mod_p,
                           series_matrix_inverse)
 from .engines import (COMPILED_AFTER_WORK, MAX_PRIME, PRODUCT_ENGINES, PRODUCTS_VARIABLE, SCHOOLBOOK_VARIABLE,
                       jet_matmul, one_blas_thread, product_engine, products_reported, schoolbook_default)
@@ -69,6 +69,7 @@ __all__ = [
     "EchelonBasis",
     "add_mod",
     "compress_row_blocks",
+    "compress_row_pieces",
     "coefficient_support",
     "compress_rows",
     "inverse_mod_p",

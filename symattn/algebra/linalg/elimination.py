@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ShapeError
+from .engines import one_blas_thread
 from .limbs import matmul_mod
 from .series import series_matmul
 
-__all__ = ["EchelonBasis", "add_mod", "compress_row_blocks", "compress_rows", "inverse_mod_p", "modular_inverse", "pivots", "rank_mod_p",
+__all__ = ["EchelonBasis", "add_mod", "compress_row_blocks", "compress_row_pieces", "compress_rows", "inverse_mod_p", "modular_inverse", "pivots", "rank_mod_p",
            "series_matrix_inverse"]
 
 def modular_inverse(a: np.ndarray, p: int) -> np.ndarray:
@@ -308,6 +309,55 @@ def compress_row_blocks(M: np.ndarray, rows: int, p: int, generators, out: np.nd
     if len(support):
         total[:, support] = (total[:, support] + matmul_mod(R, flat[:, support], p)) % p
     return out
+
+
+def compress_row_pieces(pieces, rows: int, p: int, generators, out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`compress_row_blocks` of the pieces stacked, without stacking them: ``sum_b R_b M_b`` mod ``p``.
+
+    ``pieces`` are arrays of whole blocks (one generator per block, in
+    order); the result equals ``compress_row_blocks(np.concatenate(pieces), ...)``.
+    When the sums stay exact in float64 (``p`` below ``2**20`` and at most
+    ``2**13`` rows in all: ``inner p^2 < 2**53``) the pieces' products are added
+    in one float64 array and reduced once, instead of one reduction and one sum
+    into ``out`` per piece; otherwise piece by piece.
+
+    Examples
+    --------
+    >>> M = np.arange(24).reshape(4, 3, 2)
+    >>> streams = lambda: [np.random.default_rng(b) for b in (0, 1)]
+    >>> whole = compress_row_blocks(M, 5, 101, streams())
+    >>> bool((compress_row_pieces([M[:2], M[2:]], 5, 101, streams()) == whole).all())
+    True
+    """
+    from .limbs import _limb_plan
+
+    pieces = [np.asarray(piece) for piece in pieces]
+    generators = list(generators)
+    inner = sum(piece.shape[0] for piece in pieces)
+    if not pieces or inner % len(generators):
+        raise ShapeError(f"{inner} rows do not split into {len(generators)} blocks of one height; give one "
+                         "generator per block of rows")
+    height = inner // len(generators)
+    if _limb_plan(p, inner)[1] != 1 or len(pieces) == 1:
+        for piece in pieces:
+            blocks = piece.shape[0] // height
+            out = compress_row_blocks(piece, rows, p, generators[:blocks], out=out)
+            generators = generators[blocks:]
+        return out
+    shape = pieces[0].shape[1:]
+    total = np.zeros((rows, int(np.prod(shape))), dtype=np.float64)
+    with one_blas_thread():
+        for piece in pieces:
+            blocks = piece.shape[0] // height
+            R = np.concatenate([rng.integers(0, p, size=(rows, height)) for rng in generators[:blocks]], axis=1)
+            generators = generators[blocks:]
+            # every partial sum is below inner p^2 < 2**53: exact
+            total += R.astype(np.float64) @ piece.reshape(piece.shape[0], -1).astype(np.float64)
+    product = np.remainder(total.astype(np.int64), p).reshape(rows, *shape)
+    del total
+    if out is None:
+        return product
+    return add_mod(out, product, p)
 
 
 def add_mod(total: np.ndarray, part: np.ndarray, p: int) -> np.ndarray:
