@@ -401,7 +401,8 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
     # groups' Jacobians wait until they hold about as many rows as R J: one product of that inner size
     # instead of one per group (short series: the Jacobian of one input is small, and each product
     # and its sum into R J cost about as much in conversions as in flops)
-    waiting, streams = [], []
+    waiting, streams, waiting_from = [], [], 0
+    per_input = arch.widths[-1] * arch.tokens
     groups = input_groups(len(inputs), group or len(inputs))
     for index, (first, stop) in enumerate(groups):
         # the caller checked the memory of a group (compressed_jacobian here, the coordinator's plan on Dask)
@@ -409,8 +410,10 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
                                        directions))
         streams += [generator(seed, "input rows", start + b) for b in range(first, stop)]
         if sum(len(J) for J in waiting) >= min(rows, _COMPRESSION_ROWS) or index == len(groups) - 1:
-            total = compress_row_pieces(waiting, rows, p, streams, out=total)
-            waiting, streams = [], []
+            # R = [I | G]: the bank's first rows are kept as they are (the rank is as likely to be kept)
+            total = compress_row_pieces(waiting, rows, p, streams, out=total,
+                                        first_row=(start + waiting_from) * per_input)
+            waiting, streams, waiting_from = [], [], stop
         if on_inputs is not None:
             on_inputs(stop - first)
     return total

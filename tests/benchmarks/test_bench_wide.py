@@ -100,30 +100,23 @@ def test_wide_certified_dimension_against_float64_rank(table):
           f"peak {alone['peak_bytes'] / 2**30:.2f} GiB < 4 GiB")
 
 
-def test_width_64_rank_16_is_estimated(table):
-    """12,288 parameters, dimension 7680: the plan and its memory under ``WIDE_LIMIT``, not run.
+def test_width_64_rank_16_is_certified_on_this_machine(table):
+    """12,288 parameters, dimension 7680, certified in one process (about 10 minutes on 2 cores).
 
-    The narrow plan (eps^12) needs an accumulator R J of 7682 x 7680 x 12 int64 (5.3 GiB) and its
-    Smith form about five of those: over 24 GiB.  The wide plan (eps^6) halves that (13.2 GiB
-    estimated) but pushes 1793 inputs through the jets of 7680 directions, some hundreds of times
-    the work of width 32 (hours on 2 cores).
+    The integer-score route: 65 inputs to eps^2, R J of 7682 x 7680 x 2.  The peak is asserted
+    below 24 GiB (the machine) and compared with the memory estimate (reported).
     """
-    from symattn.identify.common import DimensionPlan, _dimension_memory
-    from symattn.limits import format_size, memory_limit_set, parse_size
+    from symattn.identify.common import _dimension_memory
+    from symattn.limits import format_size
     from symattn.model import Architecture
 
     arch = Architecture.uniform(layers=LAYERS, width=64, rank=16, tokens=TOKENS)
-    with memory_limit_set(WIDE_LIMIT):
-        plan = DimensionPlan.choose(arch, None)
-        here = _dimension_memory(arch)
-        coordinator = _dimension_memory(arch, None, "coordinator")
-        worker = _dimension_memory(arch, None, "worker")
-    small = DimensionPlan.choose(Architecture.uniform(layers=LAYERS, width=WIDTH, rank=RANK, tokens=TOKENS), None)
-    work = plan.bank * plan.truncation ** 2 * 4 / (small.bank * small.truncation ** 2)  # 4x the directions
-    table(f"width 64, rank 16, {TOKENS} tokens (12,288 parameters, dimension 7680) under {WIDE_LIMIT}: "
-          f"plan {plan.bank} inputs to eps^{plan.truncation}", ["where", "estimated peak", "largest"],
-          [["one process", format_size(here.bytes), here.largest],
-           ["coordinator (workers=N)", format_size(coordinator.bytes), coordinator.largest],
-           ["each worker", format_size(worker.bytes), worker.largest],
-           ["jet work against width 32 (inputs x N^2 x directions)", f"{work:.0f}x", ""]])
-    assert here.bytes <= parse_size(WIDE_LIMIT) and not plan.narrow
+    estimate = _dimension_memory(arch)
+    run = _certified(width=64, rank=16)
+    lower, upper, certified, method = run["result"]
+    table(f"width 64, rank 16, {TOKENS} tokens (12,288 parameters, dimension 7680), one process",
+          ["seconds", "peak memory", "estimated peak", "ratio", "certified", "method (end)"],
+          [[f"{run['seconds']:.0f}", format_size(run["peak_bytes"]), format_size(estimate.bytes),
+            f"{run['peak_bytes'] / estimate.bytes:.2f}", f"{lower} of {upper}", "; ".join(method)]])
+    assert (lower, upper, certified) == (7680, 7680, True)
+    assert run["peak_bytes"] < 24 * 2**30

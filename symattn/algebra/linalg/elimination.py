@@ -311,15 +311,22 @@ def compress_row_blocks(M: np.ndarray, rows: int, p: int, generators, out: np.nd
     return out
 
 
-def compress_row_pieces(pieces, rows: int, p: int, generators, out: np.ndarray | None = None) -> np.ndarray:
-    """:func:`compress_row_blocks` of the pieces stacked, without stacking them: ``sum_b R_b M_b`` mod ``p``.
+def compress_row_pieces(pieces, rows: int, p: int, generators, out: np.ndarray | None = None,
+                        first_row: int | None = None) -> np.ndarray:
+    """``sum_b R_b M_b`` mod ``p`` over the blocks of the pieces, without stacking them.
 
-    ``pieces`` are arrays of whole blocks (one generator per block, in
-    order); the result equals ``compress_row_blocks(np.concatenate(pieces), ...)``.
-    When the sums stay exact in float64 (``p`` below ``2**20`` and at most
-    ``2**13`` rows in all: ``inner p^2 < 2**53``) the pieces' products are added
-    in one float64 array and reduced once, instead of one reduction and one sum
-    into ``out`` per piece; otherwise piece by piece.
+    ``pieces`` are arrays of whole blocks of one height (one generator per
+    block, in order); ``R_b`` is drawn as :func:`compress_row_blocks` draws it,
+    so without ``first_row`` the result equals
+    ``compress_row_blocks(np.concatenate(pieces), ...)``.  With ``first_row``
+    (the index of the pieces' first row in the whole matrix), the columns of
+    ``R`` of the whole matrix's first ``rows`` rows are the identity's:
+    ``R = [I | G]``, as good as a random ``R`` for the rank (any ``R`` whose
+    leading square is invertible is ``A [I | G']``) and cheaper: those rows
+    are added, not multiplied.  When the sums stay exact in float64 (``p``
+    below ``2**20`` and at most ``2**13`` rows in all: ``inner p^2 < 2**53``)
+    the pieces' products are added in one float64 array and reduced once;
+    otherwise each product is reduced and added.
 
     Examples
     --------
@@ -327,6 +334,9 @@ def compress_row_pieces(pieces, rows: int, p: int, generators, out: np.ndarray |
     >>> streams = lambda: [np.random.default_rng(b) for b in (0, 1)]
     >>> whole = compress_row_blocks(M, 5, 101, streams())
     >>> bool((compress_row_pieces([M[:2], M[2:]], 5, 101, streams()) == whole).all())
+    True
+    >>> kept = compress_row_pieces([M[:2], M[2:]], 4, 101, streams(), first_row=0)   # R = I: M itself
+    >>> bool((kept == M).all())
     True
     """
     from .limbs import _limb_plan
@@ -338,22 +348,28 @@ def compress_row_pieces(pieces, rows: int, p: int, generators, out: np.ndarray |
         raise ShapeError(f"{inner} rows do not split into {len(generators)} blocks of one height; give one "
                          "generator per block of rows")
     height = inner // len(generators)
-    if _limb_plan(p, inner)[1] != 1 or len(pieces) == 1:
-        for piece in pieces:
-            blocks = piece.shape[0] // height
-            out = compress_row_blocks(piece, rows, p, generators[:blocks], out=out)
-            generators = generators[blocks:]
-        return out
     shape = pieces[0].shape[1:]
-    total = np.zeros((rows, int(np.prod(shape))), dtype=np.float64)
+    exact = _limb_plan(p, inner)[1] == 1  # every float64 sum of products of residues is exact
+    total = np.zeros((rows, int(np.prod(shape))), dtype=np.float64 if exact else np.int64)
+    row = first_row
     with one_blas_thread():
         for piece in pieces:
             blocks = piece.shape[0] // height
             R = np.concatenate([rng.integers(0, p, size=(rows, height)) for rng in generators[:blocks]], axis=1)
             generators = generators[blocks:]
-            # every partial sum is below inner p^2 < 2**53: exact
-            total += R.astype(np.float64) @ piece.reshape(piece.shape[0], -1).astype(np.float64)
-    product = np.remainder(total.astype(np.int64), p).reshape(rows, *shape)
+            flat = piece.reshape(piece.shape[0], -1)
+            identity = 0 if row is None else max(0, min(piece.shape[0], rows - row))
+            if identity:  # rows row .. row + identity - 1 of the whole matrix: R's identity columns, added
+                total[row:row + identity] += flat[:identity]
+            if identity < piece.shape[0]:
+                if exact:
+                    total += R[:, identity:].astype(np.float64) @ flat[identity:].astype(np.float64)
+                else:
+                    total += matmul_mod(R[:, identity:], flat[identity:], p)
+                    total %= p
+            if row is not None:
+                row += piece.shape[0]
+    product = np.remainder(total.astype(np.int64) if exact else total, p).reshape(rows, *shape)
     del total
     if out is None:
         return product
