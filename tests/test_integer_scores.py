@@ -20,6 +20,8 @@ from symattn.jacobian import all_directions, jacobian_series
 from symattn.model import Architecture, closed_form
 from symattn.normalizers import Normalizer
 
+pytestmark = pytest.mark.blas  # the exact products pass through float64 BLAS
+
 P = DIMENSION_PRIME
 
 
