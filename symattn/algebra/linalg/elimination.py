@@ -132,7 +132,10 @@ _COMPILED_PANEL = 64
 
 def _eliminate_compiled(W: np.ndarray, p: int, kernels) -> tuple[list[int], list[int]]:
     """:func:`_eliminate` with each panel's loop and its pivot rows' update compiled; same pivots, same ``W``."""
+    from .limbs import _limb_plan
+
     m, n = W.shape
+    single_limb = _limb_plan(p, _COMPILED_PANEL)[1] == 1
     order = np.arange(m, dtype=np.int64)
     rows, cols = np.empty(min(m, n), dtype=np.int64), np.empty(min(m, n), dtype=np.int64)
     r = 0
@@ -149,7 +152,11 @@ def _eliminate_compiled(W: np.ndarray, p: int, kernels) -> tuple[list[int], list
         kernels.panel_rows_kernel(W, multipliers, first, found, stop, p)
         if r < m:
             rest = W[r:, stop:]
-            rest -= matmul_mod(multipliers[r:, :found], W[first:r, stop:], p)
+            if single_limb:  # residues times a panel's multipliers: sums below 64 p^2 < 2**53, exact in float64
+                rest -= (multipliers[r:, :found].astype(np.float64) @ W[first:r, stop:].astype(np.float64)
+                         ).astype(np.int64)
+            else:
+                rest -= matmul_mod(multipliers[r:, :found], W[first:r, stop:], p)
             rest %= p
     return rows[:r].tolist(), cols[:r].tolist()
 
