@@ -325,3 +325,16 @@ def test_a_curve_route_result_stays_on_the_curve_route():
     assert "integer_scores" not in certificate and certificate["curve"]["powers"]["Q_1"] == 1
     with pytest.raises(Exception, match="with no curve: pass curve=None"):
         dimension_certificate(arch, result=function_space_dimension(arch), curve=collapse())
+
+
+def test_an_integer_score_certificate_matches_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    from pathlib import Path
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" / "certificate.schema.json")
+                        .read_text(encoding="utf-8"))
+    certificate = dimension_certificate(Architecture.uniform(layers=2, width=2, rank=1, heads=2))
+    jsonschema.validate(certificate, schema)
+    certificate["integer_scores"]["layer"] = 2
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(certificate, schema)
