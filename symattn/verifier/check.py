@@ -696,7 +696,10 @@ def verify(source) -> VerificationReport:
       in the curve's coordinates; all ``r`` pivots below ``eps^N`` prove it
       nonzero over ``Q[[eps]]``: the real Jacobian has rank ``>= r`` at points
       of the curve with small ``eps != 0``, so the function space has
-      dimension ``>= r``.
+      dimension ``>= r``.  With ``integer_scores`` layer 1 is at its exact
+      integer scores ``m`` (computed here), its weights ``e^m exp(A - m)``
+      with ``e`` sent to the residue ``base``: a ring homomorphism, since
+      ``e`` is transcendental, so the minor is nonzero over ``Q(e)[[eps]]``.
     * A spectrum certificate (kind ``"spectrum"``): the minor is in the native
       parameters, and its pivot valuations must be the claimed exponents;
       what that proves is in :mod:`symattn.verifier.spectrum`.  A stronger
