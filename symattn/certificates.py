@@ -31,8 +31,8 @@ Examples
 --------
 >>> from symattn.model import Architecture
 >>> certificate = dimension_certificate(Architecture.uniform(layers=1, width=2, tokens=2))
->>> certificate["claim"], certificate["prime"], certificate["truncation"]
-('the dimension of the function space of this architecture is at least 7', 1048573, 3)
+>>> certificate["claim"], certificate["prime"], certificate["truncation"]     # softmax: integer scores, no series
+('the dimension of the function space of this architecture is at least 7', 1048573, 1)
 >>> from symattn.verifier import verify
 >>> verify(certificate).verified
 True
