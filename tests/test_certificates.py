@@ -336,6 +336,25 @@ def test_pivot_valuations_agree_three_ways(data):
         assert pivot_valuations(M[np.ix_(rows, cols)], p) == sorted(valuations)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_the_checkers_elimination_by_panels_finds_the_pivots_of_one_column_at_a_time(data):
+    # matrices wider than a panel, of low rank and with zeros, so that pivot rows are found late in a panel
+    from symattn.verifier.pivots import independent_rows_and_columns
+
+    m, n = data.draw(st.integers(1, 150)), data.draw(st.integers(1, 150))
+    p = data.draw(st.sampled_from([2, 3, 101, 1048573, 2147483647]))
+    rank = data.draw(st.integers(0, min(m, n)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    A = np.zeros((m, n), dtype=np.int64)
+    for _ in range(rank):  # a sum of rank-one matrices, entries reduced as they go
+        A = (A + np.outer(rng.integers(0, p, m), rng.integers(0, p, n)) % p) % p
+    A[rng.random((m, n)) < data.draw(st.sampled_from([0.0, 0.3, 0.9]))] = 0
+    one_at_a_time = independent_rows_and_columns(A, p, panel=n)   # a single panel: column by column
+    for panel in (1, 7, 64):
+        assert independent_rows_and_columns(A, p, panel=panel) == one_at_a_time
+
+
 # -- independence ---------------------------------------------------------------------------------------
 def test_the_verifier_imports_only_the_standard_library_numpy_and_itself():
     allowed = set(sys.stdlib_module_names) | {"numpy", "flint"}
