@@ -180,7 +180,9 @@ def exponential_at_integers(A: np.ndarray, scores: np.ndarray, base: int, taylor
     # A - m: the value at eps = 0 less m, which must leave 0 there
     shifted = A.copy()
     shifted[..., 0, 0] = (A[..., 0, 0] - residues) % p
-    for b, j, k in np.argwhere(shifted[..., 0, 0] != 0)[:1]:
+    wrong = np.argwhere(shifted[..., 0, 0] != 0)
+    if len(wrong):
+        b, j, k = wrong[0]
         raise ScoresDoNotVanish(f"{where}: the score of bank input {inputs[b]}, key {j}, query {k} is "
                                 f"{int(A[b, j, k, 0, 0])} mod {p} at eps = 0, not its exact integer score "
                                 f"{scores[b, j, k]}: A - m does not vanish at eps = 0")
