@@ -31,8 +31,8 @@ Examples
 --------
 >>> from symattn.model import Architecture
 >>> certificate = dimension_certificate(Architecture.uniform(layers=1, width=2, tokens=2))
->>> certificate["claim"], certificate["prime"], certificate["truncation"]
-('the dimension of the function space of this architecture is at least 7', 1048573, 3)
+>>> certificate["claim"], certificate["prime"], certificate["truncation"]     # softmax: integer scores, no series
+('the dimension of the function space of this architecture is at least 7', 1048573, 1)
 >>> from symattn.verifier import verify
 >>> verify(certificate).verified
 True
@@ -67,6 +67,17 @@ PROVES = ("A nonzero r x r minor of the Jacobian series J(eps) mod (p, eps^N), a
           "Those coordinates are a reparametrization of the native parameters for eps != 0, so the function "
           "space (the image of the parameter map) has dimension >= r. No probability enters: a lucky or unlucky "
           "random draw can only make the bound lower, never wrong.")
+#: What an integer-score certificate proves besides :data:`PROVES` (written into it after it).
+INTEGER_SCORES_PROVES = (
+    "Layer 1 is at an integer point: its queries and keys and the inputs are integers (not scaled by the curve), "
+    "so every layer-1 score is an exact integer m = <K x_j, Q x_k>, and for softmax s(m)/s(0) = e^m: the layer-1 "
+    "weights are e^m exp(A - m) with A - m vanishing at eps = 0, exact from the Taylor coefficients of exp. The "
+    "entries of the Jacobian series then have coefficients in Z_(p)[e, 1/e] (localized at the column sums of "
+    "s(A)). e is transcendental (Hermite), so Z[e, 1/e] is the ring of Laurent polynomials in e, and sending e to "
+    "the nonzero residue 'base' is a ring homomorphism to GF(p) (extended to the column sums, whose images the "
+    "checker finds to be units): the checker computes the image of the minor under it, and a nonzero image "
+    "proves the minor nonzero over Q(e)[[eps]]. The later layers' scores vanish at eps = 0 on the curve (their "
+    "keys collapsed), as for any certificate.")
 DOES_NOT_PROVE = ("It does not prove an upper bound: that the dimension is at most the number of effective "
                   "parameters (the native parameters minus the gauge orbit's dimension) is a separate argument "
                   "(the function factors through the effective parameters; see MATH.md section 2), not "
@@ -279,10 +290,13 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     ----------
     arch : Architecture
     result : DimensionResult, optional
-        The run to certify (default: :func:`function_space_dimension` with the options below).
-        The checker recomputes the curve route: a result of the integer-score
-        route is computed again on the curve route (``route="curve"``, from
-        the result's seed) and that run is certified.
+        The run to certify (default: :func:`function_space_dimension` with the
+        options below, on its default route).  A result of the integer-score
+        route is certified on that route (field ``integer_scores``: layer 1's
+        queries, keys and the bank written as signed integers, ``e`` sent to
+        the run's residue ``base``) when layer 1's normalizer is ``exp(x)``;
+        for another rate (``exp(x/2)``) the curve route is computed again from
+        the result's seed (``route="curve"``) and that run is certified.
     curve, seed, estimate, dps, prime, max_attempts, max_memory
         As for :func:`function_space_dimension` (``prime`` defaults to its
         ``DIMENSION_PRIME``); ``curve`` must be the result's curve.  The
@@ -309,6 +323,16 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     (10, [0, 0, 0, 0, 4, 4, 4, 12, 12, 12], 1)
     >>> certificate["witness"]["rows"][0], certificate["witness"]["columns"][0]     # (input, row, token)
     ([0, 0, 0], 'V_2[0,0]')
+
+    Softmax takes the integer-score route: layer 1 at integer scores, the
+    second layer's keys collapsed, series to ``eps^2``:
+
+    >>> softmax = dimension_certificate(Architecture.uniform(layers=2, width=2, rank=1))
+    >>> softmax["integer_scores"]["layer"], softmax["curve"]["powers"], softmax["truncation"]
+    (1, {'Q_1': 0, 'K_1': 0, 'V_1': 0, 'Q_2': 0, 'K_2': 1, 'V_2': 0}, 2)
+    >>> from symattn.verifier import verify
+    >>> verify(softmax).rank
+    10
     """
     from .identify import DimensionResult, function_space_dimension
     from .identify.common import DIMENSION_PRIME
@@ -318,15 +342,22 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
     if result is None:
         result = function_space_dimension(arch, curve=curve, seed=seed, estimate=estimate, dps=dps,
                                           prime=DIMENSION_PRIME if prime is None else prime,
-                                          max_attempts=max_attempts, max_memory=max_memory, route="curve")
+                                          max_attempts=max_attempts, max_memory=max_memory)
     if not isinstance(result, DimensionResult):
         raise SymattnError(f"result must be the DimensionResult of function_space_dimension, got "
                            f"{type(result).__name__}")
-    if result.route.startswith("integer scores"):  # the checker recomputes the curve route: certify that one
+    integer = result.route.startswith("integer scores")
+    if integer and curve is not None:
+        raise SymattnError(f"the result was computed {result.route}, with no curve: pass curve=None")
+    if integer and not _checker_knows_integer_scores(arch):
+        # the checker evaluates integer scores for s = exp(x) only: certify the curve route's run from the seed
         result = function_space_dimension(arch, curve=curve, seed=result.seed, estimate=estimate, dps=dps,
                                           prime=result.prime, max_attempts=max_attempts, max_memory=max_memory,
                                           route="curve")
+        integer = False
     p = result.prime
+    if integer:
+        return _integer_score_certificate(arch, result)
     if result.route == "random point":  # polynomial weights: the Jacobian at the point itself
         route_curve, truncation = Curve("a random point (no curve)"), 1
     else:
@@ -337,33 +368,93 @@ def dimension_certificate(arch: Architecture, result=None, curve: Curve | None =
         truncation = result.truncation + 1  # curve coordinates: each Smith exponent at most one higher
     point, coefficient_values = random_point(arch, p, result.seed)
     bank = random_bank(arch, result.bank, p, result.seed)
-    for attempt, directions in enumerate((gauge_slice(arch), all_directions(arch))):
-        if attempt and result.lower >= arch.param_count:
-            break
-        J = jacobian_series(arch, route_curve, bank, point, p, truncation, coefficient_values,
-                            directions=directions, coordinates="curve")
-        pivots = least_valuation_pivots(J, p)
-        if len(pivots) >= result.lower:
-            break
-    else:  # cannot happen: the uncompressed Jacobian has every direction the compressed one had
-        raise SymattnError(f"the witness search found {len(pivots)} pivots below eps^{truncation}, fewer than the "
-                           f"certified rank {result.lower}: this is a bug in symattn, please report it")
-    rank = len(pivots)
+    pivots, directions = _witness_pivots(
+        arch, result, lambda directions: jacobian_series(arch, route_curve, bank, point, p, truncation,
+                                                         coefficient_values, directions=directions,
+                                                         coordinates="curve"))
     document = _document(arch, route_curve, p, point, bank, pivots, directions[0])
+    return _dimension_document(document, pivots, result, PROVES)
+
+
+def _witness_pivots(arch: Architecture, result, jacobian) -> tuple:
+    """``(pivots, directions)``: least-valuation pivots of ``jacobian(directions)``, the gauge slice's first.
+
+    All native parameters only when the slice's Jacobian has fewer pivots than the certified rank.
+    """
+    slice_directions = gauge_slice(arch)
+    pivots = least_valuation_pivots(jacobian(slice_directions), result.prime)
+    if len(pivots) >= result.lower or result.lower >= arch.param_count:  # the slice holds every parameter
+        return pivots, slice_directions
+    every = all_directions(arch)
+    pivots = least_valuation_pivots(jacobian(every), result.prime)
+    if len(pivots) >= result.lower:
+        return pivots, every
+    # cannot happen: the uncompressed Jacobian has every direction the compressed one had
+    raise SymattnError(f"the witness search found {len(pivots)} pivots, fewer than the certified rank "
+                       f"{result.lower}: this is a bug in symattn, please report it")
+
+
+def _dimension_document(document: dict, pivots: list, result, proves: str, extra: dict | None = None) -> dict:
+    """A dimension certificate: the shared fields of :func:`_document`, the claim, the rank, how it was produced."""
+    rank = len(pivots)
     return {
         "schema": SCHEMA,
         "version": VERSION,
         "kind": "dimension lower bound",
         "claim": f"the dimension of the function space of this architecture is at least {rank}",
-        "proves": PROVES,
+        "proves": proves,
         "does_not_prove": DOES_NOT_PROVE,
         **document,
+        **(extra or {}),
         "rank": rank,
         "produced_by": {"program": "symattn", "version": __version__, "function": "function_space_dimension",
-                        "seed": int(result.seed), "bank_size": int(result.bank),
+                        "route": result.route, "seed": int(result.seed), "bank_size": int(result.bank),
                         "engine_truncation": int(result.truncation), "lower": int(result.lower),
                         "upper": int(result.upper), "upper_reason": result.upper_reason, "method": result.method},
     }
+
+
+def _checker_knows_integer_scores(arch: Architecture) -> bool:
+    """Whether the checker evaluates ``arch``'s layer 1 at integer scores: its normalizer is ``exp(x)`` (rate 1)."""
+    first = arch.normalizers[0]
+    return not first.is_lightning and first.exponential_rate == 1 and str(first.expr) == "exp(x)"
+
+
+def _integer_score_certificate(arch: Architecture, result) -> dict:
+    """The certificate of a run of the integer-score route, reproduced from its seed, prime and bank size.
+
+    The point and bank are :func:`~symattn.identify.common.integer_score_point`'s
+    (layer 1's ``Q``, ``K`` and the bank small signed integers, written as
+    such), the curve the later layers' key collapse
+    (:func:`~symattn.identify.common.integer_score_curve`, none for one layer),
+    ``e`` sent to the run's residue ``base``.  The witness is searched one
+    power of ``eps`` deeper than the run's truncation (curve coordinates: a
+    collapsed key's column is ``eps`` times its native one).
+    """
+    from .algebra.modseries import INTEGER_SCORES
+    from .identify.common import integer_score_curve, integer_score_point
+
+    p = result.prime
+    route_curve = integer_score_curve(arch)
+    if arch.layers == 1:  # no curve: the Jacobian at the point itself
+        route_curve, truncation = Curve("no curve: layer 1 at integer scores"), 1
+    else:
+        truncation = result.truncation + 1
+    point, coefficient_values, bank = integer_score_point(arch, p, result.seed, result.bank)
+    base = int(coefficient_values[INTEGER_SCORES].base)
+    pivots, directions = _witness_pivots(
+        arch, result, lambda directions: jacobian_series(arch, route_curve, bank, point, p, truncation,
+                                                         coefficient_values, directions=directions,
+                                                         coordinates="curve"))
+    # the bank's entries are integers in [-8, 8], drawn as such and reduced mod p: written as the integers
+    signed_bank = np.where(bank > p // 2, bank - p, bank)
+    document = _document(arch, route_curve, p, point, signed_bank, pivots, directions[0])
+    extra = {"integer_scores": {
+        "layer": 1, "base": base,
+        "reason": "layer 1's queries and keys and the inputs are integers, so every layer-1 score is an integer m "
+                  "and softmax gives s(m)/s(0) = e^m; e is transcendental (Hermite), so sending it to the "
+                  f"residue {base} is a ring homomorphism Z[e, 1/e] -> GF({p})"}}
+    return _dimension_document(document, pivots, result, PROVES + " " + INTEGER_SCORES_PROVES, extra)
 
 
 def _document(arch: Architecture, curve: Curve, p: int, point, bank, pivots: list, directions: dict,

@@ -20,7 +20,7 @@ import pytest
 
 from symattn.certificates import dimension_certificate, spectrum_certificate, write_dimension_certificate
 from symattn.cli import main
-from symattn.curves import input_scaling
+from symattn.curves import collapse, input_scaling
 from symattn.model import Architecture
 from symattn.verifier import CertificateError
 from symattn.verifier.export import export_script
@@ -40,7 +40,12 @@ needs_m2 = pytest.mark.skipif(M2 is None, reason="Macaulay2 (M2) is not installe
 
 # name: (kind, architecture, curve)
 CERTIFICATES = {
-    "dimension, softmax, 2 layers": ("dimension", dict(layers=2, width=2, rank=1), None),
+    "dimension, softmax, 2 layers": ("dimension", dict(layers=2, width=2, rank=1), collapse()),
+    # the integer-score route: layer 1 at exact integer scores, e sent to a residue (no curve given)
+    "dimension, integer scores, 2 layers": ("dimension", dict(layers=2, width=2, rank=1), None),
+    "dimension, integer scores, heads, causal, residual": (
+        "dimension", dict(layers=2, width=2, rank=1, heads=[2, 1], causal=True, residual=True), None),
+    "dimension, integer scores, 1 layer": ("dimension", dict(layers=1, width=2, tokens=3), None),
     "dimension, cosh, heads": ("dimension", dict(layers=1, width=2, rank=1, normalizer="cosh", heads=2), None),
     "dimension, 1 + x**2, causal": ("dimension", dict(layers=2, width=2, rank=1, normalizer="1 + x**2",
                                                       causal=True), None),
@@ -193,6 +198,41 @@ def test_a_changed_bias_is_seen_by_the_sage_script(tmp_path):
     assert done.returncode == 1
     assert done.stdout.startswith("NOT verified: the witness minor has pivot valuations [0, 0, 0, 0, 0, 0, 1, 1, "
                                   "1], the certificate claims [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]")
+
+
+def _integer_scores_tampered():
+    certificate = _certificate("dimension, integer scores, 2 layers")
+    assert sorted(certificate["witness"]["valuations"]) == [0] * 7 + [1] * 3
+    certificate["witness"]["valuations"][-1] += 1   # a 1 claimed as 2 (below the truncation eps^3)
+    certificate["truncation"] = 3
+    certificate["normalizers"][0]["taylor"].append("1/6")
+    certificate["normalizers"][1]["taylor"].append("1/6")
+    return certificate
+
+
+@needs_m2
+def test_the_macaulay2_script_checks_integer_scores(tmp_path):
+    script = export_script(_integer_scores_tampered(), "m2")
+    assert "integerBase = " in script and "exactScores" in script
+    done = _run([M2, "--script"], script, tmp_path, ".m2")
+    assert done.returncode == 1
+    assert done.stdout.startswith("NOT verified: the witness minor has pivot valuations {0, 0, 0, 0, 0, 0, 0, 1, "
+                                  "1, 1}, the certificate claims {0, 0, 0, 0, 0, 0, 0, 1, 1, 2}")
+
+
+@needs_sage
+def test_the_sage_script_checks_integer_scores(tmp_path):
+    done = _run(SAGE, export_script(_integer_scores_tampered(), "sage"), tmp_path, ".py")
+    assert done.returncode == 1
+    assert done.stdout.startswith("NOT verified: the witness minor has pivot valuations [0, 0, 0, 0, 0, 0, 0, 1, "
+                                  "1, 1], the certificate claims [0, 0, 0, 0, 0, 0, 0, 1, 1, 2]")
+
+
+def test_an_integer_score_certificate_out_of_bounds_is_not_exported():
+    certificate = _certificate("dimension, integer scores, 2 layers")
+    certificate["point"]["Q_1"][0][0] = 10 ** 6    # a layer-1 score past p/2
+    with pytest.raises(CertificateError, match="integer_scores: a layer-1 score is .* not below p/2"):
+        export_script(certificate, "m2")
 
 
 def test_a_script_holds_the_biases_and_the_feed_forward_blocks():

@@ -35,7 +35,7 @@ from symattn.certificates import (
     write_dimension_certificate,
 )
 from symattn.cli import main
-from symattn.curves import polynomial_curve
+from symattn.curves import collapse, polynomial_curve
 from symattn.identify import function_space_dimension
 from symattn.model import Architecture, feed_forward_block
 from symattn.normalizers import Normalizer
@@ -85,10 +85,10 @@ def test_round_trip_verifies_the_certified_rank(name):
 
 
 def test_the_plain_network_exact_values():
-    # 2 layers, width 2, rank 1, softmax: curve-coordinate exponents = native exponents {0: 4, 1: 3, 5: 3} + 1
-    # on the score columns
+    # 2 layers, width 2, rank 1, softmax along the collapse (given, so not the integer-score route):
+    # curve-coordinate exponents = native exponents {0: 4, 1: 3, 5: 3} + 1 on the score columns
     arch = Architecture.uniform(layers=2, width=2, rank=1)
-    certificate = dimension_certificate(arch)
+    certificate = dimension_certificate(arch, curve=collapse())
     assert certificate["rank"] == 10
     assert _histogram(certificate["witness"]["valuations"]) == {0: 4, 2: 3, 6: 3}
     assert certificate["truncation"] == 7
@@ -111,14 +111,32 @@ def test_the_certificate_reproduces_the_run_it_certifies():
     assert verify(certificate).verified
 
 
-def test_a_result_of_the_integer_score_route_is_certified_on_the_curve_route():
+def test_a_result_of_the_integer_score_route_is_certified_on_that_route():
+    from symattn.identify.common import integer_score_point
+
     arch = Architecture.uniform(layers=2, width=2, rank=1)
     result = function_space_dimension(arch, seed=5)
     assert result.route.startswith("integer scores")
     certificate = dimension_certificate(arch, result=result)
     assert certificate["rank"] == result.lower == 10
-    assert certificate["curve"]["powers"]["Q_1"] == 1  # the simultaneous collapse the checker recomputes
+    # layer 1 unscaled at its integer point, the second layer's keys collapsed: the run the engine made
+    assert certificate["curve"]["powers"] == {"Q_1": 0, "K_1": 0, "V_1": 0, "Q_2": 0, "K_2": 1, "V_2": 0}
+    point, values, bank = integer_score_point(arch, result.prime, result.seed, result.bank)
+    assert certificate["point"]["Q_1"] == point[("Q", 1)].tolist()  # signed integers, not residues
+    assert certificate["bank"] == np.where(bank > result.prime // 2, bank - result.prime, bank).tolist()
+    assert certificate["integer_scores"]["base"] == values["integer scores"].base
+    assert certificate["produced_by"]["route"] == result.route
     assert verify(certificate).verified
+
+
+def test_another_rate_at_layer_1_is_certified_on_the_curve_route():
+    arch = Architecture.uniform(layers=2, width=2, rank=1, normalizer="exp(x/2)")
+    result = function_space_dimension(arch, seed=5)
+    assert result.route.startswith("integer scores")
+    certificate = dimension_certificate(arch, result=result)  # the checker knows exp(x) only: the curve route
+    assert "integer_scores" not in certificate
+    assert certificate["curve"]["powers"]["Q_1"] == 1 and certificate["produced_by"]["route"].startswith("series")
+    assert certificate["rank"] == result.lower == 10 and verify(certificate).verified
 
 
 def test_other_curves_and_primes_round_trip():
@@ -186,8 +204,8 @@ def test_what_a_certificate_cannot_describe_is_refused_first(arch, curve, messag
 
 # -- tampering ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def base_certificate():
-    certificate = dimension_certificate(Architecture.uniform(layers=2, width=2, rank=1))
+def base_certificate():  # the curve route (tests/test_integer_score_certificates.py edits the integer-score route's)
+    certificate = dimension_certificate(Architecture.uniform(layers=2, width=2, rank=1), curve=collapse())
     assert verify(certificate).verified
     return certificate
 
@@ -318,6 +336,25 @@ def test_pivot_valuations_agree_three_ways(data):
         assert pivot_valuations(M[np.ix_(rows, cols)], p) == sorted(valuations)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_the_checkers_elimination_by_panels_finds_the_pivots_of_one_column_at_a_time(data):
+    # matrices wider than a panel, of low rank and with zeros, so that pivot rows are found late in a panel
+    from symattn.verifier.pivots import independent_rows_and_columns
+
+    m, n = data.draw(st.integers(1, 150)), data.draw(st.integers(1, 150))
+    p = data.draw(st.sampled_from([2, 3, 101, 1048573, 2147483647]))
+    rank = data.draw(st.integers(0, min(m, n)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    A = np.zeros((m, n), dtype=np.int64)
+    for _ in range(rank):  # a sum of rank-one matrices, entries reduced as they go
+        A = (A + np.outer(rng.integers(0, p, m), rng.integers(0, p, n)) % p) % p
+    A[rng.random((m, n)) < data.draw(st.sampled_from([0.0, 0.3, 0.9]))] = 0
+    one_at_a_time = independent_rows_and_columns(A, p, panel=n)   # a single panel: column by column
+    for panel in (1, 7, 64):
+        assert independent_rows_and_columns(A, p, panel=panel) == one_at_a_time
+
+
 # -- independence ---------------------------------------------------------------------------------------
 def test_the_verifier_imports_only_the_standard_library_numpy_and_itself():
     allowed = set(sys.stdlib_module_names) | {"numpy", "flint"}
@@ -404,9 +441,9 @@ def test_verifying_hmk_rows_takes_no_longer_than_computing_them(monkeypatch):
     for width in range(3, 7):
         arch = Architecture.uniform(layers=2, width=width, rank=2, tokens=3)
         times = []
-        for _ in range(3):  # the curve route: the run its certificate reproduces
+        for _ in range(3):  # the default route (integer scores): the run its certificate reproduces
             started = time.perf_counter()
-            result = function_space_dimension(arch, route="curve")
+            result = function_space_dimension(arch)
             times.append(time.perf_counter() - started)
         compute += min(times)
         certificate = dimension_certificate(arch, result=result)

@@ -358,9 +358,14 @@ def test_each_must_fail_edit_fails_naming_it(base_certificate):
 
 
 def test_a_dimension_certificate_is_not_a_spectrum_certificate():
-    certificate = dimension_certificate(Architecture.uniform(layers=2, width=2, rank=1))
+    from symattn.curves import collapse
+
+    certificate = dimension_certificate(Architecture.uniform(layers=2, width=2, rank=1), curve=collapse())
     certificate["kind"] = "spectrum"
     _fails(certificate, "no field 'coordinates'")
+    integer_scores = dimension_certificate(Architecture.uniform(layers=2, width=2, rank=1))
+    integer_scores["kind"] = "spectrum"
+    _fails(integer_scores, "a 'spectrum' certificate has no integer scores")
 
 
 _MUST_FAIL = ("exponent changed", "multiplicity changed", "valuation changed", "not a prime",

@@ -145,8 +145,7 @@ def run_dimension(args, arch):
         check_certifiable(architectures[0])  # refused before the computation, not after it
     table = dimension_table(architectures=architectures, seed=args.seed, estimate=args.estimate,
                             progress=not args.quiet, max_memory=args.max_memory,
-                            scheduler=args.scheduler, workers=args.workers,
-                            route=None if certificate is None else "curve")  # the route the checker recomputes
+                            scheduler=args.scheduler, workers=args.workers)  # its certificate: the same route
     if certificate is not None:
         from ..certificates import write_dimension_certificate
 

@@ -17,7 +17,10 @@ and bank, and a witness.  This package re-computes the witness from those
 numbers alone with its own plain forward pass over ``GF(p)[eps]/(eps^N)``
 (:mod:`symattn.verifier.network`), and imports nothing but the standard
 library, numpy and itself, so that a reader can audit a few hundred lines
-instead of the engine.
+instead of the engine.  A dimension certificate of the integer-score route
+(field ``integer_scores``) has layer 1 at an integer point: the checker
+computes its exact integer scores ``m`` and evaluates softmax there as
+``e^m exp(A - m)``, with the transcendental ``e`` sent to a residue.
 
 Its products of residue matrices run on float64 BLAS (exact below ``2^53``).
 Like the engine, it is fastest with BLAS on one thread (``symattn verify``

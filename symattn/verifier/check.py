@@ -22,7 +22,7 @@ import numpy as np
 
 from .arithmetic import widen
 from .disagreement import Disagreement
-from .network import ScoresDoNotVanish, forward
+from .network import ScoresDoNotVanish, forward, integer_scores
 from .pivots import pivot_valuations
 from .claims import KIND as CLAIMS_KIND, check_claims, claims_claim, read_claims
 from .formulas import (
@@ -296,6 +296,9 @@ class _Certificate:
     bias: bool = False
     ffn: list | None = None  # hidden units of each layer's feed-forward block (0: none)
     activations: list = field(default_factory=list)
+    # an integer-score certificate: {"base": residue of e, "scores": per head of layer 1, the exact integer
+    # scores of every bank input (object arrays (bank, t, t))}; None otherwise
+    integer_scores: dict | None = None
 
 
 def _read_architecture(document: dict, checked: list) -> _Certificate:
@@ -385,6 +388,7 @@ def _read_normalizers(document: dict, cert: _Certificate, checked: list) -> None
         # one query moves by the same number (the observability certificate's upper bound with biases)
         shift_invariant = known is not None and expression == "exp(x)"
         cert.normalizers.append({"lightning": False, "polynomial": polynomial, "shift_invariant": shift_invariant,
+                                 "exp": shift_invariant,   # s/s(0) = exp(x), its coefficients recomputed here
                                  "taylor": [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]})
         checked.append(f"layer {i}: normalizer {source}" + (" (a polynomial)" if polynomial else ""))
     if cert.ffn:
@@ -461,6 +465,64 @@ def _read_point_and_bank(document: dict, cert: _Certificate, checked: list) -> N
                           for r, row in enumerate(rows)])
     checked.append(f"integer point (every block of {len(shapes)}) and bank of {len(bank)} integer inputs "
                    f"{d0} x {t}")
+
+
+def _read_integer_scores(document: dict, cert: _Certificate, checked: list, kind: str) -> None:
+    """The optional field ``integer_scores`` of a dimension certificate: layer 1 at exact integer scores.
+
+    ``{"layer": 1, "base": b, "reason": "..."}``: layer 1's queries, keys and
+    the inputs are integers, so every layer-1 score is an integer
+    ``m = <K x_j, Q x_k>``, computed here exactly (Python integers), and
+    ``s(m)/s(0) = e^m`` for ``s = exp``.  ``e`` is transcendental (Hermite),
+    so ``Z[e, 1/e]`` is a ring of Laurent polynomials in ``e`` and sending
+    ``e`` to any unit ``b`` mod ``p`` is a ring homomorphism ``Z[e, 1/e] -> GF(p)``:
+    the checker computes the image of every entry of the Jacobian under it.
+    """
+    if "integer_scores" not in document:
+        return
+    entry = document["integer_scores"]
+    if kind != "dimension lower bound":
+        raise Disagreement(f"integer_scores: a {kind!r} certificate has no integer scores (only a dimension "
+                           "certificate evaluates layer 1 at integer scores)")
+    if not isinstance(entry, dict):
+        raise Disagreement(f"integer_scores must be an object {{layer, base, reason}}, got {_short(entry)}")
+    for key in entry:
+        if key not in ("layer", "base", "reason"):
+            raise Disagreement(f"integer_scores.{key}: this checker reads layer, base and reason")
+    layer = _integer(_field(entry, "layer", "integer_scores"), "integer_scores.layer", 1)
+    if layer != 1:
+        raise Disagreement(f"integer_scores.layer must be 1, got {layer}: this checker evaluates integer scores at "
+                           "layer 1 only (every later layer's scores must vanish at eps = 0)")
+    p = cert.prime
+    base = _integer(_field(entry, "base", "integer_scores"), "integer_scores.base", 1, p - 1)   # a unit mod p
+    first = cert.normalizers[0]
+    expression = document["normalizers"][0].get("expression")
+    if first["lightning"] or not first.get("exp"):
+        raise Disagreement(f"integer_scores: layer 1's normalizer must be exp(x) (softmax), its Taylor "
+                           f"coefficients recomputed by this checker, got {_short(expression)}: only there is "
+                           "s(m)/s(0) = e^m a power of e")
+    if cert.bias:
+        raise Disagreement("integer_scores: a network with biases has scores <K x_j + b_K, Q x_k + b_Q>; this "
+                           "checker evaluates integer scores without biases only")
+    heads = cert.heads[0]
+    suffixes = ["1"] if heads == 1 else [f"{{1,{h}}}" for h in range(1, heads + 1)]
+    scaled = [f"{name}_{s}" for s in suffixes for name in ("Q", "K") if cert.powers[f"{name}_{s}"]]
+    if scaled or cert.input_power:
+        raise Disagreement(f"integer_scores: layer 1's queries and keys and the inputs must not be scaled by the "
+                           f"curve (power 0), so that the scores at eps = 0 are the integers <K x_j, Q x_k>; got "
+                           f"{', '.join(f'{n} = eps^{cert.powers[n]}' for n in scaled) or 'no block'} and input "
+                           f"power {cert.input_power}")
+    # the exact scores m_jk = <K x_j, Q x_k> of every input and head, Python integers
+    scores = [integer_scores(cert.point[f"Q_{s}"], cert.point[f"K_{s}"], cert.bank) for s in suffixes]
+    largest = max(abs(int(m)) for matrix in scores for m in matrix.flat)
+    # |m| < p/2: the residue of each score determines it (the exported scripts read m from it)
+    if 2 * largest >= p:
+        raise Disagreement(f"integer_scores: a layer-1 score is {largest} in absolute value, not below p/2 = "
+                           f"{p / 2}")
+    cert.integer_scores = {"base": base, "scores": scores}
+    checked.append(f"layer 1 at integer scores: s(m)/s(0) = e^m with e sent to {base}, e transcendental "
+                   f"(Hermite), a ring homomorphism Z[e, 1/e] -> GF({p}); the exact scores m = <K x_j, Q x_k> "
+                   f"of the {len(cert.bank)} inputs computed here, |m| <= {largest} < p/2")
 
 
 def _read_parameters(document: dict, cert: _Certificate) -> list:
@@ -582,7 +644,13 @@ def _jacobian_entries(cert: _Certificate, rows: list, columns: list, native: boo
     if cert.input_power < N:
         # eps^m X_b: no tangent (the inputs are data, not parameters)
         X[..., 0, cert.input_power] = np.array([cert.bank[b] for b in used], dtype=object) % p
-    output = widen(_forward(cert, X, layers, ffns), 1 + r)
+    normalizers = list(cert.normalizers)
+    if cert.integer_scores is not None:
+        # layer 1 at its exact integer scores m: s(A) = e^m s(A - m), e sent to base (the read inputs only)
+        normalizers[0] = {**normalizers[0], "integer_scores": {
+            "base": cert.integer_scores["base"], "inputs": used,
+            "scores": [scores[used] for scores in cert.integer_scores["scores"]]}}
+    output = widen(_forward(cert, X, layers, ffns, normalizers), 1 + r)
     position = {b: n for n, b in enumerate(used)}
     inputs = [position[b] for b, _, _ in rows]
     out_rows = [i for _, i, _ in rows]
@@ -591,11 +659,15 @@ def _jacobian_entries(cert: _Certificate, rows: list, columns: list, native: boo
     return output[inputs, out_rows, tokens][:, [jet[name] for name in columns], :]
 
 
-def _forward(cert: _Certificate, X: np.ndarray, layers: list, ffns: list) -> np.ndarray:
-    """:func:`~symattn.verifier.network.forward` on the certificate's network; its failures are a :class:`Disagreement`."""
+def _forward(cert: _Certificate, X: np.ndarray, layers: list, ffns: list, normalizers: list | None = None) -> np.ndarray:
+    """:func:`~symattn.verifier.network.forward` on the certificate's network; its failures are a :class:`Disagreement`.
+
+    ``normalizers``: the certificate's, unless given (layer 1 at its integer scores).
+    """
     p = cert.prime
     try:
-        return forward(X, layers, cert.normalizers, cert.causal, cert.residual, p, ffns, cert.activations)
+        return forward(X, layers, cert.normalizers if normalizers is None else normalizers, cert.causal,
+                       cert.residual, p, ffns, cert.activations)
     except ScoresDoNotVanish as err:
         raise Disagreement(str(err)) from None
     except ZeroDivisionError:
@@ -637,7 +709,10 @@ def verify(source) -> VerificationReport:
       in the curve's coordinates; all ``r`` pivots below ``eps^N`` prove it
       nonzero over ``Q[[eps]]``: the real Jacobian has rank ``>= r`` at points
       of the curve with small ``eps != 0``, so the function space has
-      dimension ``>= r``.
+      dimension ``>= r``.  With ``integer_scores`` layer 1 is at its exact
+      integer scores ``m`` (computed here), its weights ``e^m exp(A - m)``
+      with ``e`` sent to the residue ``base``: a ring homomorphism, since
+      ``e`` is transcendental, so the minor is nonzero over ``Q(e)[[eps]]``.
     * A spectrum certificate (kind ``"spectrum"``): the minor is in the native
       parameters, and its pivot valuations must be the claimed exponents;
       what that proves is in :mod:`symattn.verifier.spectrum`.  A stronger
@@ -692,6 +767,7 @@ def verify(source) -> VerificationReport:
         _read_normalizers(document, cert, checked)
         _read_curve(document, cert, checked)
         _read_point_and_bank(document, cert, checked)
+        _read_integer_scores(document, cert, checked, kind)
         if kind == ORDERS_KIND:
             return _verify_orders(document, cert, checked, started)
         if kind == OBSERVE_KIND:
@@ -721,8 +797,10 @@ def verify(source) -> VerificationReport:
             kernel, words = _gauge_check(cert)
             checked.append(words)
         else:
+            # with integer scores the minor's entries lie in Q(e)[[eps]], and its image under e -> base is not 0
+            ring = "Q(e)[[eps]]" if cert.integer_scores is not None else "Q[[eps]]"
             checked.append(f"the claimed pivot valuations agree; {cert.rank} pivots below eps^{cert.truncation}: "
-                           f"the minor is nonzero over Q[[eps]], so the rank of the real Jacobian near eps = 0 on "
+                           f"the minor is nonzero over {ring}, so the rank of the real Jacobian near eps = 0 on "
                            f"the curve, and the dimension, is at least {cert.rank}")
     except Disagreement as err:
         return VerificationReport(False, claim, tuple(checked), str(err), seconds=time.perf_counter() - started)

@@ -15,6 +15,12 @@ valuations:
   since every score lies in the ideal ``(eps, d)``, whose ``N + 1``-th power
   is 0; for a polynomial ``s`` every coefficient), column sums inverted as
   ``u0^-1 sum_k (-(u - u0) / u0)^k``;
+* a dimension certificate's ``integer_scores`` (layer 1 at an integer point,
+  ``s = exp``): the script computes the exact integer scores
+  ``m = <K x_j, Q x_k>`` of layer 1 from the integer point and inputs itself,
+  checks ``|m| < p/2`` and that each score is ``m`` at ``eps = 0``, and takes
+  ``s(A) = base^m s(A - m)`` (``e^m`` with the transcendental ``e`` sent to
+  the residue ``base``, a ring homomorphism);
 * biases added to every token (``Q x + b_Q`` and the like), and feed-forward
   blocks ``W_out s(W_in x + b_in) + b_out`` with the activation's own Taylor
   coefficients (exact for the same reason: its argument lies in ``(eps, d)``);
@@ -40,7 +46,7 @@ from __future__ import annotations
 
 from .check import (
     CertificateError, _blocks, _Certificate, _load, _read_architecture, _read_curve, _read_field_data,
-    _read_normalizers, _read_point_and_bank, _read_witness, parameter_names,
+    _read_integer_scores, _read_normalizers, _read_point_and_bank, _read_witness, parameter_names,
 )
 from .disagreement import Disagreement
 
@@ -66,6 +72,7 @@ def _read(document: dict) -> tuple:
     _read_normalizers(document, cert, checked)
     _read_curve(document, cert, checked)
     _read_point_and_bank(document, cert, checked)
+    _read_integer_scores(document, cert, checked, kind)
     _read_witness(document, cert, checked)
     return cert, kind
 
@@ -96,7 +103,7 @@ def export_script(source, system: str) -> str:
     >>> from symattn.model import Architecture
     >>> certificate = dimension_certificate(Architecture.uniform(layers=1, width=1, tokens=2))
     >>> script = export_script(certificate, "sage")
-    >>> "p = 1048573" in script and "claimed = [0, 2]" in script
+    >>> "p = 1048573" in script and "claimed = [0, 0]" in script
     True
     >>> "p = 1048573;" in export_script(certificate, "m2")
     True
@@ -145,6 +152,7 @@ def _data(cert: _Certificate, native: bool) -> dict:
     return {
         "p": cert.prime, "N": cert.truncation, "native": native, "causal": cert.causal, "residual": cert.residual,
         "input_power": cert.input_power,
+        "integer_base": cert.integer_scores["base"] if cert.integer_scores else 0,
         "powers": [cert.powers[name] for name, _ in blocks],
         "point": [cert.point[name] for name, _ in blocks],
         "block_names": [name for name, _ in blocks],
@@ -174,6 +182,7 @@ def _sage(data: dict, claim: str) -> str:
         f"causal = {data['causal']!r}",
         f"residual = {data['residual']!r}",
         f"input_power = {data['input_power']}  # the inputs are eps^input_power X",
+        f"integer_base = {data['integer_base']}  # layer 1 at integer scores: e sent to this residue (0: no)",
         f"block_names = {data['block_names']!r}",
         f"powers = {data['powers']!r}  # block n is eps^powers[n] times its entry in `point`",
         f"point = {data['point']!r}",
@@ -223,15 +232,34 @@ def _sage(data: dict, claim: str) -> str:
         "        value = value * a + c",
         "    return value",
         "",
+        "def exact_scores(heads, X):",
+        "    # layer 1 at integer scores: m_jk = <K x_j, Q x_k> over the integers, from the point and the input",
+        "    out = []",
+        "    for blocks in heads:",
+        "        Q, K = point[blocks[0]], point[blocks[1]]",
+        "        QX = [[sum(Q[a][i] * X[i][k] for i in range(len(X))) for k in range(len(X[0]))] for a in range(len(Q))]",
+        "        KX = [[sum(K[a][i] * X[i][k] for i in range(len(X))) for k in range(len(X[0]))] for a in range(len(K))]",
+        "        m = [[sum(KX[a][j] * QX[a][k] for a in range(len(Q))) for k in range(len(X[0]))] for j in range(len(X[0]))]",
+        "        if any(2 * abs(v) >= p for row in m for v in row):",
+        "            print('NOT verified: a layer-1 score is not below p/2'); sys.exit(1)",
+        "        out.append(m)",
+        "    return out",
+        "",
+        "def s_at_integer(a, m, taylor):",
+        "    # exp(a) = e^m exp(a - m), e sent to integer_base (a ring homomorphism: e is transcendental)",
+        "    if F(a.lift().constant_coefficient()) != F(m):",
+        "        print('NOT verified: a layer-1 score is not its exact integer score %d at eps = 0' % m); sys.exit(1)",
+        "    return J(F(integer_base) ** m) * s_of(a - m, taylor, False)",
+        "",
         "def plus_bias(M, b):",
         "    # M + b 1^T: the bias column added to every token",
         "    return [[x + b[i][0] for x in row] for i, row in enumerate(M)]",
         "",
-        "def attention(X, heads, normalizer, params):",
+        "def attention(X, heads, normalizer, params, integers=None):",
         "    lightning, polynomial, taylor = normalizer",
         "    t = len(X[0])",
         "    out = None",
-        "    for blocks in heads:",
+        "    for h, blocks in enumerate(heads):",
         "        Q, K, V = (params[n] for n in blocks[:3])",
         "        QX, KX, VX = mul(Q, X), mul(K, X), mul(V, X)",
         "        if len(blocks) == 6:  # biases: Q x + b_Q, K x + b_K, V x + b_V for every token x",
@@ -240,8 +268,9 @@ def _sage(data: dict, claim: str) -> str:
         "        if lightning:",
         "            S = [[A[j][m] if (not causal or j <= m) else J(0) for m in range(t)] for j in range(t)]",
         "        else:",
-        "            s = [[s_of(A[j][m], taylor, polynomial) if (not causal or j <= m) else J(0) for m in range(t)]",
-        "                 for j in range(t)]",
+        "            s = [[(s_of(A[j][m], taylor, polynomial) if integers is None else",
+        "                   s_at_integer(A[j][m], integers[h][j][m], taylor)) if (not causal or j <= m) else J(0)",
+        "                  for m in range(t)] for j in range(t)]",
         "            sums = [inverse(sum((s[j][m] for j in range(t)), J(0))) for m in range(t)]",
         "            S = [[s[j][m] * sums[m] for m in range(t)] for j in range(t)]  # each query's column normalized",
         "        head = mul(VX, S)",
@@ -280,8 +309,9 @@ def _sage(data: dict, claim: str) -> str:
         "        params.append(P)",
         "    for b in sorted({row[0] for row in rows}):",
         "        X = [[e**input_power * x for x in row] for row in mat(bank[b])]",
-        "        for heads, normalizer, ffn, activation in zip(layers, normalizers, ffns, activations):",
-        "            X = attention(X, heads, normalizer, params)",
+        "        for l, (heads, normalizer, ffn, activation) in enumerate(zip(layers, normalizers, ffns, activations)):",
+        "            integers = exact_scores(heads, bank[b]) if l == 0 and integer_base else None",
+        "            X = attention(X, heads, normalizer, params, integers)",
         "            if ffn:  # the layer's feed-forward block, after its attention",
         "                X = feed_forward(X, ffn, activation, params)",
         "        for n, (bb, i, j) in enumerate(rows):",
@@ -335,6 +365,7 @@ def _m2(data: dict, claim: str) -> str:
         f"causal = {_m2_list(data['causal'])};",
         f"residual = {_m2_list(data['residual'])};",
         f"inputPower = {data['input_power']}; -- the inputs are eps^inputPower X",
+        f"integerBase = {data['integer_base']}; -- layer 1 at integer scores: e sent to this residue (0: no)",
         f"blockPowers = {_m2_list(data['powers'])}; -- block n is eps^(blockPowers#n) times its entry in basePoint",
         f"basePoint = {_m2_list(data['point'])};",
         f"layers = {_m2_list(data['layers'])}; -- per layer, per head: the indices of its Q, K, V (bQ, bK, bV)",
@@ -367,10 +398,22 @@ def _m2(data: dict, claim: str) -> str:
         "    value := 0_Jet;",
         "    for n from 0 to #taylor - 1 do value = value * a + (taylor#(#taylor - 1 - n))_Jet; -- Horner",
         "    value);",
+        "-- layer 1 at integer scores: m_jk = <K x_j, Q x_k> over the integers, from the point and the input",
+        "exactScores = (heads, X) -> apply(heads, h -> (",
+        "    QX := matMul(basePoint#(h#0), X); KX := matMul(basePoint#(h#1), X);",
+        "    m := matMul(matTranspose KX, QX);",
+        "    for row in m do for v in row do if 2 * abs v >= p then (print \"NOT verified: a layer-1 score is not below p/2\"; exit 1);",
+        "    m));",
+        "-- exp(a) = e^m exp(a - m), e sent to integerBase (a ring homomorphism: e is transcendental)",
+        "sAtInteger = (a, m, taylor) -> (",
+        "    if constantTerm a != m_kk then (print(\"NOT verified: a layer-1 score is not its exact integer score \" | toString m | \" at eps = 0\"); exit 1);",
+        "    power := if m >= 0 then (integerBase_kk)^m else (1/(integerBase_kk))^(-m);",
+        "    promote(power, Jet) * sOf(a - m_Jet, taylor, false, \"a layer-1 score less its integer\"));",
         "plusBias = (M, b) -> apply(#M, i -> apply(M#i, x -> x + b#i#0)); -- M + b 1^T: b added to every token",
-        "attention = (X, heads, normalizer, params) -> (",
+        "attention = (X, heads, normalizer, params, integers) -> (",
         "    t := #(X#0); out := null;",
-        "    for h in heads do (",
+        "    for hi from 0 to #heads - 1 do (",
+        "        h := heads#hi;",
         "        QX := matMul(params#(h#0), X); KX := matMul(params#(h#1), X); VX := matMul(params#(h#2), X);",
         "        if #h == 6 then ( -- biases: Q x + b_Q, K x + b_K, V x + b_V for every token x",
         "            QX = plusBias(QX, params#(h#3)); KX = plusBias(KX, params#(h#4)); VX = plusBias(VX, params#(h#5)));",
@@ -378,8 +421,9 @@ def _m2(data: dict, claim: str) -> str:
         "        S := if normalizer#0 == 1 then",
         "            apply(t, j -> apply(t, m -> if not causal or j <= m then A#j#m else 0_Jet))",
         "        else (",
-        "            s := apply(t, j -> apply(t, m -> if not causal or j <= m then",
-        "                sOf(A#j#m, normalizer#2, normalizer#1 == 1, \"a score\") else 0_Jet));",
+        "            s := apply(t, j -> apply(t, m -> if not causal or j <= m then (",
+        "                if integers === null then sOf(A#j#m, normalizer#2, normalizer#1 == 1, \"a score\")",
+        "                else sAtInteger(A#j#m, integers#hi#j#m, normalizer#2)) else 0_Jet));",
         "            sums := apply(t, m -> inverseOf sum(t, j -> s#j#m));",
         "            apply(t, j -> apply(t, m -> (s#j#m) * (sums#m)))); -- each query's column normalized",
         "        head := matMul(VX, S);",
@@ -410,7 +454,8 @@ def _m2(data: dict, claim: str) -> str:
         "    for b in inputs do (",
         "        X := apply(bank#b, row -> apply(row, x -> epsJ^inputPower * x_Jet));",
         "        for l from 0 to #layers - 1 do (",
-        "            X = attention(X, layers#l, normalizers#l, params);",
+        "            X = attention(X, layers#l, normalizers#l, params,",
+        "                if l == 0 and integerBase != 0 then exactScores(layers#l, bank#b) else null);",
         "            if #(ffns#l) > 0 then X = feedForward(X, ffns#l, activations#l, params)); -- after the attention",
         "        for n from 0 to #witnessRows - 1 do if (witnessRows#n)#0 == b then",
         "            cells#(n, k) = dCoefficients(X#((witnessRows#n)#1)#((witnessRows#n)#2))));",

@@ -16,6 +16,13 @@ otherwise ``s(A) = sum_{n <= N} c_n A^n`` is exact mod ``eps^N`` only when
 ``A = 0`` at ``eps = 0`` (then ``A^n`` and ``n A^(n-1) dA`` vanish mod
 ``eps^N`` for ``n > N``), which is checked for every score.
 
+One exception, a certificate's ``integer_scores`` at layer 1 with ``s = exp``:
+there every score ``A`` is an exact integer ``m`` at ``eps = 0``, and
+``exp(A) = e^m exp(A - m)`` with ``A - m`` vanishing at ``eps = 0``
+(:func:`exponential_at_integers`); ``e`` is sent to the certificate's residue
+``base`` (``e`` is transcendental, so ``Z[e, 1/e] -> GF(p)``, ``e -> base`` is a
+ring homomorphism).
+
 This module imports nothing but numpy: it is part of the independent checker.
 """
 
@@ -27,7 +34,8 @@ import numpy as np
 
 from .arithmetic import both_widened, convolve, invert, matmul, multiply, times_series, transpose
 
-__all__ = ["ScoresDoNotVanish", "forward", "polynomials_of_series", "entrywise", "feed_forward"]
+__all__ = ["ScoresDoNotVanish", "forward", "polynomials_of_series", "entrywise", "feed_forward", "integer_scores",
+           "exponential_at_integers"]
 
 
 class ScoresDoNotVanish(ValueError):
@@ -127,6 +135,64 @@ def entrywise(A: np.ndarray, taylor: list, polynomial: bool, p: int, what: str) 
     return s
 
 
+def integer_scores(Q: list, K: list, bank: list) -> np.ndarray:
+    """The exact scores ``m_jk = <K x_j, Q x_k>`` of every input, as Python integers: an object array ``(inputs, t, t)``.
+
+    ``Q``, ``K`` (``a x d``) and every input ``X`` (``d x t``) are lists of
+    integers; nothing is reduced mod a prime.
+
+    Examples
+    --------
+    >>> integer_scores([[1, 2]], [[-1, 0]], [[[1, 0], [3, 1]]]).tolist()   # K X = [-1, 0], Q X = [7, 2]
+    [[[-7, -2], [0, 0]]]
+    """
+    Q, K = np.array(Q, dtype=object), np.array(K, dtype=object)
+    X = np.array(bank, dtype=object)                                        # (inputs, d, t)
+    KX, QX = np.matmul(K, X), np.matmul(Q, X)                               # (inputs, a, t), exact integers
+    return np.matmul(KX.transpose(0, 2, 1), QX)                             # m_jk = sum_a (K x_j)_a (Q x_k)_a
+
+
+def exponential_at_integers(A: np.ndarray, scores: np.ndarray, base: int, taylor: list, p: int, where: str,
+                            inputs: list) -> np.ndarray:
+    """``s(A) = e^m s(A - m)`` entrywise for ``s(x)/s(0) = exp(x)``, ``m`` the exact integer scores, ``e`` sent to ``base``.
+
+    ``A`` is a ``(inputs, t, t, J, N)`` jet whose value at ``eps = 0`` must be
+    ``m`` (``scores``, Python integers ``(inputs, t, t)``): then ``A - m``
+    vanishes at ``eps = 0``, its exponential is exact from the Taylor
+    coefficients ``taylor`` of ``exp`` (:func:`entrywise`), and
+    ``exp(A) = exp(m) exp(A - m) = e^m exp(A - m)``, with ``e^m`` sent to
+    ``base^m`` mod ``p`` (the jet's tangent ``exp'(A) dA = e^m exp'(A - m) dA``
+    scales alike).  A score whose value at ``eps = 0`` is not ``m`` mod ``p`` is
+    :class:`ScoresDoNotVanish`, naming the entry (``inputs`` holds the bank
+    index of each input).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.zeros((1, 1, 1, 1, 2), dtype=np.int64); A[0, 0, 0, 0] = [2, 1]        # the score 2 + eps
+    >>> exp = [1, 1, 51]                                                            # 1, 1, 1/2 mod 101
+    >>> m = np.array([[[2]]], dtype=object)
+    >>> exponential_at_integers(A, m, 3, exp, 101, "layer 1", [0])[0, 0, 0, 0].tolist()   # e^2 (1 + eps), e -> 3
+    [9, 9]
+    """
+    # the residues of the exact integer scores m (Python integers of either sign)
+    residues = np.array([[[int(m) % p for m in row] for row in matrix] for matrix in scores], dtype=np.int64)
+    # A - m: the value at eps = 0 less m, which must leave 0 there
+    shifted = A.copy()
+    shifted[..., 0, 0] = (A[..., 0, 0] - residues) % p
+    wrong = np.argwhere(shifted[..., 0, 0] != 0)
+    if len(wrong):
+        b, j, k = wrong[0]
+        raise ScoresDoNotVanish(f"{where}: the score of bank input {inputs[b]}, key {j}, query {k} is "
+                                f"{int(A[b, j, k, 0, 0])} mod {p} at eps = 0, not its exact integer score "
+                                f"{scores[b, j, k]}: A - m does not vanish at eps = 0")
+    # e^m -> base^m mod p (m < 0: a power of base^-1; base is a unit mod p)
+    factors = np.array([[[pow(base, int(m), p) for m in row] for row in matrix] for matrix in scores],
+                       dtype=np.int64)
+    # exp(A) = e^m exp(A - m), value and tangent alike; exp(A - m) from the Taylor coefficients
+    return entrywise(shifted, taylor, False, p, where) * factors[..., None, None] % p
+
+
 def _plus_bias(M: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``M + b 1^T``: the bias column ``b`` (``(rows, 1, J, N)``) added to every token (column) of ``M``."""
     M, b = both_widened(M, b)
@@ -134,10 +200,12 @@ def _plus_bias(M: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def normalizer_weights(A: np.ndarray, taylor: list, polynomial: bool, causal: bool, p: int,
-                       where: str) -> np.ndarray:
+                       where: str, at_integers: tuple | None = None) -> np.ndarray:
     """``S(A)``: ``s(A_jk) / sum_{j'} s(A_j'k)`` (keys ``j' <= k`` under a causal mask), ``A`` a ``(..., t, t, J, N)`` jet.
 
-    ``taylor`` holds the residues mod ``p`` of ``c_0 = 1, c_1, ...``.
+    ``taylor`` holds the residues mod ``p`` of ``c_0 = 1, c_1, ...``.  With
+    ``at_integers = (scores, base, inputs)`` (``s = exp`` at layer 1 of an
+    integer-score certificate) ``s(A) = e^m s(A - m)``, :func:`exponential_at_integers`.
 
     Examples
     --------
@@ -148,7 +216,11 @@ def normalizer_weights(A: np.ndarray, taylor: list, polynomial: bool, causal: bo
     [[51, 76], [51, 25]]
     """
     t = A.shape[-3]
-    s = entrywise(A, taylor, polynomial, p, f"{where}: a score")
+    if at_integers is None:
+        s = entrywise(A, taylor, polynomial, p, f"{where}: a score")
+    else:   # exp(A) = e^m exp(A - m) at the exact integer scores m, e sent to base
+        scores, base, inputs = at_integers
+        s = exponential_at_integers(A, scores, base, taylor, p, where, inputs)
     if causal:
         # query k attends to keys j <= k only: s(A)_jk = 0 for j > k
         s = s * np.triu(np.ones((t, t), dtype=np.int64))[:, :, None, None]
@@ -162,6 +234,8 @@ def attention_layer(X: np.ndarray, heads: list, normalizer: dict, causal: bool, 
     """``X_i = sum_h V_h X S(X^T K_h^T Q_h X)`` (plus ``X`` with a residual stream), every matrix a jet.
 
     ``X`` is ``(inputs, d, t, J, N)``; ``heads`` lists ``(Q, K, V)`` per head as ``(rows, cols, J, N)`` jets.
+    A ``normalizer`` with ``"integer_scores"`` (``{"base", "scores": one array per head, "inputs"}``)
+    evaluates ``s = exp`` at its exact integer scores (:func:`exponential_at_integers`).
 
     Examples
     --------
@@ -185,8 +259,11 @@ def attention_layer(X: np.ndarray, heads: list, normalizer: dict, causal: bool, 
             t = A.shape[-3]
             S = A * np.triu(np.ones((t, t), dtype=np.int64))[:, :, None, None] if causal else A
         else:
+            integers = normalizer.get("integer_scores")
+            at_integers = None if integers is None else (integers["scores"][h - 1], integers["base"],
+                                                         integers["inputs"])
             S = normalizer_weights(A, normalizer["taylor"], normalizer["polynomial"], causal, p,
-                                   f"layer {layer}, head {h}")
+                                   f"layer {layer}, head {h}", at_integers)
         # V (X S(A)): the narrower product first; with biases (V X + b_V 1^T) S(A)
         head = matmul(V, matmul(X, S, p), p) if VX is None else matmul(VX, S, p)
         if output is not None:

@@ -50,33 +50,52 @@ def valuations(M: np.ndarray) -> np.ndarray:
     return np.where(nonzero.any(axis=-1), nonzero.argmax(axis=-1), N)
 
 
-def independent_rows_and_columns(L: np.ndarray, p: int) -> tuple:
+def independent_rows_and_columns(L: np.ndarray, p: int, panel: int = 64) -> tuple:
     """Rows and columns of an invertible maximal square submatrix of ``L`` over GF(p), by Gaussian elimination.
 
     Column by column: the first row not used yet with a nonzero entry is the
     pivot, and the column's entries are eliminated from the rows not used yet.
+    The columns are taken ``panel`` at a time: inside a panel the elimination
+    touches the panel's columns only, and the columns after it receive the
+    panel's eliminations at once, as one matrix product (the same arithmetic,
+    regrouped: the same rows and columns are found).
 
     Examples
     --------
     >>> import numpy as np
     >>> independent_rows_and_columns(np.array([[0, 1, 1], [0, 2, 2], [3, 0, 1]]), 7)
     ([2, 0], [0, 1])
+    >>> independent_rows_and_columns(np.array([[0, 1, 1], [0, 2, 2], [3, 0, 1]]), 7, panel=1)
+    ([2, 0], [0, 1])
     """
     A = np.array(L, dtype=np.int64) % p
     free = np.ones(A.shape[0], dtype=bool)
     rows, cols = [], []
-    for c in range(A.shape[1]):
-        candidates = np.flatnonzero(free & (A[:, c] != 0))
-        if not len(candidates):
-            continue
-        r = int(candidates[0])
-        rows.append(r)
-        cols.append(c)
-        free[r] = False
-        # row k -= (A[k, c] / A[r, c]) row r, for the rows not used yet (columns before c are done)
-        below = np.flatnonzero(free & (A[:, c] != 0))
-        factors = A[below, c] * inverse_mod(A[r, c], p) % p
-        A[below, c:] = (A[below, c:] - factors[:, None] * A[r, c:][None, :]) % p
+    for start in range(0, A.shape[1], panel):
+        stop = min(start + panel, A.shape[1])
+        # factors[k, q]: the multiple of the panel's q-th pivot row subtracted from row k
+        factors = np.zeros((A.shape[0], stop - start), dtype=np.int64)
+        pivots = []                                            # the panel's pivot rows, in order
+        for c in range(start, stop):
+            candidates = np.flatnonzero(free & (A[:, c] != 0))
+            if not len(candidates):
+                continue
+            r = int(candidates[0])
+            if pivots:  # the columns after the panel of the pivot row: the panel's earlier eliminations
+                A[r, stop:] = (A[r, stop:] - exact_matmul(factors[r:r + 1, :len(pivots)],
+                                                          A[pivots, stop:], p)[0]) % p
+            rows.append(r)
+            cols.append(c)
+            free[r] = False
+            # row k -= (A[k, c] / A[r, c]) row r, for the rows not used yet, in the panel's columns c..stop
+            below = np.flatnonzero(free & (A[:, c] != 0))
+            factors[below, len(pivots)] = A[below, c] * inverse_mod(A[r, c], p) % p
+            A[below, c:stop] = (A[below, c:stop] - factors[below, len(pivots), None] * A[r, c:stop][None, :]) % p
+            pivots.append(r)
+        if pivots and stop < A.shape[1]:
+            # the columns after the panel, for the rows still free: row k -= sum_q factors[k, q] (pivot row q)
+            left = np.flatnonzero(free)
+            A[left, stop:] = (A[left, stop:] - exact_matmul(factors[left, :len(pivots)], A[pivots, stop:], p)) % p
     return rows, cols
 
 
