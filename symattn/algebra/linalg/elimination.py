@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ShapeError
-from .engines import one_blas_thread
+from .engines import blas_threads_for, one_blas_thread
 from .limbs import matmul_mod
 from .series import series_matmul
 
@@ -370,7 +370,9 @@ def compress_row_pieces(pieces, rows: int, p: int, generators, out: np.ndarray |
                 total[row:row + identity] += flat[:identity]
             if identity < piece.shape[0]:
                 if exact:
-                    total += R[:, identity:].astype(np.float64) @ flat[identity:].astype(np.float64)
+                    left, right = R[:, identity:].astype(np.float64), flat[identity:].astype(np.float64)
+                    with blas_threads_for(left.shape[0] * left.shape[1] * right.shape[1]):
+                        total += left @ right
                 else:
                     total += matmul_mod(R[:, identity:], flat[identity:], p)
                     total %= p

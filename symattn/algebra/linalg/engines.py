@@ -90,6 +90,34 @@ def one_blas_thread():
         _BLAS_LIMIT.depth = depth
 
 
+#: A product of at least this many multiply-adds runs on every BLAS thread, also inside
+#: :func:`one_blas_thread` (:func:`blas_threads_for`): a few products of a tenth of a second or
+#: more each, where the threads' synchronisation costs little.  Measured on the width-32
+#: dimension (its row compression, three products), fresh processes in turn: 3.66-3.84 s at 2**28,
+#: 4.23-4.35 s at 2**32 (the smaller products on one thread), 4.43-4.67 s on one thread.
+ALL_THREADS_WORK = 2**28
+
+
+@contextlib.contextmanager
+def blas_threads_for(work: int):
+    """Context in which BLAS may use all its threads when ``work`` (multiply-adds) is at least :data:`ALL_THREADS_WORK`.
+
+    Examples
+    --------
+    >>> with one_blas_thread():
+    ...     with blas_threads_for(2**40):      # a huge product: every thread again
+    ...         pass
+    """
+    if work < ALL_THREADS_WORK or ThreadpoolController is None:
+        yield
+        return
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    with _CONTROLLER.limit(limits=os.cpu_count() or 1, user_api="blas"):
+        yield
+
+
 #: Under ``auto``, the jet products mod a prime of at most this many bits (:meth:`ModSeriesDomain.matmul`)
 #: stay on BLAS even where the compiled kernels are loaded: their residues pass through float64 as one
 #: limb (no split, no recombination), and BLAS is then faster.  Measured (2-core machine, p = 1048573, the
