@@ -26,7 +26,7 @@ Measured (December 2026, load near 1, two runs): certified 3.8 s, 461 MiB
 on the integer-score route (``workers=2``: 5.3-5.6 s); float64 7.8-7.9 s
 (2.1-2.2 s Jacobian, 5.7 s SVD), 490 MiB: 0.48x, met.  On the curve route
 the certified run took 35.5 s, 1598 MiB (4.47x); before issue 26, 60.0 s,
-3379 MiB.  Width 64: 395 s, 4.34 GiB.
+3379 MiB.  Width 64: 295 s, 4.4 GiB (estimated 4.6 GiB).
 
 Run with ``python -m pytest -q -s tests/benchmarks/test_bench_wide.py``.
 """
