@@ -158,11 +158,13 @@ def test_a_worker_killed_mid_run_changes_nothing(tmp_path):
     from symattn.cli import main
 
     arch = Architecture.uniform(layers=2, width=8, rank=2, tokens=4)
-    alone = function_space_dimension(arch)
+    # the curve route: its tasks last long enough to kill a worker among them (the integer-score route's
+    # seven tasks may all be done first)
+    alone = function_space_dimension(arch, route="curve")
     with dask_cluster(tmp_path) as (address, workers, watcher):
         killer, killed = kill_a_worker_mid_run(watcher, workers, settle=0.3)
         # one input a group: 29 tasks of about 0.2 s, one of them lost with its worker and run again
-        distributed = function_space_dimension(arch, scheduler=address, inputs_per_task=1)
+        distributed = function_space_dimension(arch, scheduler=address, inputs_per_task=1, route="curve")
         finished = time.monotonic()
         killer.join(timeout=10)
         assert "at" in killed, f"the run ended before a worker could be killed: {killed.get('error')}"
