@@ -151,3 +151,14 @@ def test_a_given_curve_keeps_the_curve_route_and_a_bad_route_is_refused():
     assert function_space_dimension(arch, curve=collapse_queries()).route.startswith("series along query collapse")
     with pytest.raises(SymattnError, match="route must be None, 'integer scores' or 'curve', got 'fast'"):
         function_space_dimension(arch, route="fast")
+
+
+def test_a_small_prime_whose_half_the_scores_could_pass_keeps_the_curve_route():
+    arch = Architecture.uniform(layers=2, width=40, rank=1, tokens=2)   # a d_0^2 = 1600 > (1009 - 1) / 2
+    assert "could pass p/2 = 504" in integer_score_refusal(arch, p=1009)
+    assert integer_score_refusal(arch) is None                       # the dimension's prime
+    small = Architecture.uniform(layers=2, width=3, rank=2)
+    result = function_space_dimension(small, prime=1009)
+    assert result.route.startswith("integer scores") and result.certified
+    with pytest.raises(SymattnError, match="could pass p/2"):
+        function_space_dimension(arch, prime=1009, route="integer scores")

@@ -171,7 +171,7 @@ class DimensionPlan:
         upper, _ = _upper_bound(arch)
         if _is_polynomial_arch(arch):
             return DimensionPlan(_bank_size(arch, upper, on_curve=False), 1, False)
-        if curve is None and integer_score_refusal(arch) is None:  # no curve given: the integer-score route
+        if curve is None and integer_score_refusal(arch, p=DIMENSION_PRIME) is None:  # the integer-score route
             return DimensionPlan(integer_score_bank_size(arch, upper), integer_score_truncation(arch), False,
                                  "integer scores")
         route_curve = _check_curve(arch, curve)
@@ -492,13 +492,15 @@ def compressed_jacobian(arch: Architecture, curve, bank, point, p: int, truncati
 INTEGER_SCORE_ENTRY = 8
 
 
-def integer_score_refusal(arch: Architecture, curve=None) -> str | None:
+def integer_score_refusal(arch: Architecture, curve=None, p: int = DIMENSION_PRIME) -> str | None:
     """Why the integer-score route of the dimension does not apply to ``arch`` (``None`` when it does).
 
     The route needs no curve of the user's, a normalizer ``C e^{a x}`` with
     rational ``a`` at layer 1 (softmax), exact Taylor coefficients elsewhere,
-    and attention, causal masks and residual streams only (biases and
-    feed-forward blocks keep the curve route).
+    attention, causal masks and residual streams only (biases and
+    feed-forward blocks keep the curve route), and layer-1 scores that stay
+    below ``p / 2`` with entries of 1 (``a d_0^2 <= (p - 1) / 2``): the domain
+    reads each score from its residue.
 
     Examples
     --------
@@ -518,6 +520,9 @@ def integer_score_refusal(arch: Architecture, curve=None) -> str | None:
         return f"the first layer normalizer {first.name} is not C e^(a x) with a rational a"
     if any(type(component) not in (Attention, CausalMask, Residual) for _, _, component in arch.components()):
         return "a component other than attention, a causal mask or a residual stream"
+    if arch.score_ranks[0] * arch.widths[0] ** 2 > (p - 1) // 2:
+        return (f"layer 1's scores (up to a d_0^2 = {arch.score_ranks[0] * arch.widths[0] ** 2} with entries of 1) "
+                f"could pass p/2 = {(p - 1) // 2}")
     return None
 
 
@@ -593,6 +598,9 @@ def integer_score_point(arch: Architecture, p: int, seed: int, bank_size: int):
             queries = np.einsum("ad,bdt->bat", point[key], bank)
             keys = np.einsum("ad,bdt->bat", point[("K",) + key[1:]], bank)
             largest = max(largest, int(np.abs(np.einsum("bas,bat->bst", keys, queries)).max()))
+    if largest > (p - 1) // 2:  # integer_score_refusal rules this out: the residues would not give the scores
+        raise SymattnError(f"a layer-1 score {largest} passes p/2 = {(p - 1) // 2}; the integer-score route does "
+                           "not apply (route='curve')")
     rate = arch.normalizers[0].exponential_rate
     coefficient_values[INTEGER_SCORES] = IntegerScores(base=int(rng.integers(2, p)), denominator=int(rate.q),
                                                        bound=largest)

@@ -278,7 +278,7 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
     prime = check_prime(prime)
     workers = check_workers(workers)
     inputs_per_task = _check_inputs_per_task(inputs_per_task)
-    route = _check_route(arch, curve, route)
+    route = _check_route(arch, curve, route, prime)
     distributed = uses_dask(scheduler, workers)
     from ..limits import memory_limit_set
 
@@ -298,15 +298,16 @@ def function_space_dimension(arch: Architecture, curve: Curve | None = None, see
                                              route=route)
 
 
-def _check_route(arch: Architecture, curve, route) -> str:
+def _check_route(arch: Architecture, curve, route, prime: int = DIMENSION_PRIME) -> str:
     """``"integer scores"`` or ``"curve"``: the route asked for, or the one that applies."""
+    refusal = integer_score_refusal(arch, curve, prime)
     if route is None:
-        return "curve" if integer_score_refusal(arch, curve) else "integer scores"
+        return "curve" if refusal else "integer scores"
     if route not in ("integer scores", "curve"):
         raise SymattnError(f"route must be None, 'integer scores' or 'curve', got {route!r}")
-    if route == "integer scores" and integer_score_refusal(arch, curve):
-        raise SymattnError(f"the integer-score route does not apply: {integer_score_refusal(arch, curve)}; "
-                           "route None takes the curve route there")
+    if route == "integer scores" and refusal:
+        raise SymattnError(f"the integer-score route does not apply: {refusal}; route None takes the curve "
+                           "route there")
     return route
 
 
@@ -335,7 +336,7 @@ def _check_inputs_per_task(value) -> int | None:
 def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started, inputs_per_task=None,
                               progress=False, runner=None, route=None) -> DimensionResult:
     if route is None:
-        route = _check_route(arch, curve, None)
+        route = _check_route(arch, curve, None, prime)
     if route == "integer scores":
         result = _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started,
                                            inputs_per_task, progress, runner, route="integer scores only")
