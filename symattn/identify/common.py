@@ -165,13 +165,13 @@ class DimensionPlan:
     note: str = ""
 
     @staticmethod
-    def choose(arch: Architecture, curve, limit: int | None = None) -> "DimensionPlan":
+    def choose(arch: Architecture, curve, limit: int | None = None, p: int = DIMENSION_PRIME) -> "DimensionPlan":
         from ..limits import compressed_jacobian_memory, format_size, memory_limit
 
         upper, _ = _upper_bound(arch)
         if _is_polynomial_arch(arch):
             return DimensionPlan(_bank_size(arch, upper, on_curve=False), 1, False)
-        if curve is None and integer_score_refusal(arch, p=DIMENSION_PRIME) is None:  # the integer-score route
+        if curve is None and integer_score_refusal(arch, p=p) is None:  # the integer-score route
             return DimensionPlan(integer_score_bank_size(arch, upper), integer_score_truncation(arch), False,
                                  "integer scores")
         route_curve = _check_curve(arch, curve)

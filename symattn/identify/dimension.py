@@ -34,8 +34,7 @@ from .common import (
     DIMENSION_PRIME, MAX_TRUNCATION, _POINT, DimensionPlan, _check_arch, _check_curve, _check_estimate,
     _check_exact_taylor, _check_seed, _expected_dimension, _is_polynomial_arch,
     _require_dimension_memory, _upper_bound, compressed_jacobian, dimension_group, input_groups,
-    integer_score_bank_size, integer_score_curve, integer_score_point, integer_score_refusal,
-    integer_score_truncation, series_rank,
+    integer_score_curve, integer_score_point, integer_score_refusal, series_rank,
 )
 
 __all__ = ["DimensionResult", "DimensionRow", "DimensionTable", "dimension_table", "function_space_dimension"]
@@ -321,9 +320,9 @@ def _integer_score_method(arch, curve, prime, truncation, result, columns, bank)
     return (f"rank over GF({prime})" + ("" if curve is _POINT else "((eps))") + f" of {where}, {columns}, "
             f"{bank} random inputs, with layer 1's queries, keys and the inputs small integers: every layer-1 "
             f"score is an integer m and {arch.normalizers[0].name} gives s(m)/s(0) = {base}^({power}), "
-            f"{base} transcendental (Hermite, Lindemann), so sending it to a random residue is a ring homomorphism and a nonzero minor "
-            f"mod p" + ("" if curve is _POINT else " and eps^N") + " is a nonzero minor of the real Jacobian"
-            + ("" if curve is _POINT else " at points of the curve")
+            f"{base} transcendental (Hermite, Lindemann), so sending it to a random residue is a ring "
+            "homomorphism and a nonzero minor mod p" + ("" if curve is _POINT else " and eps^N")
+            + " is a nonzero minor of the real Jacobian" + ("" if curve is _POINT else " at points of the curve")
             + "; rows compressed by a random GF(p) combination: a lower bound for the dimension")
 
 
@@ -334,9 +333,7 @@ def _check_inputs_per_task(value) -> int | None:
 
 
 def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started, inputs_per_task=None,
-                              progress=False, runner=None, route=None) -> DimensionResult:
-    if route is None:
-        route = _check_route(arch, curve, None, prime)
+                              progress=False, runner=None, *, route: str) -> DimensionResult:
     if route == "integer scores":
         result = _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attempts, started,
                                            inputs_per_task, progress, runner, route="integer scores only")
@@ -365,10 +362,8 @@ def _function_space_dimension(arch, curve, seed, estimate, dps, prime, max_attem
         route_curve = _check_curve(arch, curve)
         route = "series along " + route_curve.describe(arch.layers)
     # native exponents: a collapsed block's native columns are its curve columns divided by eps
-    if integer:  # each later layer's key columns at eps^0 or eps^1 (scores of valuation 1)
-        plan = DimensionPlan(integer_score_bank_size(arch, upper), integer_score_truncation(arch), False)
-    else:
-        plan = DimensionPlan.choose(arch, None if polynomial else route_curve)
+    # no curve: the integer-score route's plan (it applies: the route was checked at this prime)
+    plan = DimensionPlan.choose(arch, None if polynomial or integer else route_curve, p=prime)
     slice_directions = gauge_slice(arch)
 
     ranks: list = []  # the rank of each run so far
