@@ -14,8 +14,6 @@ from __future__ import annotations
 import ast
 import copy
 import json
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,6 +39,7 @@ from symattn.model import Architecture, feed_forward_block
 from symattn.normalizers import Normalizer
 from symattn.verifier import CertificateError, verify
 from symattn.verifier.pivots import pivot_valuations
+from standalone_copy import verify_as_standalone_copy
 
 REPO = Path(__file__).resolve().parent.parent
 VERIFIER = REPO / "symattn" / "verifier"
@@ -376,19 +375,10 @@ def test_the_verifier_imports_only_the_standard_library_numpy_and_itself():
 
 def test_the_verifier_runs_as_a_standalone_copy(tmp_path):
     # a copy of the package under another name, in a fresh interpreter that cannot see symattn
-    shutil.copytree(VERIFIER, tmp_path / "standalone_checker", ignore=shutil.ignore_patterns("__pycache__"))
     path = tmp_path / "dimension.json"
     write_dimension_certificate(Architecture.uniform(layers=2, width=2, rank=1, causal=True), path)
-    probe = ("import json, sys\n"
-             f"sys.path.insert(0, {str(tmp_path)!r})\n"
-             "sys.modules['symattn'] = None  # any import of symattn fails\n"
-             "import standalone_checker\n"
-             f"report = standalone_checker.verify({str(path)!r})\n"
-             "print(json.dumps([report.verified, sorted(m for m in sys.modules if m.startswith('symattn'))]))\n")
-    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, ["symattn"]]
+    report = verify_as_standalone_copy(tmp_path, path)
+    assert [report["verified"], report["modules"]] == [True, ["symattn"]]
 
 
 # -- the command line ---------------------------------------------------------------------------------

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,9 +20,9 @@ from symattn.certificates import CertificateRefused, claims_certificate, write_c
 from symattn.cli import main
 from symattn.model import Architecture
 from symattn.verifier import verify
+from standalone_copy import verify_as_standalone_copy
 
 REPO = Path(__file__).resolve().parent.parent
-VERIFIER = REPO / "symattn" / "verifier"
 
 # two softmax layers, width 2, rank 1, 3 tokens: 16 parameters, dimension 10, kernel 6, orders 2 and 6
 CLAIMS = {
@@ -151,19 +148,10 @@ def test_claims_certificates_match_the_schema(two_layers):
 
 
 def test_the_checker_decides_claims_as_a_standalone_copy(tmp_path):
-    shutil.copytree(VERIFIER, tmp_path / "standalone_checker", ignore=shutil.ignore_patterns("__pycache__"))
     path = tmp_path / "claims.json"
     write_claims_certificate(Architecture.uniform(layers=1, width=2, tokens=2), path, ["dimension = 6", "kernel = 1"])
-    probe = ("import json, sys\n"
-             f"sys.path.insert(0, {str(tmp_path)!r})\n"
-             "sys.modules['symattn'] = None  # any import of symattn fails\n"
-             "import standalone_checker\n"
-             f"report = standalone_checker.verify({str(path)!r})\n"
-             "print(json.dumps([report.verified, report.checked[-2:]]))\n")
-    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    verified, lines = json.loads(done.stdout.strip().splitlines()[-1])
+    report = verify_as_standalone_copy(tmp_path, path)
+    verified, lines = report["verified"], report["checked"][-2:]
     assert verified and lines[0].startswith("dimension = 6: refuted: the dimension is at least 7")
     assert lines[1].startswith("kernel = 1: proved: the kernel is exactly 1")
 

@@ -12,9 +12,6 @@ from __future__ import annotations
 import copy
 import json
 from fractions import Fraction
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,9 +24,9 @@ from symattn.model import Architecture
 from symattn.verifier import verify
 from symattn.verifier.claims import claims_claim
 from symattn.verifier.formulas import coefficient_degrees, evaluate_formula, formula_text, named_values, read_formula
+from standalone_copy import verify_as_standalone_copy
 
 REPO = Path(__file__).resolve().parent.parent
-VERIFIER = REPO / "symattn" / "verifier"
 
 TRUE_LEADING_2 = "leading(2) = c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J"
 # two softmax layers, width 2, rank 1, two tokens: the claim as the checker writes it, its decision, the verdict
@@ -265,20 +262,11 @@ def test_formula_claims_certificates_match_the_schema(two_layers):
 
 
 def test_the_checker_decides_formula_claims_as_a_standalone_copy(tmp_path):
-    shutil.copytree(VERIFIER, tmp_path / "standalone_checker", ignore=shutil.ignore_patterns("__pycache__"))
     path = tmp_path / "claims.json"
     write_claims_certificate(Architecture.uniform(layers=1, width=2, tokens=2), path,
                              ["F_2 = P*X*H*C_1/2", "F_2 = P*X*C_1/2"])
-    probe = ("import json, sys\n"
-             f"sys.path.insert(0, {str(tmp_path)!r})\n"
-             "sys.modules['symattn'] = None  # any import of symattn fails\n"
-             "import standalone_checker\n"
-             f"report = standalone_checker.verify({str(path)!r})\n"
-             "print(json.dumps([report.verified, report.checked[-2:]]))\n")
-    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    verified, lines = json.loads(done.stdout.strip().splitlines()[-1])
+    report = verify_as_standalone_copy(tmp_path, path)
+    verified, lines = report["verified"], report["checked"][-2:]
     assert verified
     assert lines[0].startswith("F_2 = (1/2)*P*X*H*C_1: consistent at one point")
     assert lines[1].startswith("F_2 = (1/2)*P*X*C_1: refuted")

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,9 +28,9 @@ from symattn.model import Architecture
 from symattn.observe import rank_check
 from symattn.verifier import verify
 from symattn.verifier.observe import held_blocks
+from standalone_copy import verify_as_standalone_copy
 
 REPO = Path(__file__).resolve().parent.parent
-VERIFIER = REPO / "symattn" / "verifier"
 
 
 # -- round trips ------------------------------------------------------------------------------------
@@ -254,19 +251,10 @@ def test_observe_certificates_match_the_schema(scores_one, scores_two):
 
 
 def test_the_checker_checks_an_observe_certificate_as_a_standalone_copy(tmp_path):
-    shutil.copytree(VERIFIER, tmp_path / "standalone_checker", ignore=shutil.ignore_patterns("__pycache__"))
     path = tmp_path / "observe.json"
     write_observe_certificate(Architecture.uniform(layers=2, width=2, rank=1, heads=2), path, ["scores:1:2"])
-    probe = ("import json, sys\n"
-             f"sys.path.insert(0, {str(tmp_path)!r})\n"
-             "sys.modules['symattn'] = None  # any import of symattn fails\n"
-             "import standalone_checker\n"
-             f"report = standalone_checker.verify({str(path)!r})\n"
-             "print(json.dumps([report.verified, report.problem]))\n")
-    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, None]
+    report = verify_as_standalone_copy(tmp_path, path)
+    assert [report["verified"], report["problem"]] == [True, None]
 
 
 def test_the_blocks_listed_are_the_blocks_not_collapsed(scores_two):

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,9 +31,9 @@ from symattn.identify import identification_orders, identify
 from symattn.model import Architecture
 from symattn.verifier import verify
 from symattn.verifier.orders import block_members
+from standalone_copy import verify_as_standalone_copy
 
 REPO = Path(__file__).resolve().parent.parent
-VERIFIER = REPO / "symattn" / "verifier"
 
 
 # -- round trips ------------------------------------------------------------------------------------
@@ -266,19 +263,10 @@ def test_bad_arguments_are_clear_errors():
 
 
 def test_the_checker_checks_a_bundle_as_a_standalone_copy(tmp_path):
-    shutil.copytree(VERIFIER, tmp_path / "standalone_checker", ignore=shutil.ignore_patterns("__pycache__"))
     path = tmp_path / "identify.json"
     write_identify_certificate(Architecture.uniform(layers=2, width=2, rank=1, causal=True), path)
-    probe = ("import json, sys\n"
-             f"sys.path.insert(0, {str(tmp_path)!r})\n"
-             "sys.modules['symattn'] = None  # any import of symattn fails\n"
-             "import standalone_checker\n"
-             f"report = standalone_checker.verify({str(path)!r})\n"
-             "print(json.dumps([report.verified, report.problem]))\n")
-    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, None]
+    report = verify_as_standalone_copy(tmp_path, path)
+    assert [report["verified"], report["problem"]] == [True, None]
 
 
 # -- the command line ---------------------------------------------------------------------------------
