@@ -587,6 +587,12 @@ def jet_jacobian_memory(arch, bank: int, truncation: int, directions: int | None
     return MemoryEstimate(computation, max(forward_bytes, after), truncation, (rows, P), bank, largest)
 
 
+#: The dimension's groups of inputs have their Jacobians compressed together once these hold this many
+#: rows (or R J's, if fewer): the float64 sums of compress_row_pieces stay exact up to 8192 rows for the
+#: dimension's prime, and the waiting Jacobians are no larger than about one R J.
+COMPRESSION_ROWS = 4096
+
+
 def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, directions: int, rows: int,
                                block_directions=None, computation: str = "the dimension",
                                where: str = "here") -> MemoryEstimate:
@@ -595,8 +601,9 @@ def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, dir
     The accumulator ``(rows, directions, N)`` stays alive throughout; each
     group adds a forward pass over ``group`` inputs and its Jacobian
     ``(d_l t group, directions, N)``; the groups' Jacobians wait until they
-    hold about ``rows`` rows (at most 4096), then ``R`` times them is summed
-    in float64 and reduced (three accumulator sizes).  The Smith valuations of :func:`symattn.algebra.valuations.smith_valuations`
+    hold about ``rows`` rows (at most :data:`COMPRESSION_ROWS`), then ``R``
+    times them is summed in float64 and reduced (three accumulator sizes).
+    The Smith valuations of :func:`symattn.algebra.valuations.smith_valuations`
     afterwards keep about four copies of the accumulator.  So the peak grows
     with the answer (``rows x directions``), not with the bank.
 
@@ -628,8 +635,8 @@ def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, dir
     group_rows = arch.widths[-1] * arch.tokens * group
     jacobian = group_rows * directions * truncation * _INT64
     output = group_rows * (1 + directions) * truncation * _INT64
-    # the groups' Jacobians wait until they hold about R J's rows (at most 4096), then one float64 sum
-    waiting_rows = min(arch.widths[-1] * arch.tokens * bank, max(group_rows, min(rows, 4096)))
+    # the groups' Jacobians wait until they hold about R J's rows (at most COMPRESSION_ROWS), then one float64 sum
+    waiting_rows = min(arch.widths[-1] * arch.tokens * bank, max(group_rows, min(rows, COMPRESSION_ROWS)))
     waiting = waiting_rows * directions * truncation * _INT64
     compression = rows * waiting_rows * 2 * _INT64  # R and its float64 copy
     smith = 4 * accumulator

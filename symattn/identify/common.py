@@ -358,12 +358,6 @@ def compressed_rows(arch: Architecture, bank_size: int, count: int) -> int:
     return min(count + 2, arch.widths[-1] * arch.tokens * bank_size)
 
 
-#: The groups' Jacobians are compressed together once they hold this many rows (or R J's, if fewer): the
-#: float64 sums of compress_row_pieces stay exact up to 8192 rows for the dimension's prime, and the
-#: waiting Jacobians are no larger than about one R J (the memory estimate counts them so).
-_COMPRESSION_ROWS = 4096
-
-
 def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: int, p: int, truncation: int,
                              coefficient_values, directions, seed: int, rows: int,
                              group: int | None = None, on_inputs=None) -> np.ndarray:
@@ -396,6 +390,8 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
     >>> bool((sum(pieces) % 1009 == whole).all()), whole.shape
     (True, (9, 7, 3))
     """
+    from ..limits import COMPRESSION_ROWS
+
     curve = _POINT if curve is None or curve == _POINT else _check_curve(arch, curve)  # None: the polynomial route
     total = None
     # groups' Jacobians wait until they hold about as many rows as R J: one product of that inner size
@@ -409,7 +405,7 @@ def compressed_jacobian_part(arch: Architecture, curve, point, inputs, start: in
         waiting.append(jacobian_series(arch, curve, inputs[first:stop], point, p, truncation, coefficient_values,
                                        directions))
         streams += [generator(seed, "input rows", start + b) for b in range(first, stop)]
-        if sum(len(J) for J in waiting) >= min(rows, _COMPRESSION_ROWS) or index == len(groups) - 1:
+        if sum(len(J) for J in waiting) >= min(rows, COMPRESSION_ROWS) or index == len(groups) - 1:
             # R = [I | G]: the bank's first rows are kept as they are (the rank is as likely to be kept)
             total = compress_row_pieces(waiting, rows, p, streams, out=total,
                                         first_row=(start + waiting_from) * per_input)
