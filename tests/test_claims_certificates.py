@@ -128,13 +128,34 @@ def test_an_order_claim_about_biases_and_a_feed_forward_block_is_decided_from_th
         "true")
 
 
-def test_a_claims_certificate_without_parts_verifies_with_nothing_decided():
+def test_a_claims_certificate_with_nothing_to_check_is_not_verified():
     certificate = claims_certificate(Architecture.uniform(layers=1, width=1, tokens=2), ["sign_group_order = 2"])
     assert certificate["parts"] == [] and certificate["claims"][0]["engine_verdict"] is False
     report = verify(certificate)
-    assert report.verified
+    assert not report.verified
+    assert report.problem == ("nothing here is proved: the certificate has no part to verify and none of its 1 "
+                              "claim(s) is proved or refuted by the checker")
     assert report.checked[-1] == ("sign_group_order = 2: not decided: no certificate here bounds sign_group_order; "
                                   "the engine said false (its refutation is not proved by these certificates)")
+
+
+def test_the_engines_verdicts_are_never_part_of_the_conclusion():
+    # the engine's verdict on a claim no part decides, edited to a falsehood (the dimension is 7, not 1000)
+    certificate = claims_certificate(Architecture.uniform(layers=1, width=1, tokens=2),
+                                     ["dimension = 1000", "kernel = 1"])
+    edited = copy.deepcopy(certificate)
+    edited["claims"][0]["engine_verdict"] = True
+    edited["claim"] = edited["claim"].replace("dimension = 1000 false", "dimension = 1000 true")
+    report = verify(edited)
+    assert report.verified, report.problem
+    assert "1000" not in report.conclusion
+    assert report.conclusion.endswith("kernel = 1 is proved")
+    assert report.unchecked == ("dimension = 1000: not decided here (not decided); the engine's verdict, true, is "
+                                "not checked",)
+    assert str(report).splitlines()[1] == "not checked (the certificate's own words, taken as given):"
+    # without its parts nothing is proved: not verified
+    edited["parts"] = []
+    assert not verify(edited).verified
 
 
 def test_claims_certificates_match_the_schema(two_layers):
@@ -164,7 +185,10 @@ def test_check_writes_a_certificate_and_verify_checks_it(tmp_path, capsys):
     assert "dimension = 9" in out and "kernel = 6" in out
     assert main(["verify", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("verified: symattn check found: dimension = 9 false; kernel = 6 true")
+    assert out.splitlines()[0] == ("verified: the dimension of the function space of this architecture is at "
+                                   "least 10; " + out.splitlines()[0].split("; ", 2)[1]
+                                   + "; dimension = 9 is refuted; kernel = 6 is proved")
+    assert "symattn check found" not in out.splitlines()[0]
     assert "dimension = 9: refuted: the dimension is at least 10" in out
     # a formula claim on a network its certificate cannot describe: a usage error, nothing written
     assert main(["check", "--layers", "1", "--heads", "2", "--claim", "F_1 = 0", "--quiet", "--certificate",

@@ -215,9 +215,14 @@ def test_each_must_fail_edit_fails_naming_it(certificate):
     edit = c(certificate)
     edit["normalizers"][0]["expression"] = "cosh(x)"
     edit["normalizers"][0]["taylor"] = ["1", "0", "1/2"]
+    _fails(edit, "normalizers[0]: the Taylor coefficient c_1 of s/s(0) for its name 'softmax' (the preset exp(x))")
+    edit["normalizers"][0]["name"] = edit["architecture"]["normalizers"][0] = "cosh"  # relabelled as well
     _fails(edit, "integer_scores: layer 1's normalizer must be exp(x)", "'cosh(x)'")
     edit = c(certificate)
-    edit["normalizers"][0]["expression"] = "exp(2*x)"   # taken as given: not recomputed, so refused here
+    edit["normalizers"][0]["expression"] = "exp(2*x)"   # recomputed: not softmax's coefficients
+    _fails(edit, "the Taylor coefficient c_1 of s/s(0) for its expression 'exp(2*x)' is 2 mod")
+    edit = c(certificate)
+    edit["normalizers"][0]["expression"] = "exp(x) + 0"   # the same coefficients, but not exp(x) as written
     _fails(edit, "layer 1's normalizer must be exp(x)")
 
 

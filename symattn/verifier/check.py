@@ -10,6 +10,7 @@ This module imports only the standard library, numpy and its own package.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
 import re
@@ -34,9 +35,11 @@ from .observe import (
     KIND as OBSERVE_KIND, check_on_set, check_observe, held_blocks, observe_claim, read_blocks, read_events,
 )
 from .spectrum import conclusion, gauge_conclusion, gauge_tangents, read_exponents, spectrum_claim
+from .limits import TooLarge, certificate_cost, check_cost, parse_json, read_certificate_text
+from .taylor import NotRecomputable, is_exponential, preset_expression, taylor_residues
 
-__all__ = ["SCHEMA", "VERSION", "KINDS", "CertificateError", "Disagreement", "VerificationReport", "verify",
-           "parameter_names", "known_taylor"]
+__all__ = ["SCHEMA", "VERSION", "KINDS", "CertificateError", "CertificateTooLarge", "Disagreement",
+           "VerificationReport", "verify", "parameter_names"]
 
 #: The schema name and the version this checker reads.
 SCHEMA = "symattn-certificate"
@@ -52,8 +55,15 @@ MAX_PRIME = 2 ** 31
 MAX_RATIONAL_DIGITS = 2000
 
 
+#: Longest message a report or an error carries (characters): a hostile field never fills a screen.
+MAX_MESSAGE = 400
+
+
 class CertificateError(ValueError):
-    """The file is not a certificate at all: unreadable, not JSON, or not a JSON object.
+    """The file is not a certificate at all: not a regular file, not UTF-8, not JSON, or not a JSON object.
+
+    ``symattn verify`` exits with status 2 on it (bad input), 1 on a
+    certificate that does not verify, 0 on one that does.
 
     Examples
     --------
@@ -61,7 +71,34 @@ class CertificateError(ValueError):
     Traceback (most recent call last):
     ...
     symattn.verifier.check.CertificateError: the certificate is not JSON: Expecting property name enclosed in double quotes at line 1, column 2
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "null.json")
+    >>> _ = open(path, "w").write("null")
+    >>> verify(path)
+    Traceback (most recent call last):
+    ...
+    symattn.verifier.check.CertificateError: the certificate is a JSON null, not an object
+    >>> verify(os.path.dirname(path))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symattn.verifier.check.CertificateError: '...' is a directory, not a regular file
     """
+
+
+class CertificateTooLarge(CertificateError):
+    """Checking the certificate would take more memory or work than the limits, known from its header before any arithmetic.
+
+    Examples
+    --------
+    >>> issubclass(CertificateTooLarge, CertificateError)
+    True
+    """
+
+
+def _one_line(text, limit: int = MAX_MESSAGE) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -86,6 +123,14 @@ class VerificationReport:
         A spectrum certificate's stronger check: the kernel dimension, when the
         gauge orbit's tangents and the witness's rank add up to the number of
         parameters (then the rank is exactly ``rank``); ``None`` when not decided.
+    conclusion : str
+        What the checker proved, in its own words, derived from what it
+        recomputed: the sentence printed after "verified:" (the claim itself
+        when the checker wrote the claim from its own reading).
+    unchecked : tuple of str
+        The certificate's words the checker did not check (a normalizer's name
+        it cannot recompute, the engine's verdicts on claims nothing decides):
+        printed apart as provenance, never part of the conclusion.
 
     Examples
     --------
@@ -94,6 +139,12 @@ class VerificationReport:
     NOT verified: the certificate is a list, not an object
     >>> report.to_json()["verified"]
     False
+    >>> print(VerificationReport(True, "x >= 1", ("x = 1",), unchecked=("its name 'softmax'",)))
+    verified: x >= 1
+    not checked (the certificate's own words, taken as given):
+      - its name 'softmax'
+    checked:
+      - x = 1
     """
 
     verified: bool
@@ -104,15 +155,28 @@ class VerificationReport:
     valuations: tuple = ()
     seconds: float = 0.0
     kernel: int | None = None
+    conclusion: str = ""
+    unchecked: tuple = ()
+
+    def __post_init__(self):
+        if self.problem is not None:
+            object.__setattr__(self, "problem", _one_line(self.problem))
+        if not self.conclusion:
+            object.__setattr__(self, "conclusion", self.claim)
 
     def to_json(self) -> dict:
-        return {"verified": self.verified, "claim": self.claim, "checked": list(self.checked),
+        return {"verified": self.verified, "claim": self.claim, "conclusion": self.conclusion,
+                "unchecked": list(self.unchecked), "checked": list(self.checked),
                 "problem": self.problem, "rank": self.rank, "valuations": list(self.valuations),
                 "seconds": round(self.seconds, 4), "kernel": self.kernel}
 
     def __str__(self) -> str:
         if self.verified:
-            lines = [f"verified: {self.claim}", "checked:"]
+            lines = [f"verified: {self.conclusion}"]
+            if self.unchecked:
+                lines.append("not checked (the certificate's own words, taken as given):")
+                lines += [f"  - {item}" for item in self.unchecked]
+            lines.append("checked:")
         else:
             lines = [f"NOT verified: {self.problem}"]
             if self.checked:
@@ -125,12 +189,19 @@ class VerificationReport:
 
     def to_latex(self) -> str:
         status = "verified" if self.verified else "not verified"
-        return f"\\textbf{{{status}}}: " + (self.claim if self.verified else str(self.problem)).replace("_", r"\_")
+        return f"\\textbf{{{status}}}: " + (self.conclusion if self.verified else str(self.problem)).replace("_", r"\_")
 
 
 # -- reading the fields -----------------------------------------------------------------------
 def _short(value, limit: int = 60) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    if isinstance(value, str):
+        text = repr(value[:limit])
+    elif isinstance(value, (dict, list)):
+        text = f"a JSON {'object' if isinstance(value, dict) else 'array'} of {len(value)} entries"
+    elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        text = f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    else:
+        text = json.dumps(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -194,31 +265,6 @@ def _is_prime(n: int) -> bool:
     if n % 2 == 0:
         return n == 2
     return all(n % d for d in range(3, math.isqrt(n) + 1, 2))
-
-
-def known_taylor(expression: str, count: int):
-    """The first ``count`` Taylor coefficients of ``s/s(0)`` for the normalizers the checker knows, or None.
-
-    Computed here, independently of whoever wrote the certificate: ``exp(x)``
-    (softmax) has ``1/n!``; ``cosh(x)`` has ``1/n!`` at even ``n``; ``exp(x**2)``
-    has ``1/(n/2)!`` at even ``n``; the polynomial ``x**2 + 1`` has ``1, 0, 1``.
-
-    Examples
-    --------
-    >>> [str(c) for c in known_taylor("cosh(x)", 5)]
-    ['1', '0', '1/2', '0', '1/24']
-    >>> known_taylor("sin(x) + 2", 3) is None
-    True
-    """
-    if expression == "exp(x)":
-        return [Fraction(1, math.factorial(n)) for n in range(count)]
-    if expression == "cosh(x)":
-        return [Fraction(1, math.factorial(n)) if n % 2 == 0 else Fraction(0) for n in range(count)]
-    if expression == "exp(x**2)":
-        return [Fraction(1, math.factorial(n // 2)) if n % 2 == 0 else Fraction(0) for n in range(count)]
-    if expression == "x**2 + 1":
-        return [Fraction(c) for c in ([1, 0, 1] + [0] * count)[:count]]
-    return None
 
 
 def parameter_names(widths, score_ranks, heads, bias: bool = False, ffn=None) -> list:
@@ -299,6 +345,11 @@ class _Certificate:
     # an integer-score certificate: {"base": residue of e, "scores": per head of layer 1, the exact integer
     # scores of every bank input (object arrays (bank, t, t))}; None otherwise
     integer_scores: dict | None = None
+    # the architecture's names of the normalizers (None when it gives none), bound to the normalizers' entries
+    normalizer_names: list | None = None
+    # the certificate's words the checker did not check, and the functions taken as given by their coefficients
+    unchecked: list = field(default_factory=list)
+    as_given: list = field(default_factory=list)
 
 
 def _read_architecture(document: dict, checked: list) -> _Certificate:
@@ -327,6 +378,13 @@ def _read_architecture(document: dict, checked: list) -> _Certificate:
                                "score ranks, tokens, heads, a causal mask, a residual stream, biases and "
                                "feed-forward blocks)")
     bias = _boolean(arch.get("bias", False), "architecture.bias")
+    names = arch.get("normalizers")
+    if names is not None:
+        names = _list(names, "architecture.normalizers", layers)
+        for n, name in enumerate(names):
+            if not isinstance(name, str) or len(name) > 2000:
+                raise Disagreement(f"architecture.normalizers[{n}] must be a normalizer's name (text of at most "
+                                   f"2000 characters), got {_short(name)}")
     ffn = arch.get("ffn")
     if ffn is not None:
         ffn = [_integer(m, f"architecture.ffn[{n}]", 0, 10_000)
@@ -336,7 +394,7 @@ def _read_architecture(document: dict, checked: list) -> _Certificate:
     checked.append(f"architecture: widths {widths}, score ranks {ranks}, {tokens} tokens, heads {heads}"
                    + (", causal mask" if causal else "") + (", residual stream" if residual else "")
                    + (", biases" if bias else "") + (f", feed-forward blocks of {ffn} hidden units" if ffn else ""))
-    return _Certificate(widths, ranks, tokens, heads, causal, residual, bias=bias, ffn=ffn)
+    return _Certificate(widths, ranks, tokens, heads, causal, residual, bias=bias, ffn=ffn, normalizer_names=names)
 
 
 def _read_field_data(document: dict, cert: _Certificate, checked: list) -> None:
@@ -346,58 +404,144 @@ def _read_field_data(document: dict, cert: _Certificate, checked: list) -> None:
     cert.prime = prime
     cert.truncation = _integer(_field(document, "truncation"), "truncation", 1, 100_000)
     checked.append(f"prime {prime} is prime; truncation eps^{cert.truncation}")
+    _spend_for(document, cert)
+
+
+def _spend_for(document: dict, cert: _Certificate) -> None:
+    """The limits checked from the header, before any arithmetic: the sizes as the document gives them."""
+    def length(value) -> int:
+        return len(value) if isinstance(value, (list, dict)) else 0
+
+    blocks = _cert_blocks(cert)
+    parameters = sum(rows * cols for _, (rows, cols) in blocks)
+    witness = document.get("witness")
+    columns = length(witness.get("columns")) if isinstance(witness, dict) else 0
+    if document.get("kind") in (ORDERS_KIND, OBSERVE_KIND, "spectrum"):
+        columns = parameters          # block by block, up to every parameter; the gauge check's tangents
+    bank = document.get("bank")
+    inputs = max(1, length(bank))
+    degree = 1
+    for key in ("normalizers", "activations"):
+        entries = document.get(key)
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict):
+                count = length(entry.get("taylor"))
+                degree = max(degree, count if entry.get("polynomial") is True else min(count, cert.truncation + 1))
+    _spend(cert.widths, cert.tokens, cert.heads, cert.ffn, inputs, min(columns, parameters), cert.truncation,
+           degree)
+
+
+def _read_taylor(entry: dict, where: str, cert: _Certificate, polynomial: bool) -> list:
+    """The rationals of ``entry["taylor"]``: ``c_0 .. c_N`` (all of a polynomial's), denominators prime to ``p``."""
+    p, N = cert.prime, cert.truncation
+    given = _list(_field(entry, "taylor", where), f"{where}.taylor")
+    if not polynomial:
+        if len(given) < N + 1:
+            raise Disagreement(f"{where}.taylor has {len(given)} coefficients; truncation eps^{N} needs "
+                               f"c_0 .. c_{N} ({N + 1})")
+        given = given[:N + 1]           # the rest do not enter a series mod eps^N: not read
+    taylor = [rational(c, f"{where}.taylor[{n}]") for n, c in enumerate(given)]
+    bad = [str(c) for c in taylor if c.denominator % p == 0]
+    if bad:
+        raise Disagreement(f"{where}.taylor has {bad[0]}, whose denominator is divisible by the prime {p}")
+    return taylor
+
+
+def _bind(entry: dict, where: str, what: str, layer: int, taylor: list, polynomial: bool, cert: _Certificate,
+          normalized: bool) -> tuple:
+    """Bind a function's name and expression to the coefficients the checker uses: ``(words, exponential)``.
+
+    Each of a preset name (the checker's own table), the expression and a
+    name that is itself an expression is recomputed mod ``p``
+    (:func:`~symattn.verifier.taylor.taylor_residues`) and must give the
+    certificate's coefficients, else a :class:`Disagreement`.  What cannot be
+    recomputed goes to ``cert.unchecked``; when nothing can, the function is
+    taken as given by its coefficients (``cert.as_given``), and the
+    conclusion says so.  ``exponential``: bound to ``exp(x)`` itself.
+    """
+    p = cert.prime
+    residues = [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]
+    name, expression = entry.get("name"), entry.get("expression")
+    if not isinstance(name, str) or len(name) > 2000:
+        raise Disagreement(f"{where}.name must be text of at most 2000 characters, got {_short(name)}")
+    if expression is not None and (not isinstance(expression, str) or len(expression) > 2000):
+        raise Disagreement(f"{where}.expression must be text of at most 2000 characters or null, got "
+                           f"{_short(expression)}")
+    preset = preset_expression(name)
+    candidates = []
+    if preset is not None:
+        candidates.append((f"its name {_short(name)} (the preset {preset})", preset, True))
+    elif name.strip() and name != expression:
+        candidates.append((f"its name {_short(name)}", name, False))
+    if expression is not None:
+        candidates.append((f"its expression {_short(expression)}", expression, False))
+    bound = []
+    for label, text, is_preset in candidates:
+        try:
+            recomputed = taylor_residues(text, max(1, len(residues)), p, normalized=normalized, polynomial=polynomial)
+        except NotRecomputable as why:
+            if is_preset:
+                raise Disagreement(f"{where}: {label} cannot have the certificate's coefficients: {why}") from None
+            cert.unchecked.append(f"layer {layer}'s {what}: {label} is not checked (the checker cannot recompute "
+                                  f"it: {_one_line(why, 120)})")
+            continue
+        size = max(len(recomputed), len(residues))
+        mine, theirs = recomputed + [0] * (size - len(recomputed)), residues + [0] * (size - len(residues))
+        if mine != theirs:
+            n = next(n for n, (a, b) in enumerate(zip(mine, theirs)) if a != b)
+            given = _short(str(taylor[n]) if n < len(taylor) else "0", 40)
+            raise Disagreement(f"{where}: the Taylor coefficient c_{n} of {'s/s(0)' if normalized else 's'} for "
+                               f"{label} is {mine[n]} mod {p}, the certificate's taylor[{n}] = {given} is "
+                               f"{theirs[n]} mod {p}")
+        bound.append(label)
+    # exp itself, for the properties of the function beyond its coefficients (a shift of one query's scores, e^m
+    # at integer scores): every name and expression given must be exp(x), and one of them recomputed
+    exponential = bool(bound) and not polynomial and all(is_exponential(text) for _, text, _ in candidates)
+    if bound:
+        return f"coefficients recomputed by the checker mod {p} from {' and '.join(bound)}: they agree", exponential
+    cert.as_given.append(f"layer {layer}'s {what}")
+    return f"taken as given by its {len(residues)} Taylor coefficients (its name and expression not checked)", False
 
 
 def _read_normalizers(document: dict, cert: _Certificate, checked: list) -> None:
     layers = len(cert.widths) - 1
-    p, N = cert.prime, cert.truncation
+    p = cert.prime
     entries = _list(_field(document, "normalizers"), "normalizers", layers)
     for i, entry in enumerate(entries, start=1):
         where = f"normalizers[{i - 1}]"
         if not isinstance(entry, dict):
             raise Disagreement(f"{where} must be an object, got {_short(entry)}")
         name = _field(entry, "name", where)
+        if cert.normalizer_names is not None and cert.normalizer_names[i - 1] != name:
+            raise Disagreement(f"{where}.name is {_short(name)}, but architecture.normalizers[{i - 1}] is "
+                               f"{_short(cert.normalizer_names[i - 1])}: one network has one normalizer per layer")
         lightning = _boolean(_field(entry, "lightning", where), f"{where}.lightning")
         polynomial = _boolean(_field(entry, "polynomial", where), f"{where}.polynomial")
+        if lightning != (isinstance(name, str) and name.strip().lower() == "lightning"):
+            raise Disagreement(f"{where}: lightning is {str(lightning).lower()} but the name is {_short(name)}: "
+                               "lightning attention S(A) = A is named 'lightning', and only it")
         if lightning:
             cert.normalizers.append({"lightning": True, "taylor": [], "polynomial": True})
             checked.append(f"layer {i}: lightning attention S(A) = A")
             continue
-        taylor = [rational(c, f"{where}.taylor[{n}]")
-                  for n, c in enumerate(_list(_field(entry, "taylor", where), f"{where}.taylor"))]
+        taylor = _read_taylor(entry, where, cert, polynomial)
         if not taylor or taylor[0] != 1:
             raise Disagreement(f"{where}.taylor must start with c_0 = 1 (the coefficients of s(x)/s(0)), "
                                f"got {[str(c) for c in taylor[:3]]}")
-        if not polynomial and len(taylor) < N + 1:
-            raise Disagreement(f"{where}.taylor has {len(taylor)} coefficients; truncation eps^{N} needs "
-                               f"c_0 .. c_{N} ({N + 1})")
-        bad = [str(c) for c in taylor if c.denominator % p == 0]
-        if bad:
-            raise Disagreement(f"{where}.taylor has {bad[0]}, whose denominator is divisible by the prime {p}")
-        expression = entry.get("expression")
-        known = known_taylor(expression, len(taylor)) if isinstance(expression, str) else None
-        if known is not None:
-            if known != taylor or (polynomial != (expression == "x**2 + 1")):
-                raise Disagreement(f"{where}: the Taylor coefficients of {expression} at 0 are "
-                                   f"{[str(c) for c in known[:6]]}..., the certificate gives "
-                                   f"{[str(c) for c in taylor[:6]]}...")
-            source = f"{expression}, coefficients recomputed by the checker"
-        else:
-            source = f"{_short(name)} taken as given by its {len(taylor)} Taylor coefficients"
-        # softmax, recognized by its recomputed coefficients: its weights do not change when every score of
-        # one query moves by the same number (the observability certificate's upper bound with biases)
-        shift_invariant = known is not None and expression == "exp(x)"
-        cert.normalizers.append({"lightning": False, "polynomial": polynomial, "shift_invariant": shift_invariant,
-                                 "exp": shift_invariant,   # s/s(0) = exp(x), its coefficients recomputed here
-                                 "taylor": [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]})
-        checked.append(f"layer {i}: normalizer {source}" + (" (a polynomial)" if polynomial else ""))
+        residues = [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]
+        words, exponential = _bind(entry, where, "normalizer", i, taylor, polynomial, cert, normalized=True)
+        # softmax, its coefficients recomputed from exp(x): its weights do not change when every score of one
+        # query moves by the same number (the observability certificate's upper bound with biases)
+        cert.normalizers.append({"lightning": False, "polynomial": polynomial, "shift_invariant": exponential,
+                                 "exp": exponential, "taylor": residues})
+        checked.append(f"layer {i}: normalizer {_short(name)}: {words}" + (" (a polynomial)" if polynomial else ""))
     if cert.ffn:
         _read_activations(document, cert, checked)
 
 
 def _read_activations(document: dict, cert: _Certificate, checked: list) -> None:
     """The activation of each feed-forward block: the Taylor coefficients of ``s`` itself (``s(0)`` may be 0)."""
-    p, N = cert.prime, cert.truncation
+    p = cert.prime
     entries = _list(_field(document, "activations"), "activations", len(cert.widths) - 1)
     for i, entry in enumerate(entries, start=1):
         where = f"activations[{i - 1}]"
@@ -409,20 +553,14 @@ def _read_activations(document: dict, cert: _Certificate, checked: list) -> None
         if not isinstance(entry, dict):
             raise Disagreement(f"{where} must be an object, got {_short(entry)}")
         polynomial = _boolean(_field(entry, "polynomial", where), f"{where}.polynomial")
-        taylor = [rational(c, f"{where}.taylor[{n}]")
-                  for n, c in enumerate(_list(_field(entry, "taylor", where), f"{where}.taylor"))]
-        if not polynomial and len(taylor) < N + 1:
-            raise Disagreement(f"{where}.taylor has {len(taylor)} coefficients; truncation eps^{N} needs "
-                               f"c_0 .. c_{N} ({N + 1})")
+        taylor = _read_taylor(entry, where, cert, polynomial)
         if not taylor:
             raise Disagreement(f"{where}.taylor is empty")
-        bad = [str(c) for c in taylor if c.denominator % p == 0]
-        if bad:
-            raise Disagreement(f"{where}.taylor has {bad[0]}, whose denominator is divisible by the prime {p}")
-        cert.activations.append({"polynomial": polynomial,
-                                 "taylor": [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]})
-        checked.append(f"layer {i}: activation {_short(_field(entry, 'name', where))} taken as given by its "
-                       f"{len(taylor)} Taylor coefficients" + (" (a polynomial)" if polynomial else ""))
+        residues = [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]
+        words, _ = _bind(entry, where, "activation", i, taylor, polynomial, cert, normalized=False)
+        cert.activations.append({"polynomial": polynomial, "taylor": residues})
+        checked.append(f"layer {i}: activation {_short(_field(entry, 'name', where))}: {words}"
+                       + (" (a polynomial)" if polynomial else ""))
 
 
 def _read_curve(document: dict, cert: _Certificate, checked: list) -> None:
@@ -681,23 +819,60 @@ def _require_claim(document: dict, claim: str) -> None:
         raise Disagreement(f"claim {_short(document.get('claim'), 200)} does not say {claim!r}")
 
 
-def _load(source):
+_JSON_TYPES = {type(None): "a JSON null", list: "a JSON array", str: "a JSON string", bool: "a JSON boolean",
+               int: "a JSON number", float: "a JSON number"}
+
+
+def _load(source, max_memory: int | None = None) -> dict:
+    """The certificate as a dict: a :class:`~pathlib.Path` (always a file), a str (a file, or JSON text when it starts with ``{`` or ``[``), or a dict.
+
+    A file must be a regular file of bounded size in UTF-8
+    (:func:`~symattn.verifier.limits.read_certificate_text`); anything that
+    is not a JSON object is a :class:`CertificateError`.
+    """
     if isinstance(source, dict):
-        return source
-    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(("{", "["))):
-        text = Path(source).read_text(encoding="utf-8")
-    elif isinstance(source, str):
-        text = source
+        document = source
     else:
-        raise CertificateError(f"give a path, a JSON text or a dict, got {type(source).__name__}")
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise CertificateError(f"the certificate is not JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+        if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(("{", "["))):
+            try:
+                text = read_certificate_text(source, max_memory)
+            except TooLarge as err:
+                raise CertificateTooLarge(_one_line(err)) from None
+            except ValueError as err:
+                raise CertificateError(_one_line(err)) from None
+        elif isinstance(source, str):
+            text = source
+        else:
+            raise CertificateError(f"give a path, a JSON text or a dict, got {type(source).__name__}")
+        try:
+            document = parse_json(text)
+        except ValueError as err:
+            raise CertificateError(_one_line(err)) from None
+    if not isinstance(document, dict):
+        raise CertificateError(f"the certificate is {_JSON_TYPES.get(type(document), type(document).__name__)}, "
+                               "not an object")
     return document
 
 
-def verify(source) -> VerificationReport:
+# The limits of the check that is running: {"memory": bytes or None, "operations": limit or None, "spent": n}.
+_LIMITS: contextvars.ContextVar = contextvars.ContextVar("symattn_verifier_limits", default=None)
+
+
+def _spend(widths, tokens, heads, ffn, inputs: int, columns: int, truncation: int, degree: int) -> None:
+    """Refuse (:class:`~symattn.verifier.limits.TooLarge`) a computation past the limits, before it starts.
+
+    The work of every computation of one check (a bundle's parts, a claims
+    certificate's formulas) adds up against the one limit.
+    """
+    limits = _LIMITS.get() or {"memory": None, "operations": None, "spent": 0}
+    cost = certificate_cost(widths, tokens, heads, ffn, inputs, columns, truncation, degree)
+    check_cost(cost, limits["memory"], limits["operations"])
+    limits["spent"] += cost.operations
+    total = type(cost)(cost.bytes, limits["spent"], cost.largest)
+    check_cost(total, limits["memory"], limits["operations"])
+
+
+def verify(source, *, max_memory: int | None = None, max_operations: int | None = None) -> VerificationReport:
     """Check a certificate (a path, its JSON text starting with ``{``, or the parsed dict).
 
     Every field is validated; then the witness minor of the Jacobian is
@@ -724,6 +899,26 @@ def verify(source) -> VerificationReport:
       block's witness minor in the native parameters, or its columns found 0
       on the whole bank), and bundles (kind ``"identify"``) of parts.
 
+    Every normalizer is bound to the numbers the checker uses: its
+    coefficients are recomputed from its preset name or its expression
+    (:mod:`symattn.verifier.taylor`); what cannot be recomputed is reported
+    in ``unchecked`` and the conclusion says the verdict holds for the
+    coefficients as given.  Before any arithmetic the memory and work are
+    estimated from the header (:mod:`symattn.verifier.limits`) and refused
+    past the limits.
+
+    Parameters
+    ----------
+    source : path, str or dict
+        A :class:`~pathlib.Path` is always read as a file (a regular file of
+        bounded size, UTF-8); a str starting with ``{`` or ``[`` is JSON
+        text, any other str a file name (``symattn verify FILE`` always
+        passes a Path).
+    max_memory : int, optional
+        Bytes; default ``$SYMATTN_MAX_MEMORY``, else half the machine.
+    max_operations : int, optional
+        Multiply-adds; default :data:`symattn.verifier.limits.MAX_OPERATIONS`.
+
     Returns
     -------
     VerificationReport
@@ -732,7 +927,9 @@ def verify(source) -> VerificationReport:
     Raises
     ------
     CertificateError
-        Only when the input is not a JSON object at all.
+        When the input is not a certificate at all (not a regular file, not
+        UTF-8, not JSON, not a JSON object); :class:`CertificateTooLarge`
+        when checking it would pass the limits.
     OSError
         When the path cannot be read.
 
@@ -741,19 +938,44 @@ def verify(source) -> VerificationReport:
     >>> report = verify({"schema": "symattn-certificate", "version": 99})
     >>> report.verified, report.problem
     (False, 'version 99 of symattn-certificate: this checker reads version 1')
+    >>> verify({"schema": "symattn-certificate", "version": True}).problem
+    'version true of symattn-certificate: this checker reads version 1'
     """
     started = time.perf_counter()
-    document = _load(source)
+    document = _load(source, max_memory)
+    outer = _LIMITS.get()
+    token = None
+    if outer is None or max_memory is not None or max_operations is not None:
+        token = _LIMITS.set({"memory": max_memory if max_memory is not None else (outer or {}).get("memory"),
+                             "operations": max_operations if max_operations is not None
+                             else (outer or {}).get("operations"), "spent": 0})
+    try:
+        return _verify_document(document, started)
+    except TooLarge as err:
+        raise CertificateTooLarge(_one_line(err)) from None
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError, OverflowError, ZeroDivisionError,
+            RecursionError) as err:
+        if isinstance(err, CertificateError):
+            raise
+        # a shape of input no reader expected: not verified, said in one line (never a traceback)
+        return VerificationReport(False, "", (), f"the checker could not read the certificate: "
+                                  f"{type(err).__name__}: {_one_line(err, 200)}",
+                                  seconds=time.perf_counter() - started)
+    finally:
+        if token is not None:
+            _LIMITS.reset(token)
+
+
+def _verify_document(document: dict, started: float) -> VerificationReport:
+    """:func:`verify` on a parsed object, within the limits set."""
     checked: list = []
     claim = ""
-    if not isinstance(document, dict):
-        return VerificationReport(False, "", (), f"the certificate is a {type(document).__name__}, not an object")
     try:
         if document.get("schema") != SCHEMA:
             raise Disagreement(f"schema is {_short(document.get('schema'))}, expected {SCHEMA!r}")
-        if document.get("version") != VERSION:
-            raise Disagreement(f"version {_short(document.get('version'))} of {SCHEMA}: this checker reads "
-                               f"version {VERSION}")
+        version = document.get("version")
+        if type(version) is not int or version != VERSION:
+            raise Disagreement(f"version {_short(version)} of {SCHEMA}: this checker reads version {VERSION}")
         kind = document.get("kind")
         if kind not in KINDS:
             raise Disagreement(f"kind {_short(kind)}: this checker checks " + ", ".join(map(repr, KINDS[:-1]))
@@ -805,7 +1027,15 @@ def verify(source) -> VerificationReport:
     except Disagreement as err:
         return VerificationReport(False, claim, tuple(checked), str(err), seconds=time.perf_counter() - started)
     return VerificationReport(True, claim, tuple(checked), None, len(found), tuple(found),
-                              time.perf_counter() - started, kernel)
+                              time.perf_counter() - started, kernel, _conclusion(claim, cert), tuple(cert.unchecked))
+
+
+def _conclusion(claim: str, cert: _Certificate) -> str:
+    """The claim as the checker proved it: for the functions taken as given, by their coefficients, not their names."""
+    if not cert.as_given:
+        return claim
+    return (f"{claim}, for {' and '.join(cert.as_given)} as given by its Taylor coefficients (the name and "
+            "expression are not checked)")
 
 
 def _verify_orders(document: dict, cert: _Certificate, checked: list, started: float) -> VerificationReport:
@@ -817,7 +1047,8 @@ def _verify_orders(document: dict, cert: _Certificate, checked: list, started: f
     _require_claim(document, claim)
     check_orders(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns), len(cert.bank), d_l, t,
                  cert.prime, checked)
-    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
+    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started,
+                              conclusion=_conclusion(claim, cert), unchecked=tuple(cert.unchecked))
 
 
 def _verify_observe(document: dict, cert: _Certificate, checked: list, started: float) -> VerificationReport:
@@ -839,7 +1070,8 @@ def _verify_observe(document: dict, cert: _Certificate, checked: list, started: 
     _require_claim(document, claim)
     check_observe(claims, lambda rows, columns: _jacobian_entries(cert, rows, columns, native=True),
                   len(cert.bank), d_l, t, cert.prime, cert.truncation, checked)
-    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
+    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started,
+                              conclusion=_conclusion(claim, cert), unchecked=tuple(cert.unchecked))
 
 
 def _verify_parts(document: dict, started: float) -> VerificationReport:
@@ -848,22 +1080,27 @@ def _verify_parts(document: dict, started: float) -> VerificationReport:
     if not isinstance(parts, list) or not parts or not all(isinstance(part, dict) for part in parts):
         return VerificationReport(False, "", (), f"parts must be a non-empty list of certificates, got "
                                                  f"{_short(parts)}", seconds=time.perf_counter() - started)
-    checked, claims = [], []
+    checked, claims, conclusions, unchecked = [], [], [], []
     for n, part in enumerate(parts):
         if part.get("kind") == "identify":
             return VerificationReport(False, "", tuple(checked), f"parts[{n}] is a bundle itself: a part is one "
                                       "certificate", seconds=time.perf_counter() - started)
         report = verify(part)
-        checked += [f"parts[{n}] ({part.get('kind')}): {item}" for item in report.checked]
+        kind = part.get("kind")
+        checked += [f"parts[{n}] ({_one_line(kind, 60) if isinstance(kind, str) else _short(kind)}): {item}"
+                    for item in report.checked]
         if not report.verified:
             return VerificationReport(False, "; ".join(claims), tuple(checked), f"parts[{n}]: {report.problem}",
                                       seconds=time.perf_counter() - started)
         claims.append(report.claim)
+        conclusions.append(report.conclusion)
+        unchecked += [f"parts[{n}]: {item}" for item in report.unchecked]
     claim = "; ".join(claims)
     if document.get("claim") != claim:
         return VerificationReport(False, "", tuple(checked), f"claim {_short(document.get('claim'), 200)} is not "
                                   f"the parts' claims joined: {claim!r}", seconds=time.perf_counter() - started)
-    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
+    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started,
+                              conclusion="; ".join(conclusions), unchecked=tuple(unchecked))
 
 
 def _verify_claims(document: dict, started: float) -> VerificationReport:
@@ -886,6 +1123,7 @@ def _verify_claims(document: dict, started: float) -> VerificationReport:
         if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
             raise Disagreement(f"parts must be a list of certificates, got {_short(parts)}")
         proved: dict = {}
+        conclusions, unchecked = [], []
         for n, part in enumerate(parts):
             kind = part.get("kind")
             if kind not in ("dimension lower bound", "spectrum", ORDERS_KIND):
@@ -897,6 +1135,8 @@ def _verify_claims(document: dict, started: float) -> VerificationReport:
             checked += [f"parts[{n}] ({kind}): {item}" for item in report.checked]
             if not report.verified:
                 raise Disagreement(f"parts[{n}]: {report.problem}")
+            conclusions.append(report.conclusion)
+            unchecked += [f"parts[{n}]: {item}" for item in report.unchecked]
             if kind == "dimension lower bound":
                 proved["dimension"] = max(proved.get("dimension", 0), report.rank)
             elif kind == "spectrum":
@@ -904,10 +1144,20 @@ def _verify_claims(document: dict, started: float) -> VerificationReport:
                 proved["kernel_exact"] = report.kernel
             else:  # verified: every block's order is at most the claimed one
                 proved["orders"] = {entry["block"]: entry["order"] for entry in part["orders"]}
-        check_claims(claims, proved, checked)
+        decisions = check_claims(claims, proved, checked)
+        decided = [f"{text} is {decision}" for text, decision, _ in decisions if decision in ("proved", "refuted")]
+        verdicts = {True: "true", False: "false", None: "undecided"}
+        unchecked += [f"{text}: not decided here ({decision}); the engine's verdict, {verdicts[entry['engine_verdict']]}"
+                      ", is not checked" for (text, decision, _), entry in zip(decisions, claims)
+                      if decision not in ("proved", "refuted")]
+        if not decided and not conclusions:
+            raise Disagreement(f"nothing here is proved: the certificate has no part to verify and none of its "
+                               f"{len(claims)} claim(s) is proved or refuted by the checker")
+        conclusion = "; ".join(conclusions + decided) + ("" if decided else "; none of the claims is decided here")
     except Disagreement as err:
         return VerificationReport(False, "", tuple(checked), str(err), seconds=time.perf_counter() - started)
-    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started)
+    return VerificationReport(True, claim, tuple(checked), None, seconds=time.perf_counter() - started,
+                              conclusion=conclusion, unchecked=tuple(unchecked))
 
 
 def _plain_network(architecture: dict) -> _Certificate:

@@ -91,6 +91,8 @@ def read_claims(document: dict, layers: int, checked: list, read_formula=None) -
         if not isinstance(entry, dict):
             raise Disagreement(f"{where} must be an object, got {str(entry)[:60]!r}")
         quantity = entry.get("quantity")
+        if not isinstance(quantity, str):
+            raise Disagreement(f"{where}.quantity must be a name (text), got a {type(quantity).__name__}")
         if quantity in FORMULA_QUANTITIES:
             read.append(_read_formula_claim(entry, where, layers, read_formula))
             continue
@@ -107,7 +109,7 @@ def read_claims(document: dict, layers: int, checked: list, read_formula=None) -
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise Disagreement(f"{where}.value must be a nonnegative integer, got {str(value)[:40]!r}")
         verdict = entry.get("engine_verdict", "missing")
-        if verdict not in (True, False, None):
+        if not (verdict is True or verdict is False or verdict is None):
             raise Disagreement(f"{where}.engine_verdict must be true, false or null, got {str(verdict)[:40]!r}")
         read.append({"quantity": quantity, "layer": layer, "value": value, "engine_verdict": verdict})
     checked.append(f"claims: {len(read)} claims ({', '.join(_text(c) for c in read)}), each with the "
@@ -132,7 +134,7 @@ def _read_formula_claim(entry: dict, where: str, layers: int, read_formula) -> d
     tree = entry.get("formula")
     node, _ = read_formula(tree, f"{where}.formula")
     verdict = entry.get("engine_verdict", "missing")
-    if verdict not in (True, False, None):
+    if not (verdict is True or verdict is False or verdict is None):
         raise Disagreement(f"{where}.engine_verdict must be true, false or null, got {str(verdict)[:40]!r}")
     return {"quantity": quantity, "layer": layer, "order": order, "formula": tree, "node": node,
             "engine_verdict": verdict}
@@ -204,14 +206,15 @@ def decide(claim: dict, proved: dict) -> tuple:
     return "not decided", f"no certificate here bounds {name}"
 
 
-def check_claims(claims: list, proved: dict, checked: list) -> None:
-    """Decide every claim; a :class:`Disagreement` when a decision contradicts the engine's verdict.
+def check_claims(claims: list, proved: dict, checked: list) -> list:
+    """Decide every claim: ``[(claim text, decision, why)]``; a :class:`Disagreement` when a decision contradicts the engine's verdict.
 
     Examples
     --------
     >>> checked = []
     >>> check_claims([{"quantity": "dimension", "layer": None, "value": 9, "engine_verdict": False}],
     ...              {"dimension": 10}, checked)
+    [('dimension = 9', 'refuted', 'the dimension is at least 10 (the dimension certificate)')]
     >>> checked[0]
     'dimension = 9: refuted: the dimension is at least 10 (the dimension certificate); the engine said false'
     >>> check_claims([{"quantity": "dimension", "layer": None, "value": 9, "engine_verdict": True}],
@@ -220,8 +223,10 @@ def check_claims(claims: list, proved: dict, checked: list) -> None:
     ...
     symattn.verifier.disagreement.Disagreement: dimension = 9: the engine said true, but the certificates refute it: the dimension is at least 10 (the dimension certificate)
     """
+    decisions = []
     for claim in claims:
         decision, why = decide(claim, proved)
+        decisions.append((_text(claim), decision, why))
         engine = claim["engine_verdict"]
         if decision == "refuted" and engine is True:
             raise Disagreement(f"{_text(claim)}: the engine said true, but the certificates refute it: {why}")
@@ -231,3 +236,4 @@ def check_claims(claims: list, proved: dict, checked: list) -> None:
         if engine is False and decision != "refuted":
             note = " (its refutation is not proved by these certificates)"
         checked.append(f"{_text(claim)}: {decision}: {why}; the engine said {_VERDICTS[engine]}{note}")
+    return decisions
