@@ -26,6 +26,31 @@ def configure_verify(parser) -> None:
                              "minor there")
     parser.add_argument("--output", metavar="SCRIPT", default=None,
                         help="where --export writes the script (default: FILE with .sage.py or .m2 for .json)")
+    parser.add_argument("--max-operations", metavar="N", type=_operations, default=None,
+                        help="refuse a certificate whose check, estimated from its header before any arithmetic, "
+                             "takes more than N multiply-adds (default 2e11, about a minute); --max-memory bounds "
+                             "its memory the same way")
+
+
+def _operations(text: str) -> int:
+    """``--max-operations``: a positive number of multiply-adds (``2e11`` or ``200000000000``), else a usage error.
+
+    Examples
+    --------
+    >>> _operations("2e11"), _operations("1000")
+    (200000000000, 1000)
+    """
+    import argparse
+    import re
+    from fractions import Fraction
+
+    if len(text) > 30 or not re.fullmatch(r"[0-9]+(\.[0-9]+)?([eE][0-9]{1,2})?", text.strip()):
+        raise argparse.ArgumentTypeError(f"--max-operations must be a positive number such as 2e11 or 1000000, got "
+                                         f"{text[:30]!r}")
+    value = int(Fraction(text.strip()))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--max-operations must be at least 1, got {text!r}")
+    return value
 
 
 def run_verify(args, arch):
@@ -58,15 +83,17 @@ def run_verify(args, arch):
     from ..errors import SymattnError
     from ..verifier import CertificateError, verify
 
+    from pathlib import Path
+
     try:
         with one_blas_thread():  # as the engine computes: BLAS threads only contend at these sizes
-            report = verify(args.certificate)
+            # a Path: FILE is always a file name, even one that starts with '{' or '['
+            report = verify(Path(args.certificate), max_memory=getattr(args, "max_memory", None),
+                            max_operations=getattr(args, "max_operations", None))
     except CertificateError as err:
         raise SymattnError(f"{args.certificate}: {err}") from None
     args.exit_status = 0 if report.verified else 1
     if getattr(args, "export", None):
-        from pathlib import Path
-
         from .._files import write_atomically
         from ..verifier.export import export_script
 

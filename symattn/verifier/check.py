@@ -27,7 +27,7 @@ from .network import ScoresDoNotVanish, forward, integer_scores
 from .pivots import pivot_valuations
 from .claims import KIND as CLAIMS_KIND, check_claims, claims_claim, read_claims
 from .formulas import (
-    QUANTITIES as FORMULA_QUANTITIES, coefficient_degrees, decide_formula, evaluate_formula, first_degrees,
+    MAX_FORMULA_OPERATIONS, QUANTITIES as FORMULA_QUANTITIES, formula_operations, coefficient_degrees, decide_formula, evaluate_formula, first_degrees,
     formula_degree, leading_orders, named_values, read_formula,
 )
 from .orders import KIND as ORDERS_KIND, check_orders, orders_claim, read_orders
@@ -1174,6 +1174,10 @@ def _read_formula_tree(architecture: dict, tree, where: str) -> tuple:
     """A formula claim's tree read for this architecture (:func:`symattn.verifier.formulas.read_formula`): ``(node, shape)``."""
     cert = _plain_network(architecture)
     node, shape = read_formula(tree, cert.widths, cert.tokens, rational, where)
+    operations = formula_operations(node, cert.widths, cert.tokens)
+    if operations > MAX_FORMULA_OPERATIONS:
+        raise TooLarge(f"{where}: evaluating the formula takes about {operations:.0e} multiply-adds, over the "
+                       f"checker's limit of {MAX_FORMULA_OPERATIONS:.0e} for one formula")
     wanted = (cert.widths[-1], cert.tokens)
     if shape != wanted:
         shown = "a scalar" if shape is None else f"{shape[0]} x {shape[1]}"

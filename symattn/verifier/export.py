@@ -45,10 +45,11 @@ Examples
 from __future__ import annotations
 
 from .check import (
-    CertificateError, _blocks, _Certificate, _load, _read_architecture, _read_curve, _read_field_data,
-    _read_integer_scores, _read_normalizers, _read_point_and_bank, _read_witness, parameter_names,
+    CertificateError, CertificateTooLarge, _blocks, _Certificate, _load, _read_architecture, _read_curve,
+    _read_field_data, _read_integer_scores, _read_normalizers, _read_point_and_bank, _read_witness, parameter_names,
 )
 from .disagreement import Disagreement
+from .limits import TooLarge
 
 __all__ = ["SYSTEMS", "export_script"]
 
@@ -115,12 +116,12 @@ def export_script(source, system: str) -> str:
     if system not in SYSTEMS:
         raise CertificateError(f"--export {system}: the scripts are for sage (SageMath) and m2 (Macaulay2)")
     document = _load(source)
-    if not isinstance(document, dict):
-        raise CertificateError("the certificate is not a JSON object")
     try:
         cert, kind = _read(document)
     except Disagreement as err:
-        raise CertificateError(f"cannot export this certificate: {err}") from None
+        raise CertificateError(f"cannot export this certificate: {str(err)[:300]}") from None
+    except TooLarge as err:
+        raise CertificateTooLarge(str(err)) from None
     data = _data(cert, kind == "spectrum")
     claim = kind + ": rank >= " + str(cert.rank)
     return _sage(data, claim) if system == "sage" else _m2(data, claim)

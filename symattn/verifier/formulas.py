@@ -57,7 +57,8 @@ from fractions import Fraction
 
 from .disagreement import Disagreement
 
-__all__ = ["QUANTITIES", "MAX_NODES", "formula_text", "read_formula", "named_values", "evaluate_formula",
+__all__ = ["QUANTITIES", "MAX_NODES", "MAX_FORMULA_OPERATIONS", "formula_operations", "formula_text", "read_formula",
+           "named_values", "evaluate_formula",
            "leading_orders", "first_degrees", "coefficient_degrees", "formula_degree", "decide_formula"]
 
 #: The formula claims a claims certificate holds: a coefficient ``F_n``, a layer's leading coefficient.
@@ -225,6 +226,73 @@ def read_formula(tree, widths: list, tokens: int, rational, where: str = "formul
 
 def _shape_text(shape) -> str:
     return "scalar" if shape is None else f"{shape[0]} x {shape[1]} matrix"
+
+
+#: Most multiply-adds the checker spends evaluating one formula (pure Python: a few seconds).
+MAX_FORMULA_OPERATIONS = 20_000_000
+
+
+def formula_operations(node: tuple, widths: list, tokens: int) -> int:
+    """The multiply-adds of evaluating a read formula mod ``p`` (:func:`evaluate_formula`) and its named values.
+
+    Computed from the shapes alone, before any arithmetic: a product of an
+    ``a x b`` by a ``b x c`` matrix costs ``a b c``, a matrix power ``n``
+    costs ``n - 1`` products.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> read = lambda text, what: Fraction(text)
+    >>> node, _ = read_formula({"power": [{"matrix": "H"}, 100]}, [2, 2], 300, read)
+    >>> formula_operations(node, [2, 2], 300) > MAX_FORMULA_OPERATIONS
+    True
+    """
+    matrices, _ = _shapes(widths, tokens)
+    d0, t, layers = widths[0], tokens, len(widths) - 1
+    # the named values: What_i, C_i and P at every layer
+    total = layers * (2 * d0 ** 3 + 2 * d0 * d0 * t + 2 * d0 * t * t + max(widths) ** 2 * d0 + sum(widths) ** 2)
+
+    def visit(node: tuple) -> tuple:
+        nonlocal total
+        operation = node[0]
+        if operation == "matrix":
+            return matrices[node[1]]
+        if operation == "zero":
+            total += node[1][0] * node[1][1]
+            return node[1]
+        if operation in ("scalar", "number"):
+            return None
+        if operation in ("add", "multiply"):
+            shapes = [visit(a) for a in node[1]]
+            shape = shapes[0]
+            for other in shapes[1:]:
+                if operation == "add":
+                    total += 0 if other is None else other[0] * other[1]
+                elif shape is None:
+                    shape = other
+                    total += 0 if other is None else other[0] * other[1]
+                elif other is None:
+                    total += shape[0] * shape[1]
+                else:
+                    total += shape[0] * shape[1] * other[1]
+                    shape = (shape[0], other[1])
+            return shape
+        if operation == "transpose":
+            shape = visit(node[1])
+            total += shape[0] * shape[1]
+            return (shape[1], shape[0])
+        shape = visit(node[1])
+        if shape is None:
+            total += abs(node[2]).bit_length() + 1
+            return None
+        if operation == "hadamard":
+            total += shape[0] * shape[1] * (node[2].bit_length() + 1)
+            return shape
+        total += (node[2] - 1) * shape[0] ** 3
+        return shape
+
+    visit(node)
+    return total
 
 
 # -- the named matrices at the point -----------------------------------------------------------------
