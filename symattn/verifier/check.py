@@ -475,13 +475,15 @@ def _bind(entry: dict, where: str, what: str, layer: int, taylor: list, polynomi
         candidates.append((f"its name {_short(name)}", name, False))
     if expression is not None:
         candidates.append((f"its expression {_short(expression)}", expression, False))
-    bound = []
+    bound, labels = [], []
     for label, text, is_preset in candidates:
         try:
             recomputed = taylor_residues(text, max(1, len(residues)), p, normalized=normalized, polynomial=polynomial)
         except NotRecomputable as why:
             if is_preset:
                 raise Disagreement(f"{where}: {label} cannot have the certificate's coefficients: {why}") from None
+            if text is name:
+                labels.append(text)       # a name that is no expression: a label, it says nothing of the function
             cert.unchecked.append(f"layer {layer}'s {what}: {label} is not checked (the checker cannot recompute "
                                   f"it: {_one_line(why, 120)})")
             continue
@@ -495,8 +497,9 @@ def _bind(entry: dict, where: str, what: str, layer: int, taylor: list, polynomi
                                f"{theirs[n]} mod {p}")
         bound.append(label)
     # exp itself, for the properties of the function beyond its coefficients (a shift of one query's scores, e^m
-    # at integer scores): every name and expression given must be exp(x), and one of them recomputed
-    exponential = bool(bound) and not polynomial and all(is_exponential(text) for _, text, _ in candidates)
+    # at integer scores): every name (but a mere label) and expression must be exp(x), and one of them recomputed
+    exponential = bool(bound) and not polynomial and all(is_exponential(text) for _, text, _ in candidates
+                                                         if text not in labels)
     if bound:
         return f"coefficients recomputed by the checker mod {p} from {' and '.join(bound)}: they agree", exponential
     cert.as_given.append(f"layer {layer}'s {what}")
@@ -637,8 +640,8 @@ def _read_integer_scores(document: dict, cert: _Certificate, checked: list, kind
     expression = document["normalizers"][0].get("expression")
     if first["lightning"] or not first.get("exp"):
         raise Disagreement(f"integer_scores: layer 1's normalizer must be exp(x) (softmax), its Taylor "
-                           f"coefficients recomputed by this checker, got {_short(expression)}: only there is "
-                           "s(m)/s(0) = e^m a power of e")
+                           f"coefficients recomputed by this checker, got {_short(document['normalizers'][0].get('name'))}"
+                           f" with expression {_short(expression)}: only there is s(m)/s(0) = e^m a power of e")
     if cert.bias:
         raise Disagreement("integer_scores: a network with biases has scores <K x_j + b_K, Q x_k + b_Q>; this "
                            "checker evaluates integer scores without biases only")
@@ -1085,6 +1088,11 @@ def _verify_parts(document: dict, started: float) -> VerificationReport:
         if part.get("kind") == "identify":
             return VerificationReport(False, "", tuple(checked), f"parts[{n}] is a bundle itself: a part is one "
                                       "certificate", seconds=time.perf_counter() - started)
+        if part.get("architecture") != parts[0].get("architecture"):
+            # "this architecture" in the joined claims must name one network
+            return VerificationReport(False, "", tuple(checked), f"parts[{n}] is about another architecture than "
+                                      "parts[0]: a bundle's parts are about one network",
+                                      seconds=time.perf_counter() - started)
         report = verify(part)
         kind = part.get("kind")
         checked += [f"parts[{n}] ({_one_line(kind, 60) if isinstance(kind, str) else _short(kind)}): {item}"
