@@ -81,8 +81,9 @@ INTEGER_SCORES_PROVES = (
 DOES_NOT_PROVE = ("It does not prove an upper bound: that the dimension is at most the number of effective "
                   "parameters (the native parameters minus the gauge orbit's dimension) is a separate argument "
                   "(the function factors through the effective parameters; see MATH.md section 2), not "
-                  "checked here. It does not check that the listed Taylor coefficients are those of the named "
-                  "normalizer, except for the normalizers the checker knows (exp, cosh, exp(x**2), 1 + x**2).")
+                  "checked here. The checker recomputes the listed Taylor coefficients from the normalizer's "
+                  "name and expression where its own series arithmetic can; where it cannot, the bound holds for "
+                  "the coefficients as given, and the checker says so.")
 
 
 #: What a spectrum certificate proves, and what it does not, in words (written into every spectrum certificate).

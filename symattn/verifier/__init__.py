@@ -22,6 +22,11 @@ instead of the engine.  A dimension certificate of the integer-score route
 computes its exact integer scores ``m`` and evaluates softmax there as
 ``e^m exp(A - m)``, with the transcendental ``e`` sent to a residue.
 
+The checker binds every normalizer's name and expression to the
+coefficients it computes with (:mod:`symattn.verifier.taylor`), prints
+what it could not check apart from its conclusion, and bounds what it reads
+and computes before it starts (:mod:`symattn.verifier.limits`).
+
 Its products of residue matrices run on float64 BLAS (exact below ``2^53``).
 Like the engine, it is fastest with BLAS on one thread (``symattn verify``
 sets that; in your own process use ``OPENBLAS_NUM_THREADS=1`` or
@@ -34,6 +39,6 @@ Examples
 "kind 'rank': this checker checks 'dimension lower bound', 'spectrum', 'identification orders', 'observability', 'identify' and 'claims'"
 """
 
-from .check import SCHEMA, VERSION, CertificateError, VerificationReport, verify
+from .check import SCHEMA, VERSION, CertificateError, CertificateTooLarge, VerificationReport, verify
 
-__all__ = ["SCHEMA", "VERSION", "CertificateError", "VerificationReport", "verify"]
+__all__ = ["SCHEMA", "VERSION", "CertificateError", "CertificateTooLarge", "VerificationReport", "verify"]
