@@ -175,3 +175,15 @@ def test_not_an_object_is_a_certificate_error():
     for text, words in (("[]", "a JSON array"), ("[1]", "a JSON array")):
         with pytest.raises(CertificateError, match=f"^the certificate is {words}, not an object$"):
             verify(text)
+
+
+def test_a_report_prints_a_bounded_text():
+    from symattn.verifier.check import MAX_ITEMS, VerificationReport
+
+    report = VerificationReport(True, "x" * 10 ** 6, tuple(f"check {n} " + "y" * 5000 for n in range(1000)),
+                                unchecked=tuple(f"word {n}" for n in range(500)))
+    text = str(report)
+    assert len(text.splitlines()) == 1 + 1 + (MAX_ITEMS + 1) + 1 + (MAX_ITEMS + 1)
+    assert len(text) < 200_000
+    assert "  ... 940 more (all of them in to_json())" in text and "  - check 999 " in text
+    assert len(report.to_json()["checked"]) == 1000

@@ -95,6 +95,20 @@ class CertificateTooLarge(CertificateError):
     """
 
 
+#: Longest conclusion printed, and most items of a list printed (to_json() has them all).
+MAX_CONCLUSION = 4000
+MAX_ITEMS = 60
+
+
+def _bounded_items(items) -> list:
+    """``  - item`` lines: each on one line of bounded length, at most :data:`MAX_ITEMS` of them (first and last)."""
+    lines = [f"  - {_one_line(item, 1000)}" for item in items]
+    if len(lines) <= MAX_ITEMS:
+        return lines
+    half = MAX_ITEMS // 2
+    return lines[:half] + [f"  ... {len(lines) - 2 * half} more (all of them in to_json())"] + lines[-half:]
+
+
 def _one_line(text, limit: int = MAX_MESSAGE) -> str:
     """``text`` on one line, at most ``limit`` characters."""
     text = " ".join(str(text).split())
@@ -172,16 +186,16 @@ class VerificationReport:
 
     def __str__(self) -> str:
         if self.verified:
-            lines = [f"verified: {self.conclusion}"]
+            lines = [f"verified: {_one_line(self.conclusion, MAX_CONCLUSION)}"]
             if self.unchecked:
                 lines.append("not checked (the certificate's own words, taken as given):")
-                lines += [f"  - {item}" for item in self.unchecked]
+                lines += _bounded_items(self.unchecked)
             lines.append("checked:")
         else:
             lines = [f"NOT verified: {self.problem}"]
             if self.checked:
                 lines.append("checked before the disagreement:")
-        lines += [f"  - {item}" for item in self.checked]
+        lines += _bounded_items(self.checked)
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
