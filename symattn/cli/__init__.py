@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import __version__
+from .._cluster import connect_timeout_set
 from .._files import write_atomically
 from .._format import latex_document
 from ..analyses import registered
@@ -261,9 +262,14 @@ def _write_files(name: str, result, directory: str) -> list[Path]:
     return written
 
 
-def _require_writable(directory: str) -> None:
-    """Refuse an ``--out`` folder that cannot be written, before the computation rather than after it."""
-    folder = Path(directory)
+def _require_writable(directory: str, name: str) -> None:
+    """Refuse an ``--out`` folder that cannot be written, or whose ``NAME.*`` files are not regular files, before the computation rather than after it."""
+    from .._files import check_output_folder, check_output_path
+
+    folder = check_output_folder(directory, "--out")
+    if folder.is_dir():
+        for suffix in (".md", ".tex", ".json"):
+            check_output_path(folder / f"{name}{suffix}", "--out")
     created = [parent for parent in (folder, *folder.parents) if not parent.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -289,6 +295,17 @@ def _say_written(paths, args) -> None:
 # -- main ---------------------------------------------------------------------------------
 def _one_line(message: str) -> str:
     return " ".join(str(message).split()) or "(no message)"
+
+
+def _quiet_from_now_on() -> None:
+    """Send standard error nowhere for the rest of the process (after its last line, on Ctrl-C)."""
+    try:
+        sys.stderr.flush()
+        nowhere = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(nowhere, 2)
+        os.close(nowhere)
+    except (OSError, ValueError):
+        pass
 
 
 def _debug() -> bool:
@@ -325,10 +342,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "standalone", False) and not args.latex:
             raise SymattnError("--standalone makes --latex print a whole document: add --latex")
         if args.out is not None:
-            _require_writable(args.out)
+            _require_writable(args.out, command.name)
         arch = architecture_from_args(args)
         args.written = []  # files the command's own flags write (--plot, --export), see Subcommand
-        with memory_limit_set(getattr(args, "max_memory", None)):  # one limit for every step of the command
+        # one memory limit for every step of the command; a scheduler answers within --connect-timeout
+        with memory_limit_set(getattr(args, "max_memory", None)), \
+                connect_timeout_set(getattr(args, "connect_timeout", None)):
             result = command.run(args, arch)
         text = _render(result, args)
         written = list(args.written)
@@ -344,6 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
+        if argv is None:  # the program itself: what Dask's exit handlers still say would follow the one line
+            _quiet_from_now_on()
         return 130
     except OSError as err:  # a file the user named: missing folder, no permission, full disk
         if isinstance(err, BrokenPipeError):

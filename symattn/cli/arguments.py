@@ -26,6 +26,7 @@ __all__ = [
     "add_common_arguments", "architecture_from_args", "width_values", "width_spec", "heads_spec", "auto_or_int",
     "one_of",
     "memory_size", "parse_command", "examples_epilog", "close_options", "add_renamed_flag", "add_cluster_arguments",
+    "check_output_flag", "connect_timeout_flag", "scheduler_flag", "add_connect_timeout_argument",
 ]
 
 DEFAULT_LAYERS = 3
@@ -155,6 +156,29 @@ def memory_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def check_output_flag(args: argparse.Namespace, dest: str = "certificate", flag: str = "--certificate",
+                      inputs=()) -> None:
+    """Refuse, before any computation, the file an output flag names when it is not a regular file or a new name.
+
+    See :func:`symattn._files.check_output_path`: a symbolic link, a
+    directory, a FIFO or a device is refused, as is a missing folder or one
+    of ``inputs``.  Nothing happens when the flag was not given.
+
+    Examples
+    --------
+    >>> check_output_flag(argparse.Namespace(certificate=None))
+    >>> check_output_flag(argparse.Namespace(certificate="/dev/null"))
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: --certificate /dev/null: a character device is there; an output replaces only a regular file or creates a new name: give a file name elsewhere
+    """
+    path = getattr(args, dest, None)
+    if path is not None:
+        from .._files import check_output_path
+
+        check_output_path(path, flag, inputs)
+
+
 # -- help and usage errors ------------------------------------------------------------------
 def examples_epilog(examples) -> str | None:
     """The ``--help`` epilog of a subcommand: its example command lines, one a line.
@@ -230,12 +254,80 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, work: str) -> None:
     >>> args.scheduler, args.workers
     (None, 2)
     """
-    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                        help=f"compute {work} on the workers of this Dask scheduler (tcp://host:8786); "
-                             "the rest stays here; same result")
+    parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_flag(("local",)), default=None,
+                        help=f"compute {work} on the workers of this Dask scheduler (tcp://HOST:PORT or HOST:PORT, "
+                             "a port from 1 to 65535; or local); the rest stays here; same result")
     parser.add_argument("--workers", metavar="N", type=int, default=None,
                         help=f"compute {work} on a local Dask cluster of N worker processes (when no "
-                             "--scheduler); same result")
+                             "--scheduler; at most one per core); same result")
+    add_connect_timeout_argument(parser)
+
+
+def add_connect_timeout_argument(parser) -> None:
+    """``--connect-timeout SECONDS``: how long a ``--scheduler`` has to answer before it is refused.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_connect_timeout_argument(parser)
+    >>> parser.parse_args([]).connect_timeout, parser.parse_args(["--connect-timeout", "0.5"]).connect_timeout
+    (None, 0.5)
+    """
+    from .._cluster import DEFAULT_CONNECT_TIMEOUT
+
+    parser.add_argument("--connect-timeout", metavar="SECONDS", type=connect_timeout_flag, default=None,
+                        help="seconds the --scheduler has to accept the connection and greet as a Dask scheduler "
+                             f"before it is refused (default {DEFAULT_CONNECT_TIMEOUT:g})")
+
+
+def connect_timeout_flag(text: str) -> float:
+    """``--connect-timeout``: a number of seconds above 0 (at most a day), or a usage error (exit 2).
+
+    Examples
+    --------
+    >>> connect_timeout_flag("2.5")
+    2.5
+    >>> connect_timeout_flag("inf")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: --connect-timeout must be a number of seconds above 0 and at most 86400, got 'inf'
+    """
+    from .._cluster import check_connect_timeout
+    from ..errors import SymattnError
+
+    if len(text) > 40:
+        raise argparse.ArgumentTypeError(f"--connect-timeout must be a number of seconds such as 5, got "
+                                         f"{text[:40]!r}...")
+    try:
+        return check_connect_timeout(text)
+    except SymattnError as err:
+        raise argparse.ArgumentTypeError(str(err).replace("the connect timeout", "--connect-timeout", 1)) from None
+
+
+def scheduler_flag(words=("local",)):
+    """A parser of ``--scheduler``: one of ``words`` (any case) or a Dask scheduler address, read strictly.
+
+    Examples
+    --------
+    >>> parse = scheduler_flag(("local",))
+    >>> parse("LOCAL"), parse("127.0.0.1:8786")
+    ('local', 'tcp://127.0.0.1:8786')
+    >>> parse("127.0.0.1:1:2")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: scheduler '127.0.0.1:1:2' is not a Dask scheduler address: the host '127.0.0.1:1' is not a host name or an IP address; give local, tcp://HOST:PORT or HOST:PORT with a port from 1 to 65535 (e.g. tcp://127.0.0.1:8786)
+    """
+    from .._cluster import check_scheduler_address
+    from ..errors import SymattnError
+
+    def parse(text: str) -> str:
+        if text.strip().lower() in words:
+            return text.strip().lower()
+        try:
+            return check_scheduler_address(text)
+        except SymattnError as err:
+            raise argparse.ArgumentTypeError(str(err).replace("; give ", f"; give {', '.join(words)}, ", 1)) from None
+    return parse
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,6 +22,7 @@ import json
 from ..errors import SymattnError
 from ..limits import read_input_file
 from ..languages import ACCEPTED_CLAIMS, FORMULA_CLAIMS, FORMULA_LANGUAGE
+from .arguments import check_output_flag
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_check", "run_check", "read_claims_file", "EXIT_REFUTED", "EXIT_UNDECIDED",
@@ -168,6 +169,7 @@ def run_check(args, arch):
                            + "; ".join(ACCEPTED_CLAIMS + FORMULA_CLAIMS))
     arch = _with_generic(args, arch)
     certificate = getattr(args, "certificate", None)
+    check_output_flag(args, inputs=[args.claims])  # a file --certificate may replace, before the computation
     if certificate is not None:
         from ..check import ClaimsReport
         from ..certificates import write_claims_certificate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .arguments import add_cluster_arguments, architecture_from_args, one_of, width_values
+from .arguments import add_cluster_arguments, architecture_from_args, check_output_flag, one_of, width_values
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_identify", "run_identify", "configure_dimension", "run_dimension"]
@@ -70,6 +70,7 @@ def run_identify(args, arch):
 
     curve = collapse() if args.curve == "collapse" else input_scaling()
     certificate = getattr(args, "certificate", None)
+    check_output_flag(args)  # a file --certificate may replace, before the computation
     if certificate is not None:
         from ..certificates import check_certifiable
 
@@ -135,6 +136,7 @@ def run_dimension(args, arch):
         architectures = [architecture_from_args(argparse.Namespace(**{**vars(args), "width": width}))
                          for width in width_values(args)]
     certificate = getattr(args, "certificate", None)
+    check_output_flag(args)  # a file --certificate may replace, before the computation
     if certificate is not None:
         from ..certificates import check_certifiable
         from ..errors import SymattnError

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ..errors import SymattnError
+from .arguments import check_output_flag
 from .subcommand import Subcommand
 
-__all__ = ["COMMANDS", "configure_observe", "run_observe"]
+__all__ = ["COMMANDS", "EXPORT_FILES", "check_export_folder", "configure_observe", "run_observe"]
 
 
 def configure_observe(parser) -> None:
@@ -71,6 +72,9 @@ def run_observe(args, arch):
     )
 
     certificate = getattr(args, "certificate", None)
+    check_output_flag(args)  # the files --certificate and --export may replace, before the computation
+    if args.export:
+        check_export_folder(args.export)
     if args.exceptional:
         if certificate is not None:
             raise SymattnError("--certificate certifies the ranks on one set: drop --exceptional, or give the "
@@ -102,6 +106,34 @@ def run_observe(args, arch):
         write_observe_certificate(arch, certificate, result.rank.events, result=result.rank, seed=args.seed)
         args.written = [*getattr(args, "written", []), certificate]
     return result
+
+
+#: The files ``--export DIR`` writes (:func:`symattn.observe.export_graph`).
+EXPORT_FILES = tuple(f"observe.{ext}" for ext in ("dot", "graphml", "png", "pdf", "svg", "tikz"))
+
+
+def check_export_folder(directory) -> None:
+    """Refuse an ``--export`` folder, or a file of it, that is not a folder, a regular file or a new name.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> check_export_folder(folder)
+    >>> os.symlink(os.devnull, os.path.join(folder, "observe.svg"))
+    >>> check_export_folder(folder)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: --export .../observe.svg: a symbolic link (to /dev/null) is there; an output replaces only a regular file or creates a new name: give a file name elsewhere
+    """
+    from pathlib import Path
+
+    from .._files import check_output_folder, check_output_path
+
+    folder = check_output_folder(directory, "--export")
+    if folder.is_dir():
+        for name in EXPORT_FILES:
+            check_output_path(folder / name, "--export")
 
 
 def _exported(args, paths) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import SymattnError
 from .subcommand import Subcommand
 
-__all__ = ["COMMANDS", "PLOT_FORMATS", "configure_sensitivity", "plot_files", "run_sensitivity"]
+__all__ = ["COMMANDS", "PLOT_FORMATS", "configure_sensitivity", "plot_files", "plot_paths", "run_sensitivity"]
 
 
 def configure_sensitivity(parser) -> None:
@@ -39,6 +39,8 @@ def run_sensitivity(args, arch):
     """
     from ..numeric import sensitivity
 
+    if args.plot:
+        plot_paths(args.plot)  # refused before the computation, not after it
     result = sensitivity(arch, seed=args.seed)
     if args.plot:
         written = plot_files(result, args.plot)
@@ -49,6 +51,33 @@ def run_sensitivity(args, arch):
 
 #: The formats ``--plot`` draws: the one its file names, then the others beside it.
 PLOT_FORMATS = ("png", "pdf", "svg")
+
+
+def plot_paths(target) -> list[Path]:
+    """The files ``--plot FILE`` writes: ``FILE`` and the other formats beside it, each refused unless a new name or a regular file.
+
+    Examples
+    --------
+    >>> [str(p) for p in plot_paths("sigma.png")]
+    ['sigma.png', 'sigma.pdf', 'sigma.svg']
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> (folder / "sigma.pdf").mkdir()
+    >>> plot_paths(folder / "sigma.png")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: --plot .../sigma.pdf: a directory is there; an output replaces only a regular file or creates a new name: give a file name
+    """
+    from .._files import check_output_path
+
+    target = Path(target)
+    suffix = target.suffix.lstrip(".").lower()
+    if suffix not in PLOT_FORMATS:
+        raise SymattnError(f"--plot {target}: give a file ending in .png, .pdf or .svg")
+    paths = [target] + [target.with_suffix("." + ext) for ext in PLOT_FORMATS if ext != suffix]
+    for path in paths:
+        check_output_path(path, "--plot")
+    return paths
 
 
 def plot_files(result, target) -> list[Path]:
@@ -67,14 +96,13 @@ def plot_files(result, target) -> list[Path]:
     ...
     symattn.errors.SymattnError: --plot sigma.jpg: give a file ending in .png, .pdf or .svg
     """
+    from .._files import write_atomically
+
     target = Path(target)
-    suffix = target.suffix.lstrip(".").lower()
-    if suffix not in PLOT_FORMATS:
-        raise SymattnError(f"--plot {target}: give a file ending in .png, .pdf or .svg")
-    paths = [target] + [target.with_suffix("." + ext) for ext in PLOT_FORMATS if ext != suffix]
+    paths = plot_paths(target)
     try:
-        for path in paths:
-            result.plot(path)
+        for path in paths:  # whole or not at all, and only over a regular file
+            write_atomically(path, result.plot, keep_suffix=True)
     except OSError as err:
         raise SymattnError(f"cannot write --plot {target}: {err.strerror or err}") from None
     return paths

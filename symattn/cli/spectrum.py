@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .arguments import add_cluster_arguments, add_renamed_flag, auto_or_int
+from .arguments import add_cluster_arguments, add_renamed_flag, auto_or_int, check_output_flag
 from .subcommand import Subcommand
 
 __all__ = ["COMMANDS", "configure_spectrum", "run_spectrum"]
@@ -55,6 +55,7 @@ def run_spectrum(args, arch):
     from ..spectrum import decay_spectrum
 
     certificate = getattr(args, "certificate", None)
+    check_output_flag(args)  # a file --certificate may replace, before the computation
     if certificate is not None:
         from ..certificates import check_certifiable
 

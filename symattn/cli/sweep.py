@@ -13,7 +13,7 @@ import sys
 
 from ..analyses import registered
 from ..sweep import DEFAULT_TASK_TIMEOUT, read_grid_file, sweep
-from .arguments import add_renamed_flag, auto_or_int
+from .arguments import add_connect_timeout_argument, add_renamed_flag, auto_or_int, scheduler_flag
 from .check import read_claims_file
 from .subcommand import Subcommand
 
@@ -115,10 +115,12 @@ def configure_sweep(parser) -> None:
     grid.add_argument("--claims", metavar="FILE", default=None, help="check: a file of claims, one per line")
     run = parser.add_argument_group("where it runs")
     run.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                     type=scheduler_flag(("local", "sequential", "synchronous")),
                      help="a Dask scheduler address (tcp://host:8786; default $DASK_SCHEDULER_ADDRESS, else a "
                           "local cluster), or local, sequential or synchronous")
     run.add_argument("--workers", metavar="N", type=int, default=None,
                      help="at most N worker processes in the local cluster (default one per core)")
+    add_connect_timeout_argument(run)
     run.add_argument("--task-timeout", metavar="SECONDS", type=float, default=DEFAULT_TASK_TIMEOUT,
                      help=f"stop a task after this long and record it as timed out (default {DEFAULT_TASK_TIMEOUT:g})")
 

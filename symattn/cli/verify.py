@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .subcommand import Subcommand
 
-__all__ = ["COMMANDS", "configure_verify", "run_verify"]
+__all__ = ["COMMANDS", "configure_verify", "export_target", "run_verify"]
 
 
 def configure_verify(parser) -> None:
@@ -53,6 +53,42 @@ def _operations(text: str) -> int:
     return value
 
 
+def export_target(args):
+    """The script ``--export`` writes (``--output``, else ``FILE`` with ``.sage.py`` or ``.m2``), checked; ``None`` without ``--export``.
+
+    It must be a new name or a regular file in an existing folder, and not
+    the certificate itself (:func:`symattn._files.check_output_path`).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> export_target(argparse.Namespace(certificate="cert.json", export="m2", output=None)).name
+    'cert.m2'
+    >>> export_target(argparse.Namespace(certificate="cert.m2", export="m2", output=None))
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: --export m2 cert.m2 is the input file cert.m2 itself; give another name for the output
+    >>> export_target(argparse.Namespace(certificate="cert.json", export=None, output="x.m2"))
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: --output x.m2 names where --export writes its script: add --export sage or --export m2
+    """
+    from pathlib import Path
+
+    from .._files import check_output_path
+    from ..errors import SymattnError
+
+    export, output = getattr(args, "export", None), getattr(args, "output", None)
+    if export is None:
+        if output is not None:
+            raise SymattnError(f"--output {output} names where --export writes its script: add --export sage or "
+                               "--export m2")
+        return None
+    suffix = ".sage.py" if export == "sage" else ".m2"
+    target = Path(output) if output else Path(args.certificate).with_suffix(suffix)
+    return check_output_path(target, "--output" if output else f"--export {export}", inputs=[args.certificate])
+
+
 def run_verify(args, arch):
     """:func:`symattn.verifier.verify` on ``FILE``; exit status 1 when it does not verify.
 
@@ -85,6 +121,7 @@ def run_verify(args, arch):
 
     from pathlib import Path
 
+    target = export_target(args)  # refused before the check, not after it
     try:
         with one_blas_thread():  # as the engine computes: BLAS threads only contend at these sizes
             # a Path: FILE is always a file name, even one that starts with '{' or '['
@@ -93,7 +130,7 @@ def run_verify(args, arch):
     except CertificateError as err:
         raise SymattnError(f"{args.certificate}: {err}") from None
     args.exit_status = 0 if report.verified else 1
-    if getattr(args, "export", None):
+    if target is not None:
         from .._files import write_atomically
         from ..verifier.export import export_script
 
@@ -101,8 +138,6 @@ def run_verify(args, arch):
             script = export_script(args.certificate, args.export)
         except CertificateError as err:
             raise SymattnError(f"{args.certificate}: {err}") from None
-        suffix = ".sage.py" if args.export == "sage" else ".m2"
-        target = Path(args.output) if args.output else Path(args.certificate).with_suffix(suffix)
         write_atomically(target, lambda temporary: temporary.write_text(script, encoding="utf-8"))
         args.written = [*getattr(args, "written", []), str(target)]
     return report
