@@ -31,6 +31,7 @@ import os
 import re
 import signal
 import threading
+import weakref
 from dataclasses import dataclass
 
 from .errors import SymattnError
@@ -48,6 +49,8 @@ MAX_CONNECT_TIMEOUT = 86_400.0
 _ACCEPTED_ADDRESS = "tcp://HOST:PORT or HOST:PORT with a port from 1 to 65535 (e.g. tcp://127.0.0.1:8786)"
 _HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
 _connect_timeout = DEFAULT_CONNECT_TIMEOUT
+#: Clients whose tasks were left running (an error or Ctrl-C in ``map_as_completed``): their local workers are stopped.
+_LEFT_EARLY: "weakref.WeakSet" = weakref.WeakSet()
 
 
 def _address_problem(text: str) -> tuple[str | None, str]:
@@ -522,8 +525,15 @@ def open_client(scheduler, workers: int | None = None, **cluster_options):
             except BaseException:  # interrupted or failed while it started: closed now, not at exit
                 _close_half_started_clusters(known)
                 raise
-            with Client(cluster) as client:
-                yield client
+            client = None
+            try:
+                with Client(cluster) as client:
+                    yield client
+            except BaseException:  # interrupted or failed: what the workers still compute is thrown away
+                _stop_workers_now(cluster)
+                raise
+            if client is not None and client in _LEFT_EARLY:  # a caller that caught the interrupt and left
+                _stop_workers_now(cluster)
         finally:
             if cluster is not None:
                 cluster.close()
@@ -564,6 +574,20 @@ def _children_quiet():
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+def _stop_workers_now(cluster) -> None:
+    """Kill the worker processes of a local ``cluster`` whose work is thrown away (Ctrl-C, an error).
+
+    Closing asks each worker to finish first, and one in the middle of a
+    long task holds the close for seconds (Dask's own timeout); their tasks
+    are pure, and a sweep's task processes stop when their worker does.
+    """
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _close_half_started_clusters(known) -> None:
@@ -622,3 +646,5 @@ def map_as_completed(client, calls, name: str = "symattn", retries: int = 1):
     finally:
         if futures:
             client.cancel(list(futures), force=True)
+            with contextlib.suppress(TypeError):
+                _LEFT_EARLY.add(client)
