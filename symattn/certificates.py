@@ -507,7 +507,7 @@ def write_dimension_certificate(arch: Architecture, path, result=None, **options
     >>> verify(path).verified, certificate["rank"]
     (True, 2)
     """
-    return _write(dimension_certificate(arch, result=result, **options), path)
+    return _write(lambda: dimension_certificate(arch, result=result, **options), path)
 
 
 def spectrum_claim(rank: int, exponents: dict, p: int) -> str:
@@ -632,7 +632,7 @@ def write_spectrum_certificate(arch: Architecture, path, result=None, **options)
     >>> verify(path).verified, certificate["exponents"]
     (True, {'0': 4, '1': 3})
     """
-    return _write(spectrum_certificate(arch, result=result, **options), path)
+    return _write(lambda: spectrum_certificate(arch, result=result, **options), path)
 
 
 #: What an identification-orders certificate proves, and what it does not (written into every such certificate).
@@ -837,7 +837,7 @@ def write_identify_certificate(arch: Architecture, path, report=None, **options)
     >>> verify(path).verified, len(bundle["parts"])
     (True, 2)
     """
-    return _write(identify_certificate(arch, report=report, **options), path)
+    return _write(lambda: identify_certificate(arch, report=report, **options), path)
 
 
 #: The quantities of ``symattn check`` whose claims a certificate settles, and the part each needs.
@@ -1167,7 +1167,7 @@ def write_claims_certificate(arch: Architecture, path, claims, seed: int = 0, pr
     >>> verify(path).verified, certificate["claim"]
     (True, 'symattn check found: dimension = 2 true')
     """
-    return _write(claims_certificate(arch, claims, seed=seed, progress=progress, on_checks=on_checks), path)
+    return _write(lambda: claims_certificate(arch, claims, seed=seed, progress=progress, on_checks=on_checks), path)
 
 
 def _given_run(run, compute, options: dict, expected: type, name: str, what: str, curve_text: str | None = None):
@@ -1242,12 +1242,18 @@ def _parameter_names(arch: Architecture) -> list:
     return [f"{labels[key]}[{r},{c}]" for key, (rows, cols) in arch.blocks() for r in range(rows) for c in range(cols)]
 
 
-def _write(certificate: dict, path) -> dict:
-    """``certificate`` as indented JSON at ``path``, written atomically."""
+def _write(build, path) -> dict:
+    """The certificate ``build()`` makes, as indented JSON at ``path``, written atomically.
+
+    ``path`` is checked first (:func:`symattn._files.check_output_path`: a new
+    name or a regular file in an existing folder), before the computation.
+    """
     import json
 
-    from ._files import write_atomically
+    from ._files import check_output_path, write_atomically
 
+    check_output_path(path)
+    certificate = build()
     text = json.dumps(certificate, indent=1)
     write_atomically(Path(path), lambda temporary: temporary.write_text(text + "\n", encoding="utf-8"))
     return certificate
@@ -1502,4 +1508,4 @@ def write_observe_certificate(arch: Architecture, path, events=(), result=None, 
     >>> verify(path).verified, [entry["status"] for entry in certificate["blocks"]]
     (True, ['observable', 'seen'])
     """
-    return _write(observe_certificate(arch, events, result=result, **options), path)
+    return _write(lambda: observe_certificate(arch, events, result=result, **options), path)

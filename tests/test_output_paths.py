@@ -248,3 +248,21 @@ def test_check_output_path_accepts_new_names_and_regular_files(tmp_path):
     with pytest.raises(SymattnError) as refused:
         check_output_path("", "--certificate")
     assert str(refused.value) == "--certificate .: not a file name; give a file name such as result.json"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_certificate_writers_check_the_path_before_computing(tmp_path, monkeypatch, kind):
+    import symattn.certificates as certificates
+    from symattn.model import Architecture
+
+    def computed(*args, **kwargs):
+        raise AssertionError("computed before the output path was checked")
+
+    monkeypatch.setattr(certificates, "spectrum_certificate", computed)
+    path, described = _kind(tmp_path, kind)
+    before = _identity(path)
+    with pytest.raises(SymattnError) as refused:
+        certificates.write_spectrum_certificate(Architecture.uniform(layers=1), path)
+    assert str(refused.value) == (f"{path}: {described} is there; {REFUSAL}: give a file name"
+                                  + (" elsewhere" if kind != "directory" else ""))
+    assert _identity(path) == before

@@ -168,10 +168,10 @@ def test_workers_above_the_cores_are_refused_before_any_starts(capsys, command):
     assert f"from 1 to {limit} " in capsys.readouterr().err
 
 
-@pytest.mark.slow  # a local cluster of two workers in a child process: about 7 s
 def test_ctrl_c_with_workers_prints_one_line_and_exits_130(tmp_path):
     # a terminal's Ctrl-C reaches the whole process group: the workers too
-    command = [sys.executable, "-m", "symattn", "spectrum", "--layers", "6", "--width", "3", "--workers", "2",
+    workers = str(min(2, local_worker_limit()))
+    command = [sys.executable, "-m", "symattn", "spectrum", "--layers", "6", "--width", "3", "--workers", workers,
                "--quiet"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True, cwd=tmp_path)
@@ -181,9 +181,10 @@ def test_ctrl_c_with_workers_prints_one_line_and_exits_130(tmp_path):
         os.killpg(process.pid, signal.SIGINT)
         started = time.monotonic()
         out, err = process.communicate(timeout=20)
+        elapsed = time.monotonic() - started
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
     assert (process.returncode, err, out) == (130, "symattn: interrupted\n", "")
-    assert time.monotonic() - started < 10
+    assert elapsed < 5, elapsed  # the workers are stopped, not waited for
