@@ -266,3 +266,24 @@ def test_the_certificate_writers_check_the_path_before_computing(tmp_path, monke
     assert str(refused.value) == (f"{path}: {described} is there; {REFUSAL}: give a file name"
                                   + (" elsewhere" if kind != "directory" else ""))
     assert _identity(path) == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sweep_refuses_its_tables_before_running(tmp_path, capsys, monkeypatch, kind):
+    import symattn.cli.sweep as sweep_command
+
+    def computed(*args, **kwargs):
+        raise AssertionError("swept before the output paths were checked")
+
+    monkeypatch.setattr(sweep_command, "sweep", computed)
+    path, described = _kind(tmp_path, kind)
+    before = _identity(path)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    os.rename(path, folder / "results.csv")
+    status = cli.main(["sweep", "--layers", "1", "--scheduler", "synchronous", "--quiet", "--out", str(folder)])
+    assert status == 2
+    assert capsys.readouterr().err == (f"symattn: error: --out {folder / 'results.csv'}: {described} is there; "
+                                       f"{REFUSAL}: give a file name" + (" elsewhere" if kind != "directory" else "")
+                                       + "\n")
+    assert _identity(folder / "results.csv") == before and sorted(p.name for p in folder.iterdir()) == ["results.csv"]

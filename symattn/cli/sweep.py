@@ -17,7 +17,7 @@ from .arguments import add_connect_timeout_argument, add_renamed_flag, auto_or_i
 from .check import read_claims_file
 from .subcommand import Subcommand
 
-__all__ = ["COMMANDS", "configure_sweep", "run_sweep"]
+__all__ = ["COMMANDS", "SWEEP_FILES", "check_sweep_outputs", "configure_sweep", "run_sweep"]
 
 _GRID_HELP = {
     "widths": "in a sweep: several lists separated by ';', e.g. 2,3,2;3,3,3",
@@ -145,6 +145,35 @@ def _options(args) -> dict:
     return options
 
 
+#: The files a sweep writes into ``--out DIR`` beside its store (tables, then plots).
+SWEEP_FILES = ("results.parquet", "results.csv", "sweep_dimension.png", "sweep_orders.png",
+               "sweep_observability.png")
+
+
+def check_sweep_outputs(directory) -> None:
+    """Refuse an ``--out`` folder whose tables or plots are there as anything but regular files.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> check_sweep_outputs(folder)
+    >>> os.mkfifo(os.path.join(folder, "results.csv"))
+    >>> check_sweep_outputs(folder)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: --out .../results.csv: a FIFO (named pipe) is there; an output replaces only a regular file or creates a new name: give a file name elsewhere
+    """
+    from pathlib import Path
+
+    from .._files import check_output_folder, check_output_path
+
+    folder = check_output_folder(directory, "--out")
+    if folder.is_dir():
+        for name in SWEEP_FILES:
+            check_output_path(Path(folder) / name, "--out")
+
+
 def run_sweep(args, arch):
     """:func:`symattn.sweep.sweep` over the grid of the flags (and ``--grid FILE``).
 
@@ -157,6 +186,8 @@ def run_sweep(args, arch):
     >>> [(row["layers"], row["lower"], row["status"]) for row in result.rows]
     [(1, 2, 'ok'), (2, 3, 'ok')]
     """
+    if args.out is not None:  # the tables and plots it writes there, refused before the sweep rather than after
+        check_sweep_outputs(args.out)
     grid, analyses, options = {}, None, {}
     if args.grid is not None:
         spec = read_grid_file(args.grid)
