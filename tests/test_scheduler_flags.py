@@ -188,3 +188,55 @@ def test_ctrl_c_with_workers_prints_one_line_and_exits_130(tmp_path):
             process.communicate()
     assert (process.returncode, err, out) == (130, "symattn: interrupted\n", "")
     assert elapsed < 5, elapsed  # the workers are stopped, not waited for
+
+
+# -- property: whatever the new flags are given, one line and exit 2 within the timeout -------------------------
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_FLAG_SETTINGS = settings(max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+_ADDRESS_TEXT = st.one_of(
+    st.text(alphabet=st.sampled_from("tcpuxlsfie:/[]@.-_0123456789abAB \t%\u00e9\u0661"), max_size=40),
+    st.builds(lambda scheme, host, port, extra: f"{scheme}{host}:{port}{extra}",
+              st.sampled_from(["", "tcp://", "TCP://", "tls://", "ucx://", "inproc://", "file://", "ws://", "tcp:/"]),
+              st.sampled_from(["127.0.0.1", "localhost", "[::1]", "[::1", "::1", "0", "", "a..b", "-a", "é"]),
+              st.one_of(st.integers(-2, 70000).map(str), st.sampled_from(["", "abc", "1:2", "٣", "1e3", " 1"])),
+              st.sampled_from(["", "/", ":1", "?x", " "])),
+)
+
+
+@_FLAG_SETTINGS
+@given(text=_ADDRESS_TEXT)
+@example(text="127.0.0.1:1")  # valid, and nothing listens there: probed and refused
+@example(text="TCP://[::1]:1")
+@example(text="127.0.0.1:1:2")
+def test_any_scheduler_text_is_refused_in_one_line_within_the_timeout(capsys, text):
+    if text.strip().lower() == "local":
+        return
+    started = time.monotonic()
+    status = cli.main(["spectrum", "--layers", "1", "--width", "1", "--tokens", "2", "--quiet",
+                       f"--scheduler={text}", "--connect-timeout", "0.3"])
+    elapsed = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert status == 2, (text, err)
+    assert err.startswith("symattn: error: ") and err.count("\n") == 1, (text, err)
+    valid = scheduler_address(text) is not None
+    assert ("cannot reach the Dask scheduler at " in err) == valid, (text, err)
+    assert elapsed < 3, (text, elapsed)
+
+
+@_FLAG_SETTINGS
+@given(workers=st.one_of(st.integers(-10**12, 10**12), st.sampled_from(["", "two", "1.5", "1e3", "0x2", "-0"])),
+       timeout=st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                         st.sampled_from(["", "5s", "1/2", "0", "-0.0", "1e-300", "86401", "९"])))
+def test_any_workers_and_timeout_values_end_in_one_line(capsys, workers, timeout):
+    if isinstance(workers, int) and 1 <= workers <= local_worker_limit():
+        workers = 0  # a valid count would start a cluster: the refusals are what is tested here
+    started = time.monotonic()
+    status = cli.main(["dimension", "--layers", "1", "--width", "1", "--tokens", "2", "--quiet",
+                       f"--workers={workers}", f"--connect-timeout={timeout}"])
+    err = capsys.readouterr().err
+    assert status == 2, (workers, timeout, err)
+    assert err.startswith("symattn: error: ") and err.count("\n") == 1, (workers, timeout, err)
+    assert time.monotonic() - started < 3
