@@ -287,3 +287,16 @@ def test_sweep_refuses_its_tables_before_running(tmp_path, capsys, monkeypatch, 
                                        f"{REFUSAL}: give a file name" + (" elsewhere" if kind != "directory" else "")
                                        + "\n")
     assert _identity(folder / "results.csv") == before and sorted(p.name for p in folder.iterdir()) == ["results.csv"]
+
+
+def test_report_figures_refused_before_any_file_is_written(tmp_path, capsys):
+    # the figures' names are known once the report is computed: all are checked before the first file is written
+    folder = tmp_path / "out"
+    folder.mkdir()
+    os.mkfifo(folder / "sensitivity.svg")
+    before = _identity(folder / "sensitivity.svg")
+    assert cli.main(["report", "--layers", "1", "--width", "1", "--tokens", "2", "--quiet", "--out", str(folder)]) == 2
+    assert capsys.readouterr().err == (f"symattn: error: --out {folder / 'sensitivity.svg'}: a FIFO (named pipe) is "
+                                       f"there; {REFUSAL}: give a file name elsewhere\n")
+    assert _identity(folder / "sensitivity.svg") == before
+    assert sorted(p.name for p in folder.iterdir()) == ["sensitivity.svg"]

@@ -250,13 +250,19 @@ def _write_files(name: str, result, directory: str) -> list[Path]:
         folder / f"{name}.json": json.dumps(result.to_json(), indent=2),
     }
     written = list(files)
+    drawn = [(folder / name, figure) for figure in figures for name in figure.files()]
+    from .._files import check_output_path
+
+    for path, _ in drawn if folder.is_dir() else ():  # every name checked before the first is written
+        check_output_path(path, "--out")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for path, text in files.items():  # whole or not at all: a full disk leaves the old file
             write_atomically(path, lambda temporary, text=text: temporary.write_text(text.rstrip("\n") + "\n",
                                                                                      encoding="utf-8"))
-        for figure in figures:
-            written += figure.write(folder)
+        for path, figure in drawn:  # the format read from the suffix, which the temporary file keeps
+            write_atomically(path, lambda temporary, figure=figure: figure.draw(str(temporary)), keep_suffix=True)
+            written.append(path)
     except OSError as err:
         raise SymattnError(f"cannot write to --out {directory}: {err.strerror or err}") from None
     return written
