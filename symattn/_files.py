@@ -41,7 +41,7 @@ def _not_regular(path: Path) -> str | None:
     """What is at ``path`` when it is neither absent nor a regular file (the link itself for a symbolic link)."""
     try:
         mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # absent (its folder is checked on its own)
         return None
     if stat.S_ISREG(mode):
         return None
@@ -74,8 +74,9 @@ def check_output_path(path, flag: str | None = None, inputs=()) -> Path:
     folder this process may write.  Refused: a symbolic link (even to a
     regular file), a directory, a FIFO, a socket, a device; a folder that
     does not exist or cannot be written; and the same file as one of
-    ``inputs`` (a command never overwrites what it reads).  Nothing is
-    created or opened: the check reads the file system only.
+    ``inputs`` (a command never overwrites what it reads).  To be sure the
+    folder can be written, an empty temporary file is created beside
+    ``path`` and removed at once; nothing else is created or opened.
 
     Parameters
     ----------
@@ -129,9 +130,13 @@ def check_output_path(path, flag: str | None = None, inputs=()) -> Path:
                            "file in a folder you can write") from None
     if not stat.S_ISDIR(parent_mode):
         raise SymattnError(f"{where}: {_shown(parent)} is not a folder; give a file in an existing folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise SymattnError(f"{where}: the folder {_shown(parent)} cannot be written (permission denied); give a "
-                           "file in a folder you can write")
+    try:  # a real try: permissions alone do not say it (a read-only mount, /proc)
+        handle, temporary = _new_temporary(path)
+        os.close(handle)
+        os.unlink(temporary)
+    except OSError as err:
+        raise SymattnError(f"{where}: the folder {_shown(parent)} cannot be written ({err.strerror or err}); give "
+                           "a file in a folder you can write") from None
     for source in inputs:
         if source is None:
             continue
@@ -230,6 +235,16 @@ def write_atomically(path, write, keep_suffix: bool = False) -> Path:
     Traceback (most recent call last):
     ...
     OSError: [Errno 28] No space left on device
+
+    An error about the temporary file names the file asked for:
+
+    >>> def full(p):
+    ...     raise OSError(28, "No space left on device", str(p))
+    >>> try:
+    ...     write_atomically(folder / "a.txt", full)
+    ... except OSError as err:
+    ...     err.filename == str(folder / "a.txt")
+    True
     >>> (folder / "a.txt").read_text(), sorted(p.name for p in folder.iterdir())
     ('whole', ['a.txt'])
     >>> import os
@@ -245,7 +260,11 @@ def write_atomically(path, write, keep_suffix: bool = False) -> Path:
     kind = _not_regular(path)
     if kind is not None:
         raise _refusal(path, None, kind)
-    handle, temporary = _new_temporary(path, path.suffix if keep_suffix else "")
+    try:
+        handle, temporary = _new_temporary(path, path.suffix if keep_suffix else "")
+    except OSError as err:
+        err.filename = str(path)  # the file the user named, not the temporary one
+        raise
     try:
         os.close(handle)
         write(temporary)
@@ -255,10 +274,12 @@ def write_atomically(path, write, keep_suffix: bool = False) -> Path:
         if kind is not None:
             raise _refusal(path, None, kind)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(temporary)
         except OSError:
             pass
+        if isinstance(err, OSError) and err.filename in (temporary, str(temporary)):
+            err.filename = str(path)  # the file the user named, not the temporary one
         raise
     return path

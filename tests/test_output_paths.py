@@ -300,3 +300,12 @@ def test_report_figures_refused_before_any_file_is_written(tmp_path, capsys):
                                        f"there; {REFUSAL}: give a file name elsewhere\n")
     assert _identity(folder / "sensitivity.svg") == before
     assert sorted(p.name for p in folder.iterdir()) == ["sensitivity.svg"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc, a folder no one can create files in")
+def test_a_folder_that_cannot_be_written_is_refused_before_computing(capsys, no_computation):
+    assert cli.main([*COMMANDS["spectrum"], "/proc/symattn-certificate.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("symattn: error: --certificate /proc/symattn-certificate.json: the folder /proc cannot be "
+                          "written (") and err.endswith("); give a file in a folder you can write\n")
+    assert err.count("\n") == 1 and ".tmp" not in err
