@@ -172,7 +172,7 @@ def check_output_folder(directory, flag: str | None = None) -> Path:
     where = f"{flag} {_shown(directory)}" if flag else _shown(directory)
     try:
         mode = os.stat(directory).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # to be created (the caller finds out whether it can be)
         return directory
     except OSError as err:
         raise SymattnError(f"{where}: cannot be read ({err.strerror or err}); give a folder you can write") from None
