@@ -165,10 +165,12 @@ class DimensionPlan:
     note: str = ""
 
     @staticmethod
-    def choose(arch: Architecture, curve, limit: int | None = None, p: int = DIMENSION_PRIME) -> "DimensionPlan":
+    def choose(arch: Architecture, curve, limit: int | None = None, p: int = DIMENSION_PRIME,
+               upper: int | None = None) -> "DimensionPlan":
         from ..limits import compressed_jacobian_memory, format_size, memory_limit
 
-        upper, _ = _upper_bound(arch)
+        if upper is None:  # the memory estimates give a cheaper bound (_estimate_upper_bound)
+            upper, _ = _upper_bound(arch)
         if _is_polynomial_arch(arch):
             return DimensionPlan(_bank_size(arch, upper, on_curve=False), 1, False)
         if curve is None and integer_score_refusal(arch, p=p) is None:  # the integer-score route
@@ -210,7 +212,7 @@ def _dimension_memory(arch: Architecture, curve: Curve | None = None, where: str
     """
     from ..limits import compressed_jacobian_memory
 
-    plan = DimensionPlan.choose(arch, curve)
+    plan = DimensionPlan.choose(arch, curve, upper=_estimate_upper_bound(arch))
     directions = gauge_slice(arch)
     group = dimension_group(arch, plan.bank, plan.truncation, directions, where="here" if where == "here" else "worker")
     return compressed_jacobian_memory(arch, plan.bank, group, plan.truncation, directions[1],
@@ -305,7 +307,7 @@ def orders_memory(arch: Architecture, curve: Curve | None = None):
     from ..limits import jet_jacobian_memory
 
     curve = _check_curve(arch, curve)
-    upper, _ = _upper_bound(arch)
+    upper = _estimate_upper_bound(arch)
     return jet_jacobian_memory(arch, _bank_size(arch, upper, on_curve=True), _guess_deepest_order(arch, curve) + 1,
                                computation="the identification orders", jacobian_copies=4)
 
@@ -721,6 +723,67 @@ def _lightning_layers(arch: Architecture) -> list[int]:
 
 
 _upper_bound = native_rank_bound  # the one rank bound, shared with the spectrum
+
+#: The memory estimates compute the symmetry orbit's rank bound (:func:`symmetry_orbit_bound`) only while
+#: its arrays (the tangents, ``m x #params`` residues and a copy for the rank) need no more than this.
+ORBIT_BOUND_BUDGET = 32 * 2**20
+
+
+def _orbit_bound_bytes(arch: Architecture) -> int:
+    """Bytes :func:`symmetry_orbit_bound` allocates, counted without building anything.
+
+    ``m`` tangents (:meth:`~symattn.model.Architecture.symmetry_dimension`),
+    each a few square integer matrices no wider than the widest block, then
+    the ``(m, #params)`` residues and their copy in the rank.
+
+    Examples
+    --------
+    >>> _orbit_bound_bytes(Architecture.uniform(layers=2, width=2, rank=1))    # 6 x (2 * 16 + 3 * 2^2) x 8
+    2112
+    """
+    side = max((max(shape) for _, shape in arch.blocks()), default=1)
+    return arch.symmetry_dimension() * (2 * arch.param_count + 3 * side * side) * 8
+
+
+def _estimate_upper_bound(arch: Architecture) -> int:
+    """A proved upper bound of the native Jacobian's rank for the memory estimates, without big arrays.
+
+    :func:`native_rank_bound` where it is a closed form (the model of the
+    paper without a bottleneck, or with one token) or its symmetry orbit is
+    small (:data:`ORBIT_BOUND_BUDGET`, no sympy); else a closed form that
+    bounds it from above: the sum of the effective blocks' dimensions (the
+    image of ``F``'s effective parameters is no larger than the product of
+    the blocks'), less one per lightning layer, where ``F`` factors through
+    them, and ``#params`` otherwise.  No rank is read off a point here that the
+    estimate could undercount: every value returned bounds the rank at every
+    point.  A larger bound only makes the estimate (the bank) larger.
+
+    Examples
+    --------
+    >>> _estimate_upper_bound(Architecture.uniform(layers=2)) == native_rank_bound(Architecture.uniform(layers=2))[0]
+    True
+    >>> big = Architecture.uniform(layers=7, width=64, ffn=100, bias=True)   # 54,094 tangents: not computed
+    >>> _estimate_upper_bound(big) == big.param_count
+    True
+    >>> bottleneck = Architecture([3, 1, 3], [1, 1])   # the blocks' sum, no sympy: 9 + 3 + 3 (the rank is 11)
+    >>> _estimate_upper_bound(bottleneck), native_rank_bound(bottleneck)[0]
+    (15, 11)
+    """
+    from ..effective import effective_block_dimensions, has_bottleneck
+
+    lightning = len(_lightning_layers(arch))
+    if arch.is_plain:
+        if (arch.degenerate and not lightning) or not has_bottleneck(arch):
+            return native_rank_bound(arch)[0]  # the value map's or the effective dimension: closed forms
+        return sum(effective_block_dimensions(arch).values()) - lightning
+    bound = arch.param_count
+    if arch.factors_through_effective and all(a.normalized for a in arch.attention):
+        bound = min(bound, sum(effective_block_dimensions(arch).values()))
+        if has_bottleneck(arch):
+            return bound  # the orbit bound would compute the effective dimension in sympy
+    if _orbit_bound_bytes(arch) <= ORBIT_BOUND_BUDGET:
+        return min(bound, native_rank_bound(arch)[0])
+    return bound
 
 
 def _expected_dimension(arch: Architecture) -> int | None:
