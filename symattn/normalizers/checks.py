@@ -2,7 +2,8 @@
 
 :func:`check_normalizer` refuses an expression that is not one, with a
 :class:`~symattn.errors.NormalizerError` that names the culprit: a function
-that is not analytic (``Abs``, ``Piecewise``, ...), a point where it is not
+that is not analytic (``Abs``, ``Piecewise``, ...), a non-integer power of a
+base that is not positive on R (``x**(1/3)``), a point where it is not
 defined or not positive (:func:`symattn.positivity.decide_positivity`), or a
 constant.
 """
@@ -15,7 +16,7 @@ from ..errors import NormalizerError
 from ..positivity import decide_positivity
 from .presets import x
 
-__all__ = ["check_normalizer", "check_analytic_function"]
+__all__ = ["check_normalizer", "check_analytic_function", "fractional_powers", "non_analytic_heads"]
 
 _NOT_ANALYTIC = (
     sp.Abs,
@@ -34,6 +35,33 @@ _NOT_ANALYTIC = (
 )
 
 
+def non_analytic_heads(expr) -> list[str]:
+    """The names of the functions in ``expr`` that are not real-analytic (``Abs``, ``Max``, ``Piecewise``, ...).
+
+    The one list both the normalizers' and activations' check and
+    :func:`symattn.check.check_expression` refuse.  ``expr`` may be a
+    sympy expression or matrix.
+
+    Examples
+    --------
+    >>> non_analytic_heads(sp.Abs(x) + sp.Max(x, x**2, evaluate=False) + sp.exp(x))
+    ['Abs', 'Max']
+    >>> non_analytic_heads(sp.tanh(x))
+    []
+    """
+    found, seen = set(), set()
+    stack = list(expr) if isinstance(expr, sp.MatrixBase) else [expr]
+    while stack:  # each distinct subexpression once (an expansion shares most of its terms)
+        node = stack.pop()
+        if not isinstance(node, sp.Basic) or node in seen:
+            continue
+        seen.add(node)
+        if isinstance(node, _NOT_ANALYTIC):
+            found.add(type(node).__name__)
+        stack.extend(node.args)
+    return sorted(found)
+
+
 def check_analytic_function(expr: sp.Expr, name: str, what: str = "normalizer",
                             smooth: str = "exp(x), cosh(x) or 1 + x**2",
                             constant: str = "; attention with a constant normalizer is uniform") -> None:
@@ -49,15 +77,18 @@ def check_analytic_function(expr: sp.Expr, name: str, what: str = "normalizer",
     Traceback (most recent call last):
     ...
     symattn.errors.NormalizerError: activation Abs(x) is not real-analytic: it uses Abs; use a smooth expression such as tanh or x + x**2
+    >>> check_analytic_function(x**sp.Rational(1, 3), "x**(1/3)", what="activation", smooth="tanh")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.NormalizerError: activation x**(1/3) is not real-analytic: x**(1/3) is a non-integer power and its base x is -1 at x = -1 (such a power is analytic only where its base is positive); use integer powers of x, a positive base such as (1 + x**2)**(1/3), or a smooth expression such as tanh
     """
-    bad = sorted({type(a).__name__ for a in expr.atoms(*_NOT_ANALYTIC)} | {
-        type(f).__name__ for f in expr.atoms(sp.Function) if isinstance(f, _NOT_ANALYTIC)
-    })
+    bad = non_analytic_heads(expr)
     if bad:
         raise NormalizerError(
             f"{what} {name} is not real-analytic: it uses {', '.join(bad)}; "
             f"use a smooth expression such as {smooth}"
         )
+    _check_fractional_powers(expr, name, what, smooth)
     if not expr.has(x) or sp.simplify(sp.diff(expr, x)) == 0:
         raise NormalizerError(f"{what} {name} is constant{constant}: give a nonconstant function of x")
     _check_domain(expr, name, what)
@@ -100,6 +131,59 @@ def check_normalizer(expr: sp.Expr, name: str, assume_positive: bool = False) ->
         f"cannot decide whether normalizer {name} is positive on R ({verdict.method}); "
         "if it is, pass --assume-positive (assume_positive=True in Python)"
     )
+
+
+def _integer_exponent(exponent: sp.Expr) -> bool:
+    """Whether a power's exponent is an integer (a float such as ``2.0`` counts as one)."""
+    if exponent.is_integer:
+        return True
+    return bool(exponent.is_Float and exponent == int(exponent))
+
+
+def fractional_powers(expr: sp.Expr) -> list:
+    """The powers in ``expr`` whose exponent is not an integer and that depend on ``x``, in a fixed order.
+
+    ``b(x)**q`` with ``q`` not an integer (``x**(1/3)``, ``sqrt(1 + x**2)``,
+    ``2**x``) is real-analytic only where ``b > 0``: at a zero of ``b`` it
+    has a branch point (``x**(1/3)``, ``x**(4/3)``: no Taylor series at 0),
+    and below zero it is not real.
+
+    Examples
+    --------
+    >>> fractional_powers(x + x**sp.Rational(1, 3) + x**3)
+    [x**(1/3)]
+    >>> fractional_powers(sp.sqrt(1 + x**2) + sp.sqrt(2) * x)
+    [sqrt(x**2 + 1)]
+    """
+    powers = (p for p in expr.atoms(sp.Pow) if p.has(x) and not _integer_exponent(p.exp))
+    return sorted(powers, key=sp.default_sort_key)
+
+
+def _check_fractional_powers(expr: sp.Expr, name: str, what: str, smooth: str) -> None:
+    """Refuse ``b(x)**q`` (``q`` not an integer) unless ``b`` is proved positive at every real ``x``.
+
+    The base's sign is decided exactly (:func:`symattn.positivity.decide_positivity`);
+    a base that is zero or negative somewhere, or whose sign cannot be decided,
+    is refused, naming the power and the point.
+    """
+    for power in fractional_powers(expr):
+        base = power.base
+        if base.is_positive:
+            continue
+        verdict = decide_positivity(base, x)
+        if verdict.positive:
+            continue
+        if verdict.positive is False:
+            point, value = verdict.witness
+            shown = value if value.is_Rational else sp.N(value, 8)
+            why = f"its base {base} is {shown} at x = {point}"
+        else:
+            why = f"its base {base} is not proved positive on R ({verdict.method})"
+        raise NormalizerError(
+            f"{what} {name} is not real-analytic: {power} is a non-integer power and {why} (such a power is "
+            f"analytic only where its base is positive); use integer powers of x, a positive base such as "
+            f"(1 + x**2)**(1/3), or a smooth expression such as {smooth}"
+        )
 
 
 def _check_domain(expr: sp.Expr, name: str, what: str = "normalizer") -> None:
