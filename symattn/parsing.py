@@ -60,6 +60,8 @@ __all__ = [
     "measure_expression",
     "ExpressionShape",
     "refuse_unaccepted_characters",
+    "check_claim_text",
+    "MAX_CLAIM_LENGTH",
     "shorten",
     "parse_expression",
     "parse_number",
@@ -241,6 +243,36 @@ def refuse_unaccepted_characters(text: str, what: str, error: type = None) -> No
                         f"({_character_name(char)}) is not accepted (ASCII only{hint})")
 
 
+#: The longest claim read, of every kind (``kernel = 6``, ``F_2 = <formula>``, ``leading(2) = <formula>``):
+#: a numeric claim is a few dozen characters, the leading coefficient of layer 6 (the deepest computed) 1,840.
+MAX_CLAIM_LENGTH = 2000
+
+
+def check_claim_text(text: str, error: type = None) -> None:
+    """Refuse a claim longer than :data:`MAX_CLAIM_LENGTH` or with a character outside ASCII, before it is read.
+
+    Every claim reader (:func:`symattn.check.parse_claim`,
+    :func:`symattn.check.parse_coefficient_claim`,
+    :func:`symattn.expand.parse_formula_claim`) measures its text here
+    first, so no pattern, integer or formula ever sees more.
+
+    Examples
+    --------
+    >>> check_claim_text("leading(2) = P*X*J/t")
+    >>> check_claim_text("leading(" + "1" * 5000 + ") = P")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symattn.errors.SymattnError: the claim 'leading(111...111) = P' (5013 characters) is too long: 5013 characters, at most 2000 are accepted; accepted: ...
+    """
+    from .languages import ACCEPTED_CLAIMS, FORMULA_CLAIMS
+
+    error = error or SymattnError
+    if len(text) > MAX_CLAIM_LENGTH:
+        raise error(f"the claim {shorten(text)} is too long: {len(text)} characters, at most {MAX_CLAIM_LENGTH} "
+                    f"are accepted; accepted: {'; '.join(ACCEPTED_CLAIMS + FORMULA_CLAIMS)}")
+    refuse_unaccepted_characters(text, "claim", error)
+
+
 def _ceiling(exponent: sp.Rational) -> int:
     """``ceil(|exponent|)`` of a sympy Rational, in integers."""
     return -(-abs(int(exponent.p)) // int(exponent.q))
@@ -411,6 +443,12 @@ class _Reader:
         if (arity is not None and len(node.args) != arity) or (arity is None and len(node.args) < 2):
             wanted = f"{arity} argument{'s' if arity != 1 else ''}" if arity is not None else "two or more arguments"
             self.fail(f"{name} takes {wanted}, got {len(node.args)}")
+        if arity is None:  # Max, Min: counted before sympy compares every pair of arguments (minutes for 400)
+            if len(node.args) > self.limits.max_arguments:
+                self.fail(f"{name} of {len(node.args)} arguments is not accepted; at most "
+                          f"{self.limits.max_arguments}")
+            arguments = [self.read(a, depth + 1) for a in node.args]
+            return function(*arguments, evaluate=all(a.is_number for a in arguments))
         return function(*(self.read(a, depth + 1) for a in node.args))
 
     def describe(self, node: ast.AST) -> str:

@@ -27,7 +27,7 @@ from ..errors import ShapeError, SymattnError
 from ..parsing import to_sympy, to_sympy_matrix
 from ..verdicts import CheckResult, Counterexample
 from .polynomials import NotPolynomial, PolynomialRing, compare_polynomials, small_points
-from .sides import refuse_unknown_symbols, rename_by_name, short_text, to_matrix
+from .sides import refuse_non_analytic, refuse_unknown_symbols, rename_by_name, short_text, to_matrix
 
 __all__ = ["check_expression"]
 
@@ -211,7 +211,9 @@ def check_expression(claimed, computed, *, variables=None, points: int = 3, seed
     (True, 3, True)
 
     Both sides are measured before any work (:data:`symattn.parsing.API_LIMITS`):
-    nested functions, towers of powers, ``Max`` of many arguments are refused.
+    nested functions, towers of powers, ``Max`` of many arguments are refused,
+    and so are functions that are not analytic (``Max``, ``Min``, ``Abs``,
+    ``Piecewise``, ...: :func:`symattn.check.sides.refuse_non_analytic`).
 
     >>> check_expression(x**x**x, x)
     Traceback (most recent call last):
@@ -264,6 +266,7 @@ def _check_expression(claimed, computed, *, variables, points, seed, radius, sim
         names = {s.name: s for s in variables}
         claimed_m, _ = to_matrix(claimed, "claimed", names)
         measured = measure_expression(claimed_m, what="claimed expression", limits=API_LIMITS)
+        refuse_non_analytic(claimed_m, "claimed expression")
         refuse_unknown_symbols(claimed_m, names, set(names))
         claimed_m = rename_by_name(claimed_m, names, renamed)
         evaluate = computed
@@ -295,6 +298,7 @@ def _check_expression(claimed, computed, *, variables, points, seed, radius, sim
     else:
         computed_m, _ = to_matrix(computed, "computed", {})
         measured = measure_expression(computed_m, what="computed expression", limits=API_LIMITS)
+        refuse_non_analytic(computed_m, "computed expression")
         names = {s.name: s for s in computed_m.free_symbols if isinstance(s, sp.Symbol)}
         computed_text = short_text(computed_m if computed_m.shape != (1, 1) else computed_m[0, 0])
         if callable(getattr(claimed, "ring_matrix", None)) and variables is None:
@@ -306,6 +310,7 @@ def _check_expression(claimed, computed, *, variables, points, seed, radius, sim
                 return exact
         claimed_m, _ = to_matrix(claimed, "claimed", names)
         measured = measured.combine(measure_expression(claimed_m, what="claimed expression", limits=API_LIMITS))
+        refuse_non_analytic(claimed_m, "claimed expression")
         refuse_unknown_symbols(claimed_m, names, {s.name for s in variables or ()})
         claimed_m = rename_by_name(claimed_m, names, renamed)
         if claimed_m.shape != computed_m.shape:

@@ -21,6 +21,7 @@ import re
 
 from ..errors import SymattnError
 from ..languages import ACCEPTED_CLAIMS, FORMULA_CLAIMS
+from ..parsing import MAX_CLAIM_LENGTH, check_claim_text
 
 __all__ = ["parse_claim", "is_coefficient_claim", "parse_coefficient_claim", "MAX_CLAIM_LENGTH"]
 
@@ -37,8 +38,6 @@ _ALIASES = {
     "sign_group_order": "sign_group_order",
 }
 _WITH_LAYER = {"contact_order", "multiplicity", "identification_order"}
-#: The longest claim read: a numeric claim is a few dozen characters ("identification_order(3) = 17").
-MAX_CLAIM_LENGTH = 2000
 
 
 class _ClaimPattern:
@@ -55,12 +54,7 @@ class _ClaimPattern:
         self.pattern = re.compile(pattern)
 
     def match(self, text: str):
-        from ..parsing import refuse_unaccepted_characters, shorten
-
-        if len(text) > MAX_CLAIM_LENGTH:
-            raise SymattnError(f"the claim {shorten(text)} is too long: {len(text)} characters, at most "
-                               f"{MAX_CLAIM_LENGTH} are accepted; accepted: {accepted_claims_text()}")
-        refuse_unaccepted_characters(text, "claim", SymattnError)
+        check_claim_text(text, SymattnError)
         return self.pattern.match(text)
 
 

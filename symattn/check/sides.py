@@ -68,6 +68,35 @@ def to_matrix(value, what: str, names: dict) -> tuple[sp.Matrix, bool]:
     return sp.Matrix([[to_sympy(value, what=f"{what} value", error=SymattnError)]]), True
 
 
+def refuse_non_analytic(matrix: sp.Matrix, what: str) -> None:
+    """Refuse a side that uses a function that is not analytic (``Max``, ``Abs``, ``Piecewise``, ...).
+
+    The comparison decides analytic expressions (polynomials, rational
+    functions, ``exp``, ``log``, ``sin``, ... of them); on ``Max`` of a few
+    hundred polynomials sympy's own evaluation runs for minutes.  The list is
+    the normalizers' (:func:`symattn.normalizers.checks.non_analytic_heads`).
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x")
+    >>> refuse_non_analytic(sp.Matrix([[x**2 + 1]]), "claimed expression")
+    >>> refuse_non_analytic(sp.Matrix([[sp.Max(x, 1 - x)]]), "claimed expression")
+    Traceback (most recent call last):
+    ...
+    symattn.errors.ParseError: the claimed expression Max(x, 1 - x) uses Max, which is not analytic: the check compares analytic expressions (polynomials, rational functions, exp, log, sin, ... of them); Abs, Max, Min, Piecewise, sign, floor, ceiling and Heaviside are not accepted
+    """
+    from ..errors import ParseError
+    from ..normalizers.checks import non_analytic_heads
+
+    heads = non_analytic_heads(matrix)
+    if heads:
+        shown = short_text(matrix if matrix.shape != (1, 1) else matrix[0, 0], 80)
+        raise ParseError(f"the {what} {shown} uses {', '.join(heads)}, which {'is' if len(heads) == 1 else 'are'} "
+                         "not analytic: the check compares analytic expressions (polynomials, rational functions, "
+                         "exp, log, sin, ... of them); Abs, Max, Min, Piecewise, sign, floor, ceiling and Heaviside "
+                         "are not accepted")
+
+
 def rename_by_name(matrix: sp.Matrix, names: dict, renamed: list | None = None) -> sp.Matrix:
     """Identify symbols by name (a parsed ``x`` is the computed real ``x``).
 

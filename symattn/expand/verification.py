@@ -23,7 +23,7 @@ from ..curves import collapse
 from ..errors import DomainError, SymattnError
 from ..jacobian import degree_bound
 from ..model import Architecture, Parameters, require_seed
-from ..parsing import MAX_FORMULA_LENGTH, matrix_formula, to_sympy
+from ..parsing import matrix_formula, to_sympy
 from .expansions import _series_coefficients, expand
 from .leading import LeadingCoefficient, leading_coefficient
 from .names import _check_arch, _normalizer_symbols, curve_symbols
@@ -263,14 +263,11 @@ def parse_formula_claim(arch: Architecture, claim: str):
     symattn.errors.SymattnError: claim 'leading(3) = P' names layer 3; the architecture has layers 1..2
     """
     from ..errors import ParseError
-    from ..parsing import refuse_unaccepted_characters, shorten
+    from ..parsing import check_claim_text, shorten
 
     _check_arch(arch)
     if isinstance(claim, str):
-        if len(claim) > MAX_FORMULA_LENGTH + 100:
-            raise ParseError(f"the formula claim {shorten(claim)} is too long: {len(claim)} characters; a formula "
-                             f"has at most {MAX_FORMULA_LENGTH}")
-        refuse_unaccepted_characters(claim, "formula claim")  # (Ｐ would be read as P)
+        check_claim_text(claim, ParseError)  # the one cap of every claim, and ASCII only (Ｐ would be read as P)
     match = _leading_claim_pattern().match(claim) if isinstance(claim, str) else None
     if match is None:
         shown = shorten(claim) if isinstance(claim, str) else repr(claim)
@@ -279,7 +276,8 @@ def parse_formula_claim(arch: Architecture, claim: str):
     if not layer_text:
         raise SymattnError(f"claim {shorten(claim)} names no layer: a formula claim reads "
                            f"'leading(i) = <matrix formula>' with a layer i in 1..{arch.layers}")
-    if not (layer_text.isascii() and layer_text.isdigit()) or not 1 <= int(layer_text) <= arch.layers:
+    if not (layer_text.isascii() and layer_text.isdigit()) or len(layer_text) > 6 or \
+            not 1 <= int(layer_text) <= arch.layers:
         shown = layer_text if len(layer_text) <= 20 else shorten(layer_text, 20)
         raise SymattnError(f"claim {shorten(claim)} names layer {shown}; the architecture has layers "
                            f"1..{arch.layers}")
