@@ -6,6 +6,8 @@ Markdown, LaTeX, Jupyter display math and plain text.  The pieces that all of
 them share live here, once:
 
 - :func:`latex_escape`: plain text made safe for LaTeX text mode;
+- :func:`markdown_code`: a user's text (a normalizer's name, an activation) as
+  one Markdown code span, safe whatever it holds;
 - :func:`markdown_table`, :func:`latex_tabular`, :func:`latex_array` and
   :func:`text_table`: tables in each format;
 - :func:`latex_document`: a LaTeX fragment wrapped in a standalone document;
@@ -38,6 +40,7 @@ __all__ = [
     "latex_escape",
     "latex_document",
     "markdown_table",
+    "markdown_code",
     "latex_tabular",
     "latex_array",
     "latex_tabularx",
@@ -129,6 +132,36 @@ def latex_document(body: str) -> str:
     \\end{document}
     """
     return f"{LATEX_PREAMBLE}\\begin{{document}}\n{body.rstrip()}\n\\end{{document}}"
+
+
+def markdown_code(text, table: bool = False) -> str:
+    """``str(text)`` as one Markdown code span, whatever it holds: backticks, HTML, ``|``, newlines.
+
+    The fence is one backtick longer than the longest run of backticks in the
+    text (CommonMark: a code span ends only at a run of the same length), and
+    a text that starts or ends with a backtick is padded with a space on each
+    side (which the renderer strips).  Inside a code span nothing is markup:
+    ``<script>`` is shown, never run.  Whitespace (newlines too) becomes one
+    space, so that a table row or a list item stays one line; ``table=True``
+    also writes ``|`` as ``\\|``, which a GitHub table needs even in code.
+
+    Examples
+    --------
+    >>> print(markdown_code("exp(x)"))
+    `exp(x)`
+    >>> print(markdown_code("exp(x)  # a `b` <script>"))
+    ``exp(x) # a `b` <script>``
+    >>> print(markdown_code("`x`|y", table=True))
+    `` `x`\\|y ``
+    """
+    text = " ".join(str(text).split())
+    if not text:
+        return ""
+    if table:
+        text = text.replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str = "") -> str:

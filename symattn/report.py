@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from . import naming
@@ -35,6 +36,7 @@ from ._format import (
     latex_prose,
     latex_tabular,
     latex_tabularx,
+    markdown_code,
     markdown_method,
     markdown_table,
     text_table,
@@ -98,6 +100,35 @@ def _method(arch: Architecture) -> str:
 def _quantity_tabular(rows) -> str:
     """Two columns ``name & value``: the names are plain text (escaped), the values LaTeX already."""
     return latex_tabular([(latex_escape(name), value) for name, value in rows], "ll")
+
+
+#: A character of a user's name that Markdown or HTML would read as markup: such a name is written as code.
+_MARKUP = re.compile(r"[<>&`#|\[\]\\\n]")
+
+
+def _code_names(markdown: str, names: list[str]) -> str:
+    """``markdown`` with every occurrence of a user's name (a normalizer's comment: ``<script>``) as a code span.
+
+    The sections of a report write names into their prose as plain text; a
+    name the parser accepted may still carry a ``# comment`` with HTML or
+    backticks in it (and the Python API takes any ``name=``).
+
+    Examples
+    --------
+    >>> print(_code_names("- no formula for exp(x) # <b>", ["exp(x) # <b>"]))
+    - no formula for `exp(x) # <b>`
+    >>> print(_code_names("| normalizer | a|b |", ["a|b"]))
+    | normalizer | `a\\|b` |
+    """
+    if not names:
+        return markdown
+    pattern = re.compile("|".join(re.escape(name) for name in names))
+
+    def code(match):
+        line = markdown[markdown.rfind("\n", 0, match.start()) + 1:match.start()]
+        return markdown_code(match.group(0), table=line.lstrip().startswith("|"))
+
+    return pattern.sub(code, markdown)
 
 
 @dataclass(frozen=True)
@@ -237,7 +268,7 @@ class ArchitectureReport(FormattedResult):
             return [("normalizer", describe(self.normalizers[0]))]
         return [(f"normalizer, layer {i}", describe(n)) for i, n in enumerate(self.normalizers, 1)]
 
-    def _architecture_rows(self, fmt=lambda n: n["name"]) -> list[tuple[str, str]]:
+    def _architecture_rows(self, fmt=lambda n: n["name"], activation=str) -> list[tuple[str, str]]:
         arch = self.architecture
         return [
             ("layers", str(arch["layers"])),
@@ -250,15 +281,18 @@ class ArchitectureReport(FormattedResult):
             ("residual stream", "yes" if arch["residual"] else "no"),
         ] if "heads" in arch else []) + ([
             ("biases", "yes" if arch.get("bias") else "no"),
-            ("components after attention", self._components_text()),
+            ("components after attention", self._components_text(activation)),
         ] if "heads" in arch and (arch.get("bias") or arch.get("components")) else []) + self._normalizer_rows(fmt)
 
-    def _components_text(self) -> str:
-        """The components after each layer's attention, from the JSON (``-`` when there are none)."""
+    def _components_text(self, activation=str) -> str:
+        """The components after each layer's attention, from the JSON (``-`` when there are none).
+
+        ``activation`` writes an activation's name (a user's text: a code span in Markdown).
+        """
         layers = self.architecture.get("components") or []
 
         def words(layer):
-            return ", ".join(c.get("kind", "?") + (f" ({c['hidden']} units, {c['activation']})"
+            return ", ".join(c.get("kind", "?") + (f" ({c['hidden']} units, {activation(c['activation'])})"
                                                    if "hidden" in c and "activation" in c else "") for c in layer)
         texts = [words(layer) for layer in layers]
         if not any(texts):
@@ -266,6 +300,13 @@ class ArchitectureReport(FormattedResult):
         if len(set(texts)) == 1:
             return f"{texts[0]} in every layer"
         return "; ".join(f"layer {i}: {t or '-'}" for i, t in enumerate(texts, 1))
+
+    def _user_names(self) -> list[str]:
+        """The names a user gave (normalizers, activations) that Markdown would read as markup, longest first."""
+        names = {n["name"] for n in self.normalizers}
+        names.update(c["activation"] for layer in self.architecture.get("components") or [] for c in layer
+                     if isinstance(c.get("activation"), str))
+        return sorted((n for n in names if _MARKUP.search(n)), key=len, reverse=True)
 
     def _effective_rows(self) -> list[tuple[str, str]]:
         blocks = ", ".join(f"{name} {dim}" for name, dim in self.effective_blocks.items())
@@ -340,11 +381,13 @@ class ArchitectureReport(FormattedResult):
         parts = [
             "# symattn report",
             "## Architecture",
-            markdown_table(("quantity", "value"), self._architecture_rows(lambda n: f"`{n['name']}`")),
+            markdown_table(("quantity", "value"), self._architecture_rows(
+                lambda n: markdown_code(n["name"], table=True), lambda a: markdown_code(a, table=True))),
             "## Notation",
             "One name for each block, event and parameter, used in every table, figure and in the JSON.",
             markdown_table(("name", "kind", "symbol", "meaning"),
-                           [(n.key, kind, f"`{n.text}`", n.meaning) for kind, n in self._notation_rows()]),
+                           [(n.key, kind, markdown_code(n.text, table=True), n.meaning)
+                            for kind, n in self._notation_rows()]),
             "## Closed form",
             "$$\n\\begin{gathered}\n" + self.closed_form_latex + "\n\\end{gathered}\n$$",
             "## Effective parameters and symmetries",
@@ -353,7 +396,7 @@ class ArchitectureReport(FormattedResult):
         ]
         number = 0
         for section in self.sections:
-            parts += [f"## {section.title}", section.markdown.strip()]
+            parts += [f"## {section.title}", _code_names(section.markdown.strip(), self._user_names())]
             for figure in section.figures if figures else ():
                 number += 1
                 parts.append(figure.markdown(number))

@@ -198,3 +198,46 @@ def test_check_expression_still_checks_polynomials():
     x, y = sp.symbols("x y")
     assert check_expression("(x + y)^2", x**2 + 2 * x * y + y**2).verdict is True
     assert check_expression(sp.exp(x) * sp.exp(y), sp.exp(x + y)).verdict is True
+
+
+# -- 4. a normalizer's comment in report.md --------------------------------------------------------
+HOSTILE_NORMALIZER = "exp(x)  # a `b` <script>alert(1)</script>"
+HOSTILE_ACTIVATION = "x + x**2 # <img src=x onerror=alert(1)> ``c`` | d"
+
+
+def _html(markdown: str) -> str:
+    markdown_it = pytest.importorskip("markdown_it")
+    return markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
+
+
+def test_the_report_writes_a_commented_normalizer_as_code(capsys):
+    status = main(["report", "--layers", "1", "--width", "1", "--tokens", "2", "--ffn", "2",
+                   "--activation", HOSTILE_ACTIVATION, "--normalizer", HOSTILE_NORMALIZER, "--quiet"])
+    markdown = capsys.readouterr().out
+    assert status == 0
+    html = _html(markdown)
+    assert "<script" not in html and "<img src=x" not in html
+    assert "<code>exp(x) # a `b` &lt;script&gt;alert(1)&lt;/script&gt;</code>" in html
+    assert "<code>x + x**2 # &lt;img src=x onerror=alert(1)&gt; ``c`` | d</code>" in html
+    assert "| normalizer | ``exp(x) # a `b` <script>alert(1)</script>`` (k = 1, not even) |" in markdown
+
+
+def test_report_sections_write_user_names_as_code():
+    from symattn._format import Section
+    from symattn.report import architecture_report
+
+    arch = Architecture.uniform(layers=1, tokens=2, normalizer=HOSTILE_NORMALIZER)
+    prose = f"- no formula claimed for the normalizer {arch.normalizers[0].name}"
+    table = f"| normalizer | {arch.normalizers[0].name} |"
+    report = architecture_report(arch).with_sections(Section("Note", "note", {}, prose + "\n\n" + table, "x"))
+    html = _html(report.to_markdown())
+    assert "<script" not in html and html.count("&lt;script&gt;") == 3  # the architecture, the prose, the table
+
+
+def test_markdown_code_survives_every_backtick_run():
+    from symattn._format import markdown_code
+
+    for text in ["`", "``", "a`", "`a", "a ``` b", "<b>|</b>", "line\nbreak <i>"]:
+        html = _html(markdown_code(text))
+        assert html.startswith("<p><code>") and html.rstrip().endswith("</code></p>"), (text, html)
+        assert "<b>" not in html and "<i>" not in html
