@@ -187,3 +187,25 @@ def test_a_report_prints_a_bounded_text():
     assert len(text) < 200_000
     assert "  ... 940 more (all of them in to_json())" in text and "  - check 999 " in text
     assert len(report.to_json()["checked"]) == 1000
+
+
+def test_a_bundle_exports_one_part_chosen_by_part(tmp_path, capsys):
+    from symattn.certificates import write_identify_certificate
+
+    path = tmp_path / "identify.json"
+    write_identify_certificate(Architecture.uniform(layers=1, width=2, tokens=2), path)
+    assert main(["verify", str(path), "--export", "sage"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"symattn: error: {path}: an identify bundle is exported one part at a time: give --part N (its parts: "
+        "0: dimension lower bound, 1: identification orders)")
+    assert main(["verify", str(path), "--export", "m2", "--part", "0"]) == 0
+    script = (tmp_path / "identify.m2").read_text(encoding="utf-8")
+    assert "p = " in script and "dimension lower bound: rank >= 7" in script
+    capsys.readouterr()
+    assert main(["verify", str(path), "--export", "m2", "--part", "1"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--part 1 is of kind 'identification orders': the exports cover "
+                                                    "dimension and spectrum certificates")
+    assert main(["verify", str(path), "--export", "m2", "--part", "5"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--part 5: the bundle has parts 0 .. 1")
+    assert main(["verify", str(path), "--part", "0"]) == 2
+    assert "--part 0 picks the part of a bundle that --export writes" in capsys.readouterr().err

@@ -26,6 +26,9 @@ def configure_verify(parser) -> None:
                              "minor there")
     parser.add_argument("--output", metavar="SCRIPT", default=None,
                         help="where --export writes the script (default: FILE with .sage.py or .m2 for .json)")
+    parser.add_argument("--part", metavar="N", type=int, default=None,
+                        help="with --export on a bundle (an identify or claims certificate): export its part N "
+                             "(0-based; a dimension or spectrum certificate)")
     parser.add_argument("--max-operations", metavar="N", type=_operations, default=None,
                         help="refuse a certificate whose check, estimated from its header before any arithmetic, "
                              "takes more than N multiply-adds (default 2e11, about a minute); --max-memory bounds "
@@ -122,6 +125,9 @@ def run_verify(args, arch):
     from pathlib import Path
 
     target = export_target(args)  # refused before the check, not after it
+    if getattr(args, "part", None) is not None and target is None:
+        raise SymattnError(f"--part {args.part} picks the part of a bundle that --export writes: add --export sage "
+                           "or --export m2")
     try:
         with one_blas_thread():  # as the engine computes: BLAS threads only contend at these sizes
             # a Path: FILE is always a file name, even one that starts with '{' or '['
@@ -135,7 +141,7 @@ def run_verify(args, arch):
         from ..verifier.export import export_script
 
         try:
-            script = export_script(args.certificate, args.export)
+            script = export_script(Path(args.certificate), args.export, getattr(args, "part", None))
         except CertificateError as err:
             raise SymattnError(f"{args.certificate}: {err}") from None
         write_atomically(target, lambda temporary: temporary.write_text(script, encoding="utf-8"))
@@ -150,5 +156,6 @@ COMMANDS = (
                          "symattn verify spectrum.json",
                          "symattn verify dimension.json --json",
                          "symattn verify dimension.json --export sage",
-                         "symattn verify spectrum.json --export m2 --output spectrum-check.m2")),
+                         "symattn verify spectrum.json --export m2 --output spectrum-check.m2",
+                         "symattn verify identify.json --export sage --part 0")),
 )

@@ -65,8 +65,8 @@ def _read(document: dict) -> tuple:
         raise Disagreement("not a version-1 symattn certificate")
     kind = document.get("kind")
     if kind not in _KINDS:
-        raise Disagreement(f"kind {kind!r}: the exports cover dimension and spectrum certificates (a bundle's "
-                           "parts can be exported one by one)")
+        raise Disagreement(f"kind {str(kind)[:40]!r}: the exports cover dimension and spectrum certificates (a "
+                           "bundle's parts with --part N)")
     checked: list = []
     cert = _read_architecture(document, checked)
     _read_field_data(document, cert, checked)
@@ -78,7 +78,7 @@ def _read(document: dict) -> tuple:
     return cert, kind
 
 
-def export_script(source, system: str) -> str:
+def export_script(source, system: str, part: int | None = None) -> str:
     """The check of a dimension or spectrum certificate as a SageMath (``"sage"``) or Macaulay2 (``"m2"``) script.
 
     Parameters
@@ -86,6 +86,9 @@ def export_script(source, system: str) -> str:
     source : str, pathlib.Path or dict
         The certificate (a path, its JSON text, or the parsed dict).
     system : {"sage", "m2"}
+    part : int, optional
+        For a bundle (kind ``"identify"`` or ``"claims"``): which of its
+        ``parts`` to export (0-based, a dimension or spectrum certificate).
 
     Returns
     -------
@@ -108,6 +111,10 @@ def export_script(source, system: str) -> str:
     True
     >>> "p = 1048573;" in export_script(certificate, "m2")
     True
+    >>> export_script(certificate, "sage", part=0)
+    Traceback (most recent call last):
+    ...
+    symattn.verifier.check.CertificateError: --part 0: this certificate is not a bundle (kind 'dimension lower bound'); export it without --part
     >>> export_script(certificate, "maple")
     Traceback (most recent call last):
     ...
@@ -116,6 +123,7 @@ def export_script(source, system: str) -> str:
     if system not in SYSTEMS:
         raise CertificateError(f"--export {system}: the scripts are for sage (SageMath) and m2 (Macaulay2)")
     document = _load(source)
+    document = _the_part(document, part)
     try:
         cert, kind = _read(document)
     except Disagreement as err:
@@ -125,6 +133,31 @@ def export_script(source, system: str) -> str:
     data = _data(cert, kind == "spectrum")
     claim = kind + ": rank >= " + str(cert.rank)
     return _sage(data, claim) if system == "sage" else _m2(data, claim)
+
+
+def _the_part(document: dict, part: int | None) -> dict:
+    """The certificate to export: ``document`` itself, or its part ``part`` when it is a bundle."""
+    kind = document.get("kind")
+    bundle = kind in ("identify", "claims")
+    if part is None:
+        if bundle:
+            parts = document.get("parts") if isinstance(document.get("parts"), list) else []
+            kinds = ", ".join(f"{n}: {p.get('kind')}" for n, p in enumerate(parts[:20]) if isinstance(p, dict))
+            raise CertificateError(f"{'an' if kind == 'identify' else 'a'} {kind} bundle is exported one part at a time: give --part N "
+                                   f"(its parts: {kinds or 'none'})")
+        return document
+    if not bundle:
+        raise CertificateError(f"--part {part}: this certificate is not a bundle (kind {str(kind)[:40]!r}); export "
+                               "it without --part")
+    parts = document.get("parts")
+    if not isinstance(parts, list) or not 0 <= part < len(parts) or not isinstance(parts[part], dict):
+        count = len(parts) if isinstance(parts, list) else 0
+        raise CertificateError(f"--part {part}: the bundle has parts 0 .. {count - 1}" if count else
+                               f"--part {part}: the bundle has no parts")
+    if parts[part].get("kind") not in _KINDS:
+        raise CertificateError(f"--part {part} is of kind {str(parts[part].get('kind'))[:40]!r}: the exports "
+                               "cover dimension and spectrum certificates")
+    return parts[part]
 
 
 def _data(cert: _Certificate, native: bool) -> dict:
