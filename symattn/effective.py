@@ -479,13 +479,20 @@ def sign_flip(params: Parameters, layers) -> Parameters:
     >>> p = Architecture.uniform(layers=2, width=1).symbols()
     >>> effective_scores(sign_flip(p, [2]))[1]
     Matrix([[-K2_11*Q2_11*V1_11**2]])
+    >>> biased = Architecture.uniform(layers=1, width=1, bias=True).parameters_from_flat([1, 2, 3, 4, 5, 6])
+    >>> sign_flip(biased, [1]).flat()                   # Q and b_Q flip, the rest stays
+    [-1, 2, 3, -4, 5, 6]
     """
     layers = set(layers)
     bad = [i for i in layers if not 1 <= i <= params.layers]
     if bad:
         raise ShapeError(f"layers to flip must be in 1..{params.layers}, got {sorted(bad)}")
     Q = tuple(-_mat(q) if i + 1 in layers else q for i, q in enumerate(params.Q))
-    return Parameters(Q, params.K, params.V)
+    # a query bias is part of the query (Q x + b_Q): it flips with Q; the other blocks stay as they are
+    queries = [key for key in params.layout if key[0] == "Q"]  # head u's Q key, in parameter order
+    flipped = {("bQ", *queries[u - 1][1:]) for u in layers if u <= len(queries)}
+    others = tuple((key, -_mat(m) if key in flipped else m) for key, m in params.others)
+    return Parameters(Q, params.K, params.V, others, params.layout)
 
 
 def rank_matrix_dimension(rows: int, cols: int, rank: int) -> int:

@@ -30,6 +30,7 @@ from ..jacobian import (
     random_point,
     scaling_tangent_series,
     series_output,
+    symmetry_tangent_series,
     small_integer_point,
 )
 from ..model import Architecture, forward
@@ -79,8 +80,9 @@ class SignFlipCheck:
 
 
 def _flip_point(arch: Architecture, point: dict, layers) -> dict:
-    """``Q -> -Q`` for the given heads (numbered in parameter order: the layers when each has one head)."""
-    flipped = {arch.block_key("Q", *arch.units()[u - 1]) for u in layers}
+    """``Q -> -Q`` (and ``b_Q -> -b_Q``) for the given heads (in parameter order: the layers with one head each)."""
+    # the query bias is part of the query, (Q x + b_Q): flipping Q alone is not What -> -What
+    flipped = {arch.block_key(name, *arch.units()[u - 1]) for u in layers for name in ("Q", "bQ")}
     return {key: (-value if key in flipped else value) for key, value in point.items()}
 
 
@@ -231,15 +233,20 @@ class FiberResult:
         Rank over ``GF(p)((eps))`` of the gauge-orbit tangents at the point.
     scaling_rank : int
         Rank of the extra lightning scalings (0 without lightning layers).
+    translation_rank : int
+        Rank the components' translations add (``b_K`` with an exponential
+        normalizer, the heads' ``b_V``; 0 without them).
     native_rank : int
         Rank of the native Jacobian ``J(eps)`` over ``GF(p)((eps))`` (a certified lower bound).
     kernel_dim : int
         ``#params - native_rank``.
     gauge_annihilated : bool
-        ``J(eps) * (gauge and scaling tangents) = 0`` exactly mod ``(p, eps^N)``.
+        ``J(eps) T = 0`` exactly mod ``(p, eps^N)`` for every declared
+        symmetry tangent ``T`` (gauge, scalings, translations).
     kernel_is_symmetry_orbit : bool
         The kernel is exactly the tangent space of the symmetry orbit:
-        ``kernel_dim == gauge_rank + scaling_rank`` and the tangents are annihilated.
+        ``kernel_dim == gauge_rank + scaling_rank + translation_rank`` and
+        the tangents are annihilated.
     degenerate : tuple of str
         What makes the network degenerate and why
         (:func:`symattn.adaptive.degeneracies`), and, when the gauge orbit is
@@ -269,10 +276,11 @@ class FiberResult:
     truncation: int
     method: str
     degenerate: tuple = ()
+    translation_rank: int = 0
 
     @property
     def kernel_is_gauge_orbit(self) -> bool:
-        return self.kernel_is_symmetry_orbit and self.scaling_rank == 0
+        return self.kernel_is_symmetry_orbit and self.scaling_rank == 0 and self.translation_rank == 0
 
     def to_json(self) -> dict:
         return {
@@ -282,6 +290,8 @@ class FiberResult:
             "sign_group_order": self.sign_group_order, "sign_group_verified": self.sign_group_verified,
             "sign_flips": [c.to_json() for c in self.sign_flips], "truncation": self.truncation,
             "method": self.method, "degenerate": list(self.degenerate),
+            # only where there are translations: the recorded results of the other networks keep their keys
+            **({"translation_rank": self.translation_rank} if self.translation_rank else {}),
         }
 
 
@@ -331,12 +341,16 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
         return J, series_rank(_compress_rows(J, arch.param_count + 2, p, seed), p)
 
     def symmetry_at(truncation):
+        # every declared tangent, gauge first: the certified rank bound subtracts them all
+        # (symmetry_orbit_bound), so the kernel is compared with all of them, translations included
         gauge = gauge_tangent_series(arch, curve, point, p, truncation)
         scalings = scaling_tangent_series(arch, curve, point, p, truncation)
-        symmetry = np.concatenate([gauge, scalings]) if len(scalings) else gauge
-        gauge_rank = series_rank(gauge, p).rank if len(gauge) else 0
-        symmetry_rank = series_rank(symmetry, p).rank if len(symmetry) else 0
-        return symmetry, len(scalings), gauge_rank, symmetry_rank
+        translations = symmetry_tangent_series(arch, curve, point, p, truncation, "translation")
+        symmetry = np.concatenate([gauge, scalings, translations])
+        ranks = [series_rank(gauge, p).rank if len(gauge) else 0]
+        for added, upto in ((scalings, len(gauge) + len(scalings)), (translations, len(symmetry))):
+            ranks.append(series_rank(symmetry[:upto], p).rank if len(added) else ranks[-1])  # a Smith form once
+        return symmetry, len(scalings), len(translations), ranks
 
     first = Step(orders.bank, native_truncation)
     symmetries: dict = {}  # truncation -> symmetry_at(truncation), computed when first needed
@@ -354,7 +368,7 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
             symmetries[step.truncation] = symmetry_at(step.truncation)
         # rank J + rank(tangents) < #params may only mean that some Smith exponents lie past the
         # truncation (one lightning layer: every direction enters at eps^2): deepen before concluding
-        if rank + symmetries[step.truncation][3] < arch.param_count:
+        if rank + symmetries[step.truncation][3][2] < arch.param_count:
             requests.append(DEEPEN)
         return requests
 
@@ -364,7 +378,8 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     (native, native_rank), bank_size, native_truncation = adapted.outcome, adapted.step.bank, adapted.step.truncation
     if native_truncation not in symmetries:
         symmetries[native_truncation] = symmetry_at(native_truncation)
-    symmetry, scaling_count, gauge_rank, symmetry_rank = symmetries[native_truncation]
+    symmetry, scaling_count, translation_count, (gauge_rank, scaled_rank, symmetry_rank) = \
+        symmetries[native_truncation]
     annihilated = True
     if len(symmetry):
         product = series_matmul(native, symmetry.transpose(1, 0, 2), p, native_truncation)
@@ -379,6 +394,7 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
               + ("G_i in GL(a_i), H_i in GL(d_i)" if arch.is_plain else
                  "G_{i,h} in GL(a_i) per head" + _hidden_gauge_words(arch))
               + (", and the scalings of lightning layers" if scaling_count else "")
+              + (f", and {translation_count} translations of the components' biases" if translation_count else "")
               + "; their product with J(eps) computed exactly; the kernel equals the orbit's tangent space when "
                 "rank J + rank(tangents) = #params")
     if field_note(arch, (p,)):
@@ -391,7 +407,8 @@ def generic_fiber(arch: Architecture, curve: Curve | None = None, seed: int = 0,
     return FiberResult(
         degenerate=degenerate,
         params=arch.param_count, gauge_dim=gauge_dimension(arch), gauge_rank=int(gauge_rank),
-        scaling_rank=int(symmetry_rank - gauge_rank), native_rank=int(native_rank.rank), kernel_dim=int(kernel),
+        scaling_rank=int(scaled_rank - gauge_rank), translation_rank=int(symmetry_rank - scaled_rank),
+        native_rank=int(native_rank.rank), kernel_dim=int(kernel),
         gauge_annihilated=bool(annihilated), kernel_is_symmetry_orbit=is_orbit,
         sign_group_order=sign_group_order(arch), sign_group_verified=int(verified), sign_flips=checks,
         truncation=int(native_truncation), method=method,

@@ -130,6 +130,8 @@ class IdentificationReport(FormattedResult):
                 ("gauge tangent rank", f.gauge_rank)]
         if f.scaling_rank:
             rows.append(("lightning scalings", f.scaling_rank))
+        if f.translation_rank:  # b_K (softmax), the heads' b_V: the kernel is the gauge orbit plus these
+            rows.append(("bias translations", f.translation_rank))
         rows += [("gauge tangents in the kernel (J T = 0)", f.gauge_annihilated), ("kernel = symmetry orbit", f.kernel_is_symmetry_orbit),
                  ("sign group order", f.sign_group_order), ("sign flips verified", f.sign_group_verified)]
         return rows

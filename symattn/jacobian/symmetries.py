@@ -82,11 +82,13 @@ def symmetry_tangent_series(arch: Architecture, curve: Curve, point, p: int, tru
     tangents = arch.symmetry_tangents(group)
     out = np.zeros((len(tangents), arch.param_count, truncation), dtype=np.int64)
     for row, tangent in enumerate(tangents):
-        for key, (left, right, constant, *source) in tangent.terms.items():
+        for key, (left, right, constant, *sources) in tangent.terms.items():
             M = series[key]
             move = np.zeros_like(M)
-            if source and source[0] is not None:  # a bias moved through its weight: M_source S
-                other, S = source[0]
+            for source in sources:  # a bias moved through its weight: M_source S
+                if source is None:
+                    continue
+                other, S = source
                 move = move + np.einsum("abn,bc->acn", series[other], np.asarray(S, dtype=np.int64) % p)
             if left is not None:
                 move = move + np.einsum("ab,bcn->acn", np.asarray(left, dtype=np.int64) % p, M)

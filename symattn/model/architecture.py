@@ -27,7 +27,7 @@ import sympy as sp
 from ..errors import ShapeError, SymattnError
 from ..limits import MAX_LAYERS
 from ..normalizers import normalizers_per_layer
-from .components import Attention, CausalMask, Component, Residual, Tangent, elementary
+from .components import Attention, CausalMask, Component, Residual, Tangent, add_terms, elementary
 from .symbols import EntrySymbol, block_label, entry_name
 
 __all__ = ["Architecture", "Parameters", "require_architecture", "require_seed", "MAX_LAYERS", "feed_forward_block"]
@@ -436,10 +436,12 @@ class Architecture:
         weight of ``B`` that reads the stream has a bias beside it (``Q h + b_Q``:
         ``b_Q -> b_Q - Q c``), and, when a residual add sums ``B``'s output with
         the moved stream, ``B`` adds a bias to its output too (``-> b - c``,
-        so that the sum is back where it was).  With a residual stream this
-        holds between every pair of biased blocks, without one between
-        attention layers; ``terms`` are ``(bias, +1)``, ``(bias, -1)`` and
-        ``(bias, weight)`` entries.
+        so that the sum is back where it was).  A block that cannot shift
+        its output (lightning attention, ``S(A) = A``) absorbs the move and
+        its residual add passes it on, to the next block that can shift it
+        back.  With a residual stream this holds between every pair of biased
+        blocks, without one between attention layers; ``terms`` are
+        ``(bias, +1)``, ``(bias, -1)`` and ``(bias, weight)`` entries.
 
         Examples
         --------
@@ -449,6 +451,9 @@ class Architecture:
         3
         >>> Architecture.uniform(layers=2).hidden_translations()
         []
+        >>> through = Architecture.uniform(layers=2, bias=True, ffn=2, residual=True, normalizer="lightning")
+        >>> [(key, move) for key, move in through.hidden_translations()[0][1] if move in (1, -1)]   # past attention 2
+        [(('bout', 1), 1), (('bout', 2), -1)]
         """
         computing = []  # (component's translation roles, output width, followed by a residual add)
         for i, d_in, component in self.components():
@@ -457,11 +462,22 @@ class Architecture:
             elif component.ties_stream() and computing:
                 computing[-1][2] = True
         out = []
-        for (before, width, _), (after, _, added) in zip(computing, computing[1:]):
-            if before is None or after is None or not before[1] or (added and not after[1]):
+        for k, (before, width, _) in enumerate(computing):
+            if before is None or not before[1]:
                 continue
-            terms = [(before[1][0], 1)] + list(after[0]) + ([(after[1][0], -1)] if added else [])
-            out.append((width, terms))
+            terms = [(before[1][0], 1)]
+            for after, _, added in computing[k + 1:]:
+                if after is None:
+                    break
+                terms += list(after[0])
+                if not added:  # the block's readers absorbed the move and nothing adds the moved stream
+                    out.append((width, terms))
+                    break
+                if after[1]:  # a residual add carries the move past the block: its bias shifts it back
+                    out.append((width, terms + [(after[1][0], -1)]))
+                    break
+                # a block that cannot shift its output (lightning: S(A) = A) passes the move on through the
+                # residual add to the next block, which absorbs it in turn
         return out
 
     def _gauge_classes(self) -> list:
@@ -520,9 +536,8 @@ class Architecture:
                 terms = {}
                 for key in writers:
                     terms[key] = (E, None, None)
-                for key in readers:
-                    left = terms.get(key, (None,))[0]
-                    terms[key] = (left, -E, None)
+                for key in readers:  # a block both writes and reads (V_i): H V_i - V_i H, both kept
+                    terms[key] = add_terms(terms.get(key), (None, -E, None))
                 out.append(Tangent(terms))
         for width, translation in self.hidden_translations():
             for r in range(width):  # X -> X + e_r 1^T: a writer's bias shifts, the readers' biases absorb -W e_r
@@ -530,7 +545,9 @@ class Architecture:
                 e[r, 0] = 1
                 terms = {}
                 for bias, move in translation:
-                    terms[bias] = (None, None, move * e) if isinstance(move, int) else (None, None, None, (move, -e))
+                    # a residual layer's b_V absorbs -V e_r and shifts back by -e_r: add, never overwrite
+                    terms[bias] = add_terms(terms.get(bias), (None, None, move * e) if isinstance(move, int)
+                                            else (None, None, None, (move, -e)))
                 out.append(Tangent(terms))
         return [t for t in out if group is None or t.group == group]
 

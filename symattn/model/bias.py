@@ -52,6 +52,7 @@ import numpy as np
 from .components import Attention, Tangent
 from .feedforward import FeedForward
 from ..curves import register_scaled_block
+from ..normalizers.presets import x
 from .symbols import register_block_name
 
 __all__ = ["BiasedAttention", "BiasedFeedForward"]
@@ -240,18 +241,47 @@ class BiasedFeedForward(FeedForward):
     def _hidden_inputs(self, layer: int) -> list:
         return [("Win", layer), ("bin", layer)]
 
+    def _linear_slope(self):
+        """``(r, q)`` with ``s(x) = (r / q) x`` for a linear activation with a rational slope, else None.
+
+        Examples
+        --------
+        >>> BiasedFeedForward(2, "3*x/2")._linear_slope(), BiasedFeedForward(2, "tanh")._linear_slope()
+        ((3, 2), None)
+        """
+        if self.activation.homogeneous_degree != 1:
+            return None
+        slope = self.activation.expr.diff(x)  # a constant: s(x) = slope * x
+        return (int(slope.p), int(slope.q)) if slope.is_Rational else None
+
     def tangents(self, layer: int, d_in: int) -> list:
+        """Those of the block without biases and, for a linear ``s(x) = c x``, the translations of ``b_in``.
+
+        ``b_in -> b_in + q e_j``, ``b_out -> b_out - r W_out e_j`` with
+        ``c = r / q``: the block outputs ``c W_out (W_in x + b_in) + b_out``,
+        so only ``c W_out b_in + b_out`` is seen (integer tangents, exact in
+        every ring; an irrational slope declares none).
+
+        Examples
+        --------
+        >>> [t.terms[("bout", 1)][3][1].ravel().tolist() for t in BiasedFeedForward(1, "2*x").tangents(1, 2)
+        ...  if t.group == "translation"]
+        [[-2]]
+        """
         out = super().tangents(layer, d_in)
-        if self.activation.homogeneous_degree == 1:  # a linear block: only W_out b_in + b_out is seen
+        slope = self._linear_slope()
+        if slope is not None:  # a linear block: only c W_out b_in + b_out is seen
+            r, q = slope
             for j in range(self.hidden):
                 e = np.zeros((self.hidden, 1), dtype=np.int64)
                 e[j, 0] = 1
-                out.append(Tangent({("bin", layer): (None, None, e),
-                                    ("bout", layer): (None, None, None, (("Wout", layer), -e))}, group="translation"))
+                out.append(Tangent({("bin", layer): (None, None, q * e),
+                                    ("bout", layer): (None, None, None, (("Wout", layer), -r * e))},
+                                   group="translation"))
         return out
 
     def tangent_count(self, layer: int, d_in: int, group: str | None = None) -> int:
-        linear = self.hidden if self.activation.homogeneous_degree == 1 else 0
+        linear = self.hidden if self._linear_slope() is not None else 0
         own = super().tangent_count(layer, d_in, group)
         return own + (linear if group in (None, "translation") else 0)
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Component", "Stream", "Tangent", "Attention", "CausalMask", "Residual"]
+__all__ = ["Component", "Stream", "Tangent", "add_terms", "Attention", "CausalMask", "Residual"]
 
 
 class Stream:
@@ -81,9 +81,11 @@ class Tangent:
     """One tangent of a continuous symmetry: ``delta M = L M + M R + C`` for each block ``M`` it moves.
 
     ``terms`` maps a block key to ``(L, R, C)``, each an integer matrix or
-    None (no term), or ``(L, R, C, (source, S))``, which adds ``M_source S``
-    (a bias absorbing a translation through its weight: ``delta b_Q = -Q c``).  Integer matrices keep the tangent exact in every ring
-    (GF(p), Q, series over them).  ``group`` names the symmetry: ``"gauge"``
+    None (no term), or ``(L, R, C, (source, S), ...)``, which adds
+    ``M_source S`` for each pair (a bias absorbing a translation through its
+    weight: ``delta b_Q = -Q c``); :func:`add_terms` sums two moves of one
+    block.  Integer matrices keep the tangent exact in every ring (GF(p), Q,
+    series over them).  ``group`` names the symmetry: ``"gauge"``
     (a change of basis: ``GL(a_i)`` of a head, ``GL(d_i)`` of a hidden
     stream) or another name (``"scaling"`` of lightning attention).
 
@@ -96,6 +98,34 @@ class Tangent:
 
     terms: dict = field(default_factory=dict)
     group: str = "gauge"
+
+
+def add_terms(first, second) -> tuple:
+    """The sum of two moves ``(L, R, C, *sources)`` of one block, so that neither is lost.
+
+    A block moved twice by one symmetry (``b_V`` of a residual layer absorbs
+    the translation through ``V`` and shifts back by ``-c``) needs both
+    moves: a dict of terms keeps one per block, so a second move is added
+    here, never assigned over the first.  ``L``, ``R`` and ``C`` are summed
+    (None is zero) and the ``(source, S)`` pairs are kept side by side.
+
+    Examples
+    --------
+    >>> e = np.array([[1], [0]])
+    >>> moved = add_terms((None, None, None, (("V", 2), -e)), (None, None, -e))
+    >>> moved[2].ravel().tolist(), moved[3][0]
+    ([-1, 0], ('V', 2))
+    >>> add_terms(None, (None, -e, None))[1].ravel().tolist()   # nothing before: the second move alone
+    [-1, 0]
+    """
+    if first is None:
+        return tuple(second)
+
+    def plus(a, b):
+        return b if a is None else a if b is None else np.asarray(a) + np.asarray(b)
+
+    return (plus(first[0], second[0]), plus(first[1], second[1]), plus(first[2], second[2]),
+            *first[3:], *second[3:])
 
 
 def elementary(n: int):
