@@ -241,3 +241,41 @@ def test_markdown_code_survives_every_backtick_run():
         html = _html(markdown_code(text))
         assert html.startswith("<p><code>") and html.rstrip().endswith("</code></p>"), (text, html)
         assert "<b>" not in html and "<i>" not in html
+
+
+# -- 5. a TOML grid with a long dotted key ---------------------------------------------------------
+@pytest.mark.parametrize("key", [".".join(["a"] * 100_000), ".".join(['"a b"'] * 50_000),
+                                 "[" + ".".join(["a"] * 100_000) + "]\nx"])
+def test_a_grid_file_with_a_long_dotted_key_is_refused_before_parsing(tmp_path, capsys, key):
+    from symattn.sweep.grid import MAX_KEY_PARTS
+
+    path = tmp_path / "grid.toml"
+    path.write_text(key + " = 1\n")
+    line = _refused(capsys, ["sweep", "--grid", str(path), "--quiet"])
+    parts = 50_000 if '"' in key else 100_000
+    assert f"has a dotted key of {parts} parts on line 1; a grid file's keys have at most {MAX_KEY_PARTS}" in line
+
+
+def test_a_grid_file_with_a_huge_integer_is_a_grid_error(tmp_path, capsys):
+    path = tmp_path / "grid.toml"
+    path.write_text("[grid]\nlayers = " + "1" * 5000 + "\n")
+    line = _refused(capsys, ["sweep", "--grid", str(path), "--quiet"])
+    assert "has an integer of more than 4300 digits; a field takes integers up to 1000000000" in line
+
+
+def test_dotted_keys_are_measured_outside_strings_only():
+    from symattn.sweep.grid import longest_dotted_key
+
+    text = ('[grid]\nlayers = "1..3"\nnormalizer = ["a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r"]\n'
+            "# a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r\nnote = '''\na.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r'''\n"
+            "spectrum.bank = 1.5\n")
+    assert longest_dotted_key(text) == (2, 7)
+
+
+def test_a_valid_grid_file_is_still_read(tmp_path):
+    from symattn.sweep.grid import read_grid_file
+
+    path = tmp_path / "grid.toml"
+    path.write_text('analyses = ["dimension"]\ngrid.layers = "1..2"\ngrid.width = [2, 3]\n[spectrum]\nbank = 4\n')
+    spec = read_grid_file(path)
+    assert spec["grid"] == {"layers": "1..2", "width": [2, 3]} and spec["options"] == {"spectrum": {"bank": 4}}

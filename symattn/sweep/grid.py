@@ -42,6 +42,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import re
 import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
@@ -53,7 +54,7 @@ if TYPE_CHECKING:  # the model loads sympy: imported where an Architecture is bu
     from ..model import Architecture
 
 __all__ = ["GridError", "Skip", "read_grid", "read_grid_file", "grid_points", "build_architecture",
-           "point_label", "GRID_FIELDS"]
+           "point_label", "GRID_FIELDS", "MAX_KEY_PARTS", "longest_dotted_key"]
 
 
 class GridError(SymattnError):
@@ -299,6 +300,63 @@ def read_grid(fields: Mapping[str, Any]) -> dict[str, list]:
     return {field: read[field] for field in order if field in read}
 
 
+#: The most parts a key of a grid file has (``grid.layers`` has 2): Python's TOML reader takes time
+#: quadratic in the parts of one dotted key (100,000 parts in 200 KB: 44 s, then gigabytes).
+MAX_KEY_PARTS = 16
+
+# One token of TOML text, for the scan before parsing: strings (multi-line first), a comment, a run of bare-key
+# characters, a run of blanks, a dot, a run of other characters, or the quote of an unterminated string.  Each alternative is possessive and starts with
+# its own character, so the scan is linear in the text.
+_TOML_TOKEN = re.compile(r'''
+    (?P<multiline>"""(?:[^"\\]|\\[\s\S]|"(?!""))*+"{3,5}|\'\'\'(?:[^\']|\'(?!\'\'))*+\'{3,5})
+  | (?P<open>"""|\'\'\')
+  | (?P<string>"(?:[^"\\\n]|\\.)*+"|\'[^\'\n]*+\')
+  | (?P<comment>\#[^\n]*+)
+  | (?P<bare>[A-Za-z0-9_-]++)
+  | (?P<blank>[ \t]++)
+  | (?P<dot>\.)
+  | (?P<other>[^A-Za-z0-9_\-."\'\# \t]++|["\'])
+''', re.VERBOSE)
+
+
+def longest_dotted_key(text: str) -> tuple[int, int]:
+    """``(parts, line)`` of the longest chain of key parts joined by dots in TOML text, read in one linear scan.
+
+    A part is a bare key or a quoted string on one line; blanks may surround
+    the dots; anything else (``=``, ``[``, a newline, a comment) ends the
+    chain.  A number such as ``1.5`` counts as two parts, and text inside
+    strings as none.  An unterminated multi-line string ends the scan (the
+    TOML reader stops there too).
+
+    Examples
+    --------
+    >>> longest_dotted_key('[grid]\\nlayers = "1..3"\\nspectrum.bank = 1.5  # a.b.c.d')
+    (2, 3)
+    >>> longest_dotted_key('"a" . b.\\'c\\'.d = 1')
+    (4, 1)
+    >>> longest_dotted_key(".".join(["a"] * 100000) + " = 1")
+    (100000, 1)
+    """
+    longest, where, parts, state, line = 0, 0, 0, "none", 1
+    for token in _TOML_TOKEN.finditer(text):
+        kind = token.lastgroup
+        if kind == "blank":
+            continue
+        if kind in ("bare", "string"):
+            parts = parts + 1 if state == "dot" else 1
+            state = "part"
+            if parts > longest:
+                longest, where = parts, line
+        elif kind == "dot" and state == "part":
+            state = "dot"
+        elif kind == "open":  # an unterminated multi-line string: the rest of the file is in it
+            break
+        else:
+            parts, state = 0, "none"
+        line += token.group().count("\n") if kind in ("multiline", "other") else 0
+    return longest, where
+
+
 def read_grid_file(path) -> dict:
     """A sweep described in a TOML file: its grid, analyses and options.
 
@@ -339,10 +397,18 @@ def read_grid_file(path) -> dict:
         text = read_input_file(path, f"the grid file {path}")
     except SymattnError as err:
         raise GridError(str(err)) from None
+    parts, line = longest_dotted_key(text)  # measured before the TOML reader sees it
+    if parts > MAX_KEY_PARTS:
+        raise GridError(f"the grid file {path} has a dotted key of {parts} parts on line {line}; a grid file's "
+                        f"keys have at most {MAX_KEY_PARTS}, such as [grid] then layers = \"1..3\", or "
+                        f"grid.layers = \"1..3\"")
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise GridError(f"the grid file {path} is not valid TOML: {err}") from None
+    except ValueError as err:  # TOMLDecodeError, and an integer past Python's 4300 digits
+        if "integer string conversion" in str(err):
+            raise GridError(f"the grid file {path} has an integer of more than 4300 digits; a field takes "
+                            f"integers up to {MAX_FIELD_INTEGER}") from None
+        raise GridError(f"the grid file {path} is not valid TOML: {' '.join(str(err).split())[:300]}") from None
     except RecursionError:
         raise GridError(f"the grid file {path} nests its lists or tables too deeply to be a grid") from None
     grid = data.pop("grid", None)
