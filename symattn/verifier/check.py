@@ -1240,10 +1240,11 @@ def _formula_decision(raw: dict, claim: dict, architecture: dict, where: str, ch
                         enumerate(_list(row, f"{where}.input[{r}]", cert.tokens))] for r, row in enumerate(X)]]
     reading: list = []
     try:
-        _read_field_data(fields, cert, reading)
-        if cert.truncation != claim["order"] + 1:
+        # before the field data, whose sizes are checked against the limits: a wrong truncation is a disagreement
+        if fields.get("truncation") != claim["order"] + 1 or isinstance(fields.get("truncation"), bool):
             raise Disagreement(f"the truncation must be eps^{claim['order'] + 1}, one past the compared order "
-                               f"{claim['order']}; got eps^{cert.truncation}")
+                               f"{claim['order']}; got {_short(fields.get('truncation'))}")
+        _read_field_data(fields, cert, reading)
         _read_normalizers(fields, cert, reading)
         cert.powers = {name: 1 if name[0] in "QK" else 0 for name, _ in _cert_blocks(cert)}   # the collapse
         _read_point_and_bank(fields, cert, reading)
