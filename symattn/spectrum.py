@@ -51,6 +51,7 @@ from .jacobian import (  # noqa: F401
     degree_bound,
     gauge_tangent_series,
     jacobian_from_series,
+    forward_operations,
     jacobian_series,
     jacobian_series_in_groups,
     native_rank_bound,
@@ -275,22 +276,26 @@ def spectrum_at(arch: Architecture, curve: Curve, bank: np.ndarray, p: int, seed
     point, coefficient_values = random_point(arch, p, seed)
     banks = [bank, *extra_banks]
     inputs_count = sum(len(b) for b in banks)
-    # the forward pass over jets is most of the time and has no steps to count: name it, keep its clock moving
+    # the forward pass over jets is most of the time: one step per operation of the pass (counted beforehand
+    # over shapes), and the clock kept moving between them by every series product
     if parts is None:
-        phases.phase(f"{stage}forward pass over jets ({inputs_count} inputs, eps^{truncation})", unit="product")
-        with products_reported(phases.tick):  # one step per series product: the count moves, and the clock
-            J_all = jacobian_series(arch, curve, np.concatenate(banks), point, p, truncation, coefficient_values)
+        phases.phase(f"{stage}forward pass over jets ({inputs_count} inputs, eps^{truncation})",
+                     total=forward_operations(arch) if phases.bar is not None else None, unit="operation")
+        with products_reported(phases.alive):
+            J_all = jacobian_series(arch, curve, np.concatenate(banks), point, p, truncation, coefficient_values,
+                                    on_operation=phases.tick)
     else:
         phases.phase(f"{stage}forward pass over jets on the workers (eps^{truncation})", total=inputs_count,
                      unit="input")
         J_all = jacobian_series_in_groups(arch, curve, np.concatenate(banks), point, p, truncation,
                                           coefficient_values, group=inputs_per_task, parts=parts,
                                           on_inputs=phases.tick)
-    with products_reported(phases.tick):
+    with products_reported(phases.alive):  # one step: the tangents and their rank; the clock moves
         rows_per_input = arch.widths[-1] * arch.tokens
-        phases.phase(f"{stage}gauge tangents (eps^{truncation})", unit="product")
+        phases.phase(f"{stage}gauge tangents (eps^{truncation})", total=1, unit="set")
         gauge = gauge_tangent_series(arch, curve, point, p, truncation)
         gauge_rank = smith_valuations(gauge, p).resolved_rank if len(gauge) else 0
+        phases.tick()
     columns = block_columns(arch)
     order = list(columns)  # scores:1 .. scores:l (per head where a layer has several), then values
     runs, start = [], 0
@@ -924,8 +929,9 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
 def _progress_bar(progress: bool, arch: Architecture):
     from .limits import progress_bar
 
-    # each phase of a run names itself and sets its own total (PhaseBar): pivots against the rank bound
-    return progress_bar(progress, desc="decay spectrum", unit="step")
+    # each phase of a run names itself and sets its own total (PhaseBar): pivots against the rank bound;
+    # before the first phase, one step: the memory estimate, the point and the banks
+    return progress_bar(progress, total=1, desc="decay spectrum: memory estimate, point and bank", unit="step")
 
 
 def _require_series_order(arch: Architecture, curve: Curve, max_order: int) -> None:

@@ -17,7 +17,71 @@ from .columns import all_directions, gauge_slice, parameter_columns
 from .points import _short, bank_residues, random_bank, random_point, validate_bank
 
 __all__ = ["curve_series", "jacobian_from_series", "jacobian_series", "jacobian_series_in_groups", "input_groups",
-           "series_output", "real_jacobian"]
+           "series_output", "real_jacobian", "forward_operations"]
+
+
+# -- counting the operations of a forward pass (a progress bar's total) -------------------------------
+#: The domain operations a forward pass is counted in: each is one step of a progress bar.
+FORWARD_OPERATIONS = ("matmul", "add", "apply_normalizer", "attention")
+
+
+class _CountedDomain:
+    """``domain`` as the forward pass sees it, calling ``on_operation()`` after each of :data:`FORWARD_OPERATIONS`.
+
+    Only the forward pass's own calls are counted (the domain's calls to its
+    own methods go to the domain itself), so the count is the same over any
+    domain: :func:`forward_operations` counts it over shapes, before the pass.
+    """
+
+    def __init__(self, domain, on_operation):
+        self._domain = domain
+        self._on_operation = on_operation
+
+    def __getattr__(self, name):
+        value = getattr(self._domain, name)
+        if name not in FORWARD_OPERATIONS:
+            return value
+
+        def counted(*args, **kwargs):
+            result = value(*args, **kwargs)
+            self._on_operation()
+            return result
+
+        return counted
+
+
+def forward_operations(arch: Architecture) -> int:
+    """How many domain operations (products, sums, normalizers, attentions) one forward pass of ``arch`` makes.
+
+    Counted over :class:`~symattn.algebra.shapes.ShapeDomain` elements, which
+    carry sizes only (no arithmetic, a few milliseconds): the total of the
+    progress bar of :func:`jacobian_series` with ``on_operation``.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> from symattn.curves import collapse
+    >>> arch = Architecture.uniform(layers=2, width=2, tokens=3)
+    >>> p = 1009
+    >>> point, values = random_point(arch, p, 0)
+    >>> steps = []
+    >>> _ = jacobian_series(arch, collapse(), random_bank(arch, 2, p, 0), point, p, 4, values,
+    ...                     on_operation=lambda: steps.append(1))
+    >>> len(steps) == forward_operations(arch) > 0
+    True
+    """
+    from ..algebra.shapes import ShapeDomain
+
+    domain = ShapeDomain(1, "blas")
+    blocks = {key: domain.array(rows, cols, counted=False, block=key) for key, (rows, cols) in arch.blocks()}
+    X = domain.array(arch.widths[0], arch.tokens, label="input")
+    count = [0]
+
+    def one():
+        count[0] += 1
+
+    forward(arch, arch.parameters_from_blocks(blocks), X, _CountedDomain(domain, one), convert=False)
+    return count[0]
 
 
 # -- series along a curve, and the Jacobian there ----------------------------------------------------
@@ -57,7 +121,7 @@ def curve_series(arch: Architecture, curve: Curve, point, bank, p: int | None, t
 
 def jacobian_from_series(arch: Architecture, parameter_series: dict, input_series: np.ndarray, p: int,
                          truncation: int, coefficient_values=None, directions=None,
-                         tangent_powers=None) -> np.ndarray:
+                         tangent_powers=None, on_operation=None) -> np.ndarray:
     """``J(eps)`` over GF(p) mod ``eps^N`` for parameters and inputs given as series.
 
     Parameters
@@ -81,6 +145,9 @@ def jacobian_from_series(arch: Architecture, parameter_series: dict, input_serie
     tangent_powers : dict, optional
         ``(name, layer) -> m``: differentiate in ``eps^m`` times the entry
         (curve coordinates); default 0 (native coordinates).
+    on_operation : callable, optional
+        Called after each operation of the forward pass (a progress bar's
+        step; :func:`forward_operations` counts them beforehand).
 
     Returns
     -------
@@ -116,13 +183,16 @@ def jacobian_from_series(arch: Architecture, parameter_series: dict, input_serie
         blocks[key] = block
     params = arch.parameters_from_blocks(blocks)
     with one_blas_thread():  # once around the pass's hundreds of products
-        output = forward(arch, params, domain.from_coefficients(input_series), domain, convert=False)
+        inputs = domain.from_coefficients(input_series)
+        counted = domain if on_operation is None else _CountedDomain(domain, on_operation)
+        output = forward(arch, params, inputs, counted, convert=False)
     tangents = domain.tangents(output)  # (d_l, t, B, count, N)
     return np.moveaxis(tangents, 2, 0).reshape(-1, count, N)
 
 
 def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p: int, truncation: int,
-                    coefficient_values=None, directions=None, coordinates: str = "native") -> np.ndarray:
+                    coefficient_values=None, directions=None, coordinates: str = "native",
+                    on_operation=None) -> np.ndarray:
     """``J(eps)`` mod ``eps^truncation`` over GF(p) along a curve: shape ``(d_l * t * |bank|, count, N)``.
 
     Parameters
@@ -143,6 +213,9 @@ def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p
         ``"native"``: derivatives in the native parameters at ``theta_eps``;
         ``"curve"``: in the curve's base coordinates (``Qt_i`` etc.), i.e.
         native derivatives of collapsed blocks times ``eps``.
+    on_operation : callable, optional
+        Called after each operation of the forward pass (see
+        :func:`forward_operations`, which counts them beforehand).
 
     Returns
     -------
@@ -169,7 +242,8 @@ def jacobian_series(arch: Architecture, curve: Curve, bank: np.ndarray, point, p
     powers = {}
     if coordinates == "curve":
         powers = {key: curve.block_power(*key[:2]) or 0 for key in parameters}
-    return jacobian_from_series(arch, parameters, inputs, p, truncation, coefficient_values, directions, powers)
+    return jacobian_from_series(arch, parameters, inputs, p, truncation, coefficient_values, directions, powers,
+                                on_operation)
 
 
 def input_groups(bank_size: int, group: int) -> list[tuple[int, int]]:
