@@ -661,11 +661,30 @@ def compressed_jacobian_memory(arch, bank: int, group: int, truncation: int, dir
 
 # -- the check ----------------------------------------------------------------------------------
 def _flags(arch) -> str:
+    """The network's sizes and variants as command-line flags (what a refusal names).
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> _flags(Architecture.uniform(layers=2, width=4))
+    '--layers 2 --width 4 --rank 1 --tokens 3'
+    >>> _flags(Architecture.uniform(layers=7, width=64, ffn=100, bias=True, heads=2, causal=True))
+    '--layers 7 --width 64 --rank 1 --tokens 3 --heads 2 --causal --bias --ffn 100'
+    """
     parts = [f"--layers {arch.layers}"]
     widths, ranks = arch.widths, arch.score_ranks
     parts.append(f"--width {widths[0]}" if len(set(widths)) == 1 else "--widths " + ",".join(map(str, widths)))
     parts.append(f"--rank {ranks[0]}" if len(set(ranks)) == 1 else "--ranks " + ",".join(map(str, ranks)))
     parts.append(f"--tokens {arch.tokens}")
+    heads = tuple(getattr(arch, "heads", ()) or ())
+    if any(h != 1 for h in heads):
+        parts.append(f"--heads {heads[0]}" if len(set(heads)) == 1 else "--heads " + ",".join(map(str, heads)))
+    parts += [flag for flag, on in (("--causal", getattr(arch, "causal", False)),
+                                    ("--residual", getattr(arch, "residual", False)),
+                                    ("--bias", getattr(arch, "bias", False))) if on]
+    hidden = {tuple(c.hidden for c in layer if hasattr(c, "hidden")) for layer in getattr(arch, "extra", ()) or ()}
+    if len(hidden) == 1 and len(blocks := hidden.pop()) == 1:  # one feed-forward block in every layer
+        parts.append(f"--ffn {blocks[0]}")
     return " ".join(parts)
 
 
