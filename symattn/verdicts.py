@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from ._format import FormattedResult, latex_escape, latex_prose
+from ._markdown import markdown_note, markdown_text_with_math
 from .errors import SymattnError
 from .model import entry_latex
 from .parsing import to_sympy
@@ -140,9 +141,9 @@ class CheckResult(FormattedResult):
     def to_markdown(self) -> str:
         text = self._verdict_text()
         head, _, rest = text.partition(" ")
-        lines = [f"**verdict: {head}**" + (f" {rest}" if rest else ""), "", f"- method: {self.method}"]
-        if self.counterexample is not None:
-            lines.append("- counterexample: " + counterexample_text(self.counterexample, "`"))
+        lines = [f"**verdict: {head}**" + (f" {rest}" if rest else ""), "", f"- method: {markdown_note(self.method)}"]
+        if self.counterexample is not None:  # formulas in Markdown are LaTeX math (symattn._markdown)
+            lines.append("- counterexample: " + markdown_text_with_math(counterexample_latex(self.counterexample)))
         return "\n".join(lines)
 
     def _latex_body(self) -> str:

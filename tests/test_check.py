@@ -339,7 +339,7 @@ def test_the_command_checks_formula_claims_beside_numeric_ones(capsys):
     assert set(formula["counterexample"]) == {"point", "entry", "claimed", "computed"}
     assert "counterexample" not in data["claims"][0]
     assert main(argv) == 0
-    assert "- counterexample to `leading(2)" in capsys.readouterr().out
+    assert "- counterexample to $\\text{leading coefficient of layer 2} = " in capsys.readouterr().out
     assert main(argv[:-2] + ["--claim", "leading(2) = P*X*Y"]) == 2
     assert "the name 'Y' is not known" in capsys.readouterr().err
 

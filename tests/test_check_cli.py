@@ -123,7 +123,8 @@ def test_a_refuted_claim_shows_entry_values_and_only_the_symbols_that_matter(cap
     markdown = report.to_markdown()
     latex = report.to_latex()
     assert f"entry {ce.entry}" in text and f"claimed value 0, computed value {ce.computed}" in text
-    assert f"entry {ce.entry}" in markdown and f"computed value `{ce.computed}`" in markdown
+    assert f"entry $({ce.entry[0]}, {ce.entry[1]})$" in markdown  # formulas in Markdown are LaTeX math
+    assert f"computed value ${sp.latex(sp.Rational(ce.computed))}$" in markdown
     assert f"entry $({ce.entry[0]}, {ce.entry[1]})$" in latex and "claimed value $0$" in latex
     for output in (text, markdown):
         assert "c_3" not in output.split("counterexample")[-1]

@@ -301,7 +301,8 @@ def test_the_command_prints_a_summary_unless_entries_are_asked(capsys, tmp_path)
     summary = capsys.readouterr().out
     assert len(summary) < 2000  # not the 38 KB of LaTeX
     assert "| 2 | 6 of 6 | 360 |" in summary
-    assert "F_2 - F_2|What_1=0 = (c_1/3)*P*X*H*C_1" in summary and "--entries" in summary
+    # the matrix form as LaTeX math, as MyST and Jupyter render Markdown (as Python, P*X*H lost its '*')
+    assert r"= \frac{c_{1}}{3}\, P X H C_{1}$" in summary and "--entries" in summary
     assert main(argv + ["--entries"]) == 0
     entries = capsys.readouterr().out
     assert len(entries) > 30000 and "$$F_{2} =" in entries
@@ -325,7 +326,9 @@ def test_the_summary_lists_the_matrix_forms_of_the_layers_up_to_the_order():
     assert [lc.layer for lc in expand(Architecture.uniform(layers=2, width=1, tokens=2), truncation=5).matrix_forms()] \
         == [1]
     summary = F.summary()
-    assert "layer 2, F_6 - F_6|What_2=0 = (1/16)*P*X*H*C_1*H*C_1.T*H*C_2*J" in summary
+    assert (r"- layer 2: $F_{6} - F_{6}\big\vert _{\widehat W_{2} = 0} = \frac{1}{16}\, P X H C_{1} H C_{1}^{\top} H "
+            r"C_{2} J$, where") in summary
+    assert "*" not in summary.split("Leading coefficients")[1]
     from symattn.curves import collapse_queries
     assert expand(Architecture.uniform(layers=1, width=1, tokens=2), curve=collapse_queries()).matrix_forms() == ()
     assert expand(Architecture.uniform(layers=1, width=1, tokens=2, normalizer="lightning"),
@@ -508,7 +511,9 @@ def test_what_i_has_one_name_and_what1_is_an_input_alias():
     lc = leading_coefficient(arch, 2)
     assert str(dict(lc.definitions)["C_1"]) == "X.T*What_1*X" and str(lc.effective_formula).count("What_") >= 1
     assert "What1" not in str(lc) and "What1" not in lc.to_markdown()
-    assert "What_1 = Kt1.T*Qt1, C_1 = X.T*What_1*X" in expand(arch, truncation=3).summary()
+    summary = expand(arch, truncation=3).summary()  # the definitions as LaTeX math, one name for What_1
+    assert r"\widehat{W}_{1} = \tilde{K}_{1}^{\top} \tilde{Q}_{1},\quad C_{1} = X^{\top} \widehat{W}_{1} X" in summary
+    assert "What1" not in summary
     from symattn.errors import ParseError
     from symattn.expand import matrix_formula
     first = leading_coefficient(arch, 1)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .._format import FormattedResult, latex_escape, latex_method, latex_prose, markdown_table
+from .._format import FormattedResult, latex_escape, latex_method, latex_prose, markdown_code, markdown_table
+from .._markdown import markdown_math, markdown_note, markdown_text_with_math
 from ..errors import SymattnError
 from ..model import Architecture, require_architecture, require_seed
 from ..verdicts import VERDICT_WORDS, ClaimCheck, counterexample_latex, counterexample_text, markdown_cell
@@ -66,10 +67,12 @@ class ClaimsReport(FormattedResult):
             yield c.claim, VERDICT_WORDS[c.verdict], computed, c.method
 
     def to_markdown(self) -> str:
+        # formulas as LaTeX math, $...$ (symattn._markdown): written as Python, (c_1**3/16)*P*X lost its '*'
         table = markdown_table(("claim", "verdict", "computed", "method"),
-                               [(f"`{markdown_cell(a)}`", b, markdown_cell(c), markdown_cell(d))
-                                for a, b, c, d in self._rows()])
-        lines = [f"- counterexample to `{c.claim}`: " + counterexample_text(c.counterexample, "`")
+                               [(_claim_markdown(c), b, _computed_markdown(c), markdown_note(d))
+                                for c, (a, b, _, d) in zip(self.checks, self._rows())])
+        lines = [f"- counterexample to {_claim_markdown(c)}: "
+                 + markdown_text_with_math(counterexample_latex(c.counterexample))
                  for c in self.checks if c.counterexample is not None]
         return table + ("\n\n" + "\n".join(lines) if lines else "") + f"\n\n{self._summary()}"
 
@@ -112,6 +115,18 @@ class ClaimsReport(FormattedResult):
 
     def __str__(self) -> str:
         return "\n".join(str(c) for c in self.checks) + f"\n{self._summary()}"
+
+
+def _claim_markdown(c) -> str:
+    """A claim in Markdown: its formula as inline math, a number claim as the text given (a code span)."""
+    return markdown_math(c.claim_latex) if c.claim_latex else markdown_code(c.claim, table=True)
+
+
+def _computed_markdown(c) -> str:
+    """The computed side in Markdown: a formula as inline math, a number as it is."""
+    if c.computed is None:
+        return "not settled"
+    return markdown_math(c.computed_latex) if c.computed_latex else markdown_note(c.computed)
 
 
 def check_claims(arch: Architecture, claims, *, seed: int = 0, progress: bool = False,

@@ -24,6 +24,7 @@ from ..algebra.exactseries import (
     from_fmpq,
     to_fmpq,
 )
+from .._markdown import markdown_math
 from .._format import FormattedResult, latex_document, markdown_table
 from ..curves import Curve, collapse
 from ..errors import DomainError, ShapeError, SymattnError, TruncationError
@@ -516,7 +517,7 @@ class Expansion(FormattedResult):
         <BLANKLINE>
         Leading coefficients (matrix forms, t = 2):
         <BLANKLINE>
-        - layer 1, F_2 - F_2|What_1=0 = (1/2)*P*X*H*C_1 with H = I - J/2, J = ones(2, 2), P = Vt1, What_1 = Kt1.T*Qt1, C_1 = X.T*What_1*X
+        - layer 1: $F_{2} - F_{2}\\big\\vert _{\\widehat W_{1} = 0} = \\frac{1}{2}\\, P X H C_{1}$, where $H = I_{2} - ...$
         <BLANKLINE>
         """
         counts = self.term_counts()
@@ -538,11 +539,10 @@ class Expansion(FormattedResult):
             t = self.architecture.tokens
             lines += ["", f"Leading coefficients (matrix forms, t = {t}):", ""]
             for lc in forms:
-                definitions = ", ".join(
-                    f"{name} = " + {"H": f"I - J/{t}", "J": f"ones({t}, {t})"}.get(name, str(d))
-                    for name, d in lc.definitions)
-                lines.append(f"- layer {lc.layer}, F_{lc.order} - F_{lc.order}|What_{lc.layer}=0 = "
-                             f"{lc.matrix_form} with {definitions}")
+                # formulas in Markdown are LaTeX math (symattn._markdown): written as Python, P*X*H lost its '*'
+                formula, *definitions = (line.lstrip("&") for line in lc.matrix_latex().split(" \\\\\n"))
+                lines.append(f"- layer {lc.layer}: {markdown_math(formula)}, where "
+                             + "; ".join(markdown_math(line) for line in definitions))
         return "\n".join(lines) + "\n"
 
     def to_markdown(self) -> str:
