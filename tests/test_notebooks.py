@@ -61,6 +61,11 @@ if NOTEBOOKS:
         client.execute()
         # a notebook run from its folder leaves nothing behind (figures are drawn inline)
         assert sorted(p.name for p in NOTEBOOKS_DIR.iterdir()) == before
+        # a cell that makes a figure displays it (notebook 02's numbers.figure() showed nothing)
+        for cell in notebook.cells:
+            if cell.cell_type == "code" and ".figure()" in cell.source:
+                kinds = {kind for output in cell.outputs for kind in output.get("data", {})}
+                assert "image/png" in kinds, f"{path.name}: {cell.source!r} displayed {sorted(kinds)}"
 
 else:
 
@@ -92,3 +97,32 @@ def test_notebooks_show_rendered_results(name):
     """Results are displayed (LaTeX, Markdown tables, figures), not printed as plain text."""
     sources = _code_cells(NOTEBOOKS_DIR / f"{name}.ipynb")
     assert not [s for s in sources if "print(" in s], f"{name} prints plain text"
+
+
+def test_notebook_figures_are_results_not_statements():
+    """A cell that makes a figure shows it: ``x.figure()`` is the cell's result, not silenced by ``;``.
+
+    Notebook 02's last cell was ``numbers.figure();``: the semicolon (and a
+    figure outside pyplot, which the inline backend does not show by itself)
+    left the cell, and its page in the docs, empty.
+    """
+    import re
+
+    for path in NOTEBOOKS:
+        for source in _code_cells(path):
+            last = source.strip().splitlines()[-1] if source.strip() else ""
+            assert not re.search(r"\.figure\(\)\s*;", last), f"{path.name}: {last!r} displays nothing"
+            if re.search(r"\.figure\(\)\s*(#.*)?$", last):
+                assert "%matplotlib inline" in source, f"{path.name}: {last!r} needs the inline backend to show"
+
+
+def test_wide_display_math_scrolls_in_its_block():
+    """The docs' stylesheet lets display math wider than the column scroll (it was cut at the right edge)."""
+    import re
+
+    css = (REPO_ROOT / "docs" / "_static" / "symattn.css").read_text(encoding="utf-8")
+    rules = re.findall(r"([^{}]+)\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S))
+    scrolling = [selector for selector, body in rules if re.search(r"overflow-x:\s*auto", body)]
+    selectors = " ".join(scrolling)
+    for needed in ('mjx-container[jax="CHTML"][display="true"]', "div.math", ".text_latex"):
+        assert needed in selectors, f"no horizontal scroll for {needed}"
