@@ -168,13 +168,18 @@ def native_rank_bound(arch: Architecture) -> tuple[int, str]:
     >>> bound, reason = native_rank_bound(Architecture.uniform(layers=2, tokens=1))
     >>> bound, reason.split(":")[0]
     (4, 'one token')
+    >>> native_rank_bound(Architecture.uniform(layers=1, tokens=1, ffn=3))[1].split(" of ")[0]
+    '#params minus the dimension'
     >>> native_rank_bound(Architecture.uniform(layers=2, normalizer="lightning"))[0]
     8
     """
     from ..effective import effective_block_dimensions, hidden_gauge_text
 
     lightning = [i for i, a in enumerate(arch.attention, start=1) if not a.normalized]
-    if arch.degenerate and not lightning:
+    # one token: F = P X only when every component is linear in its input there (a feed-forward block or a
+    # bias is not: their networks take the symmetry orbit's bound below)
+    linear = all(component.linear_at_one_token for _, _, component in arch.components())
+    if arch.degenerate and not lightning and linear:
         values = (effective_block_dimensions(arch)["values"] if arch.is_plain
                   else arch.widths[-1] * arch.widths[0])
         bound = values if arch.is_plain else min(values, symmetry_orbit_bound(arch))

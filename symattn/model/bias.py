@@ -84,6 +84,7 @@ class BiasedAttention(Attention):
     """
 
     kind = "attention"
+    linear_at_one_token = False  # V x + b_V: affine, not linear
 
     @property
     def keeps_effective_form(self) -> bool:

@@ -172,6 +172,9 @@ class Component:
     keeps_effective_form = False
     #: the component computes (a block of its own, whose input a residual add sums with)
     computes = True
+    #: with one token (every attention matrix the constant 1) its output is linear in its input, so that
+    #: ``F = P X`` bounds the rank by the value map's dimension; False, the safe default, unless proved
+    linear_at_one_token = False
 
     def parameter_blocks(self, layer: int, d_in: int) -> list:
         """``[(key, (rows, cols)), ...]`` of the component's native blocks, in parameter order."""
@@ -479,6 +482,8 @@ class Attention(Component):
     normalizer: object
     heads: int = 1
     kind = "attention"
+    # one token: sum_h V_h X, linear in X (lightning's S(A) = A is not constant: its layers are left out)
+    linear_at_one_token = True
 
     @property
     def keeps_effective_form(self) -> bool:
@@ -654,6 +659,7 @@ class CausalMask(Component):
     kind = "causal mask"
     keeps_effective_form = True
     computes = False
+    linear_at_one_token = True
 
     def closed_form_latex(self) -> tuple:
         """The masked normalization ``S(A)``, a line of the closed form.
@@ -698,6 +704,7 @@ class Residual(Component):
 
     kind = "residual stream"
     computes = False
+    linear_at_one_token = True
 
     def step(self, domain, stream: Stream, blocks: dict, layer: int) -> None:
         stream.hidden = domain.add(stream.block_input, stream.hidden)
