@@ -54,7 +54,10 @@ from .jacobian import (  # noqa: F401
     forward_operations,
     jacobian_series,
     jacobian_series_in_groups,
+    ORBIT_BOUND_BUDGET,
+    estimate_rank_bound,
     native_rank_bound,
+    orbit_bound_bytes,
     random_bank,
     random_point,
     symmetry_orbit_bound,
@@ -791,6 +794,13 @@ def decay_spectrum(arch: Architecture, curve: Curve | None = None, bank="auto", 
         raise TruncationError(f"truncation {truncation} exceeds max_truncation {max_truncation}; give truncation "
                               f"<= {max_truncation} (--truncation) or raise max_truncation")
 
+    if not arch.is_plain and orbit_bound_bytes(arch) > ORBIT_BOUND_BUDGET and not distributed:
+        # the symmetry orbit's bound below is itself large: the first step's memory is checked first, from a
+        # proved bound that needs no big arrays (it is at least the orbit's, so the bank is not underestimated)
+        early = automatic_bank_size(arch, estimate_rank_bound(arch)) if bank == "auto" else None
+        if early is not None:
+            _require_step_memory(arch, curve, early, grown_bank(early), truncation, (early, truncation), bank,
+                                 requested, max_memory)
     # the rank a separating bank reaches: a proven upper bound of the rank (the effective dimension, one
     # token's value map, #params minus the symmetry orbit's dimension for the variants)
     eff, eff_reason = native_rank_bound(arch)
@@ -981,7 +991,7 @@ def _require_step_memory(arch: Architecture, curve: Curve, size: int, larger: in
     def estimate_for(resized: Architecture, bank: int | None = None):
         # the starting sizes of decay_spectrum for a resized network (its "auto" bank guess)
         if bank is None and fixed_bank is None:
-            bank = automatic_bank_size(resized, native_rank_bound(resized)[0])
+            bank = automatic_bank_size(resized, estimate_rank_bound(resized))  # no sympy, no big arrays
         elif bank is None:
             bank = fixed_bank
         N = truncation if requested != "auto" else _initial_truncation(resized, curve) * growth

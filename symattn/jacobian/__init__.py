@@ -44,10 +44,16 @@ from .bounds import compress_rows, degree_bound
 from .points import BANK_ENTRIES, DEFAULT_PRIMES, STREAMS, bank_residues, check_prime, constant_field, field_note, field_primes, generator, random_bank, random_point, random_real_point, small_integer_point, transcendental_constants, validate_bank
 from .columns import all_directions, block_columns, gauge_slice, parameter_columns, score_block_name
 from .series import curve_series, forward_operations, input_groups, jacobian_from_series, jacobian_series, jacobian_series_in_groups, real_jacobian, series_output
-from .symmetries import effective_dimension_of, gauge_tangent_series, native_rank_bound, scaling_tangent_series, symmetry_orbit_bound, symmetry_tangent_series
+from .symmetries import (
+    ORBIT_BOUND_BUDGET, effective_dimension_of, estimate_rank_bound, gauge_tangent_series, native_rank_bound,
+    orbit_bound_bytes, scaling_tangent_series, symmetry_orbit_bound, symmetry_tangent_series,
+)
 
 __all__ = [
     "native_rank_bound",
+    "estimate_rank_bound",
+    "orbit_bound_bytes",
+    "ORBIT_BOUND_BUDGET",
     "effective_dimension_of",
     "DEFAULT_PRIMES",
     "check_prime",

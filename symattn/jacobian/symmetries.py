@@ -13,7 +13,8 @@ from ..model import Architecture, Attention
 from .columns import parameter_columns
 from .points import DEFAULT_PRIMES, field_primes, random_point
 
-__all__ = ["gauge_tangent_series", "scaling_tangent_series", "symmetry_tangent_series", "symmetry_orbit_bound", "effective_dimension_of", "native_rank_bound"]
+__all__ = ["gauge_tangent_series", "scaling_tangent_series", "symmetry_tangent_series", "symmetry_orbit_bound", "effective_dimension_of", "native_rank_bound",
+           "estimate_rank_bound", "orbit_bound_bytes", "ORBIT_BOUND_BUDGET"]
 
 
 # -- tangents of the symmetry orbits ----------------------------------------------------------------
@@ -210,3 +211,65 @@ def native_rank_bound(arch: Architecture) -> tuple[int, str]:
                    "V_i -> V_i / c, which acts on the effective parameters with a free orbit and keeps F")
         return eff - len(lightning), reason
     return eff, reason
+
+
+#: The memory estimates compute the symmetry orbit's rank bound (:func:`symmetry_orbit_bound`) only while
+#: its arrays (the tangents, ``m x #params`` residues and a copy for the rank) need no more than this.
+ORBIT_BOUND_BUDGET = 32 * 2**20
+
+
+def orbit_bound_bytes(arch: Architecture) -> int:
+    """Bytes :func:`symmetry_orbit_bound` allocates, counted without building anything.
+
+    ``m`` tangents (:meth:`~symattn.model.Architecture.symmetry_dimension`),
+    each a few square integer matrices no wider than the widest block, then
+    the ``(m, #params)`` residues and their copy in the rank.
+
+    Examples
+    --------
+    >>> orbit_bound_bytes(Architecture.uniform(layers=2, width=2, rank=1))    # 6 x (2 * 16 + 3 * 2^2) x 8
+    2112
+    """
+    side = max((max(shape) for _, shape in arch.blocks()), default=1)
+    return arch.symmetry_dimension() * (2 * arch.param_count + 3 * side * side) * 8
+
+
+def estimate_rank_bound(arch: Architecture) -> int:
+    """A proved upper bound of the native Jacobian's rank for the memory estimates, without big arrays.
+
+    :func:`native_rank_bound` where it is a closed form (the model of the
+    paper without a bottleneck, or with one token) or its symmetry orbit is
+    small (:data:`ORBIT_BOUND_BUDGET`, no sympy); else a closed form that
+    bounds it from above: the sum of the effective blocks' dimensions (the
+    image of ``F``'s effective parameters is no larger than the product of
+    the blocks'), less one per lightning layer, where ``F`` factors through
+    them, and ``#params`` otherwise.  No rank is read off a point here that the
+    estimate could undercount: every value returned bounds the rank at every
+    point.  A larger bound only makes the estimate (the bank) larger.
+
+    Examples
+    --------
+    >>> estimate_rank_bound(Architecture.uniform(layers=2)) == native_rank_bound(Architecture.uniform(layers=2))[0]
+    True
+    >>> big = Architecture.uniform(layers=7, width=64, ffn=100, bias=True)   # 54,094 tangents: not computed
+    >>> estimate_rank_bound(big) == big.param_count
+    True
+    >>> bottleneck = Architecture([3, 1, 3], [1, 1])   # the blocks' sum, no sympy: 9 + 3 + 3 (the rank is 11)
+    >>> estimate_rank_bound(bottleneck), native_rank_bound(bottleneck)[0]
+    (15, 11)
+    """
+    from ..effective import effective_block_dimensions, has_bottleneck
+
+    lightning = len([a for a in arch.attention if not a.normalized])
+    if arch.is_plain:
+        if (arch.degenerate and not lightning) or not has_bottleneck(arch):
+            return native_rank_bound(arch)[0]  # the value map's or the effective dimension: closed forms
+        return sum(effective_block_dimensions(arch).values()) - lightning
+    bound = arch.param_count
+    if arch.factors_through_effective and all(a.normalized for a in arch.attention):
+        bound = min(bound, sum(effective_block_dimensions(arch).values()))
+        if has_bottleneck(arch):
+            return bound  # the orbit bound would compute the effective dimension in sympy
+    if orbit_bound_bytes(arch) <= ORBIT_BOUND_BUDGET:
+        return min(bound, native_rank_bound(arch)[0])
+    return bound
