@@ -71,6 +71,14 @@ def test_a_wide_feed_forward_network_is_refused_by_its_memory(capsys, small_orbi
     assert "over the limit of 1.0 GiB" in line and "--max-memory SIZE" in line
 
 
+def test_the_spectrums_estimate_builds_no_large_symmetry_orbit(capsys, small_orbits_only):
+    # the spectrum computed the orbit's bound before its memory check (14 s, 4.9 GB, then out of memory)
+    for layers in ("7", "2"):
+        line = _refused(capsys, ["spectrum", "--layers", layers, "--width", "64", "--ffn", "100", "--bias",
+                                 "--max-memory", "1G", "--quiet"])
+        assert f"--layers {layers} --width 64" in line and "over the limit of 1.0 GiB" in line
+
+
 def test_the_estimate_bound_is_the_engine_bound_where_that_is_cheap():
     from symattn.identify.common import _estimate_upper_bound
     from symattn.jacobian import native_rank_bound
