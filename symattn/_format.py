@@ -14,7 +14,13 @@ them share live here, once:
 - :class:`FormattedResult`: the mixin that turns a result's own pieces
   (``to_json``, ``_latex_body``, ``_latex_math``, ``to_markdown``) into
   ``to_latex(standalone=...)``, ``_repr_latex_``, ``to_json_string`` and ``__str__``;
-- :class:`Section`: one titled part of a report, ready in every format.
+- :class:`Section`: one titled part of a report, ready in every format;
+- :func:`bounded_display` and :data:`DISPLAY_MAX_CHARS`: every display of a
+  result (Jupyter's LaTeX, Markdown and HTML, ``sympy.latex``, ``str``) is at
+  most so many characters, a summary past them, decided before the whole
+  text is written;
+- :func:`plain_words`: Python's literals in a note (``True``, ``[3, 5]``,
+  ``{0: 4, 1: 3}``) as the words every format shares.
 
 Examples
 --------
@@ -49,6 +55,10 @@ __all__ = [
     "latex_prose",
     "markdown_method",
     "text_table",
+    "bounded_display",
+    "plain_words",
+    "DISPLAY_MAX_CHARS",
+    "WRITE_AND_MEASURE",
     "Figure",
     "FormattedResult",
     "Section",
@@ -382,7 +392,7 @@ def latex_prose(text, formulas: dict | None = None) -> str:
     >>> print(latex_prose("s_1 exponential (s(x) = C e^(ax))", {"s(x) = C e^(ax)": "s(x) = C e^{a x}"}))
     $s_{1}$ exponential ($s(x) = C e^{a x}$)
     """
-    text = str(text)
+    text = plain_words(text)
     if formulas:
         pieces = re.split("(" + "|".join(re.escape(f) for f in sorted(formulas, key=len, reverse=True)) + ")", text)
         return "".join(f"${formulas[piece]}$" if index % 2 else latex_prose(piece)
@@ -423,6 +433,77 @@ def latex_prose(text, formulas: dict | None = None) -> str:
     return "".join(out)
 
 
+#: A number as Python writes it into a note: ``3``, ``-1.5``, ``6.7e-15``, ``1/2``.
+_NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?:/\d+)?"
+_NUMBER_LIST = rf"\[\s*(?:{_NUMBER}(?:\s*,\s*{_NUMBER})*)?\s*\]"
+_NESTED_LIST = rf"\[\s*{_NUMBER_LIST}(?:\s*,\s*{_NUMBER_LIST})*\s*\]"
+#: Python's literals in a note: a sympy ``Matrix([[...]])`` or a list of lists of numbers, a list of numbers,
+#: a dict of numbers to numbers (exponents to multiplicities), ``True``, ``False``, ``None``.
+_PYTHON_LITERAL = re.compile(
+    rf"(?P<matrix>Matrix\({_NESTED_LIST}\)|(?<![\w\]]){_NESTED_LIST})"
+    rf"|(?P<list>(?<![\w\]]){_NUMBER_LIST})"
+    rf"|(?P<dict>(?<![\w])\{{\s*{_NUMBER}\s*:\s*{_NUMBER}(?:\s*,\s*{_NUMBER}\s*:\s*{_NUMBER})*\s*\}})"
+    r"|(?P<word>(?<![\w.'\"])(?:True|False|None)(?![\w'\"]))"
+)
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(_NUMBER, text)
+
+
+def _and(items: list) -> str:
+    """``a``, ``a and b``, ``a, b and c``: a list as words."""
+    return " and ".join(item for item in [", ".join(items[:-1]), items[-1]] if item) if items else "none"
+
+
+def plain_words(text) -> str:
+    """``str(text)`` with Python's literals written as words, the same in every format.
+
+    Notes built by f-strings carry Python: ``separating: True``, ``primes
+    [268435399, 268435367]``, ``exponents {0: 4, 1: 3}``, ``Matrix([[0, 0]])``.
+    A reader sees ``yes``/``no``/``none``, the numbers of a list joined by
+    "and", exponents with their multiplicities, and a matrix as its rows
+    ``(a, b; c, d)``.  Markdown and plain text write this text as it is;
+    :func:`latex_prose` (LaTeX) reads it first, so that every format says the
+    same words.  Literals of anything but numbers are left as they are.
+
+    Parameters
+    ----------
+    text : object
+        A note or any plain text (anything with a ``str``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> print(plain_words("bank 6 (separating: True), primes [268435399, 268435367] (confirmed: False)"))
+    bank 6 (separating: yes), primes 268435399 and 268435367 (confirmed: no)
+    >>> print(plain_words("Smith exponents {0: 4, 1: 3}; estimate None; flip layers [1]; ranks [1, 1, 2]"))
+    Smith exponents 0 (multiplicity 4) and 1 (multiplicity 3); estimate none; flip layers 1; ranks 1, 1 and 2
+    >>> print(plain_words("computed Matrix([[0, 1/2], [3, 4]]), witness input [[2, 3]], no entries []"))
+    computed (0, 1/2; 3, 4), witness input (2, 3), no entries none
+    >>> print(plain_words("(witness input [[2, 3]])"))
+    (witness input (2, 3))
+    >>> print(plain_words("x[1] and 'True' stay"))
+    x[1] and 'True' stay
+    """
+    def word(match) -> str:
+        literal = match.group(0)
+        if match.group("matrix"):
+            rows = re.findall(_NUMBER_LIST, literal[len("Matrix("):] if literal.startswith("Matrix(") else literal[1:])
+            return "(" + "; ".join(", ".join(_numbers(row)) for row in rows) + ")"
+        if match.group("list"):
+            return _and(_numbers(literal))
+        if match.group("dict"):
+            pairs = re.findall(rf"({_NUMBER})\s*:\s*({_NUMBER})", literal)
+            return _and([f"{key} (multiplicity {value})" for key, value in pairs])
+        return _PROSE_WORDS[literal]
+
+    return _PYTHON_LITERAL.sub(word, str(text))
+
+
 def latex_method(text: str, label: str = "Method") -> str:
     """A note under a table: ``label: text.`` in small type (the text is plain and escaped here).
 
@@ -442,8 +523,10 @@ def markdown_method(text: str, label: str = "method") -> str:
     --------
     >>> markdown_method("exact over Q")
     '- method: exact over Q'
+    >>> markdown_method("primes [5, 7] (confirmed: True)")
+    '- method: primes 5 and 7 (confirmed: yes)'
     """
-    return f"- {label}: {str(text).rstrip('.')}"
+    return f"- {label}: {plain_words(text).rstrip('.')}"
 
 
 @dataclass(frozen=True)
@@ -506,22 +589,25 @@ class Figure:
 
 
 def latex_array(header: Sequence, rows: Iterable[Sequence]) -> str:
-    """A math-mode ``array`` of plain-text cells (each escaped, in ``\\text{}``), for Jupyter.
+    """A math-mode ``array`` of cells for Jupyter: numbers as math, other cells as escaped ``\\text{}``.
 
     MathJax renders math only, so display math in a notebook uses an
     ``array`` where a document uses a ``tabular``.  The first column is
-    left-aligned, the others right-aligned.
+    left-aligned, the others right-aligned.  A truth value reads ``yes`` or
+    ``no``, ``None`` reads ``-`` (:func:`cell_text`).
 
     Examples
     --------
-    >>> print(latex_array(["block", "order"], [["scores_1", 3]]))
-    \\begin{array}{lr}
-    \\text{block} & \\text{order} \\\\ \\hline
-    \\text{scores\\_1} & \\text{3} \\\\
+    >>> print(latex_array(["block", "order", "sharp"], [["scores_1", 3, True]]))
+    \\begin{array}{lrr}
+    \\text{block} & \\text{order} & \\text{sharp} \\\\ \\hline
+    \\text{scores\\_1} & 3 & \\text{yes} \\\\
     \\end{array}
     """
     def cell(value):
-        return r"\text{" + latex_escape(value) + "}"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)  # a number is mathematics
+        return r"\text{" + latex_escape(cell_text(value)) + "}"
 
     columns = "l" + "r" * (len(header) - 1)
     lines = [r"\begin{array}{" + columns + "}", " & ".join(cell(h) for h in header) + r" \\ \hline"]
@@ -580,6 +666,144 @@ def text_table(rows: Iterable[Sequence], indent: str = "  ") -> str:
     return "\n".join(f"{indent}{name.ljust(width)}  {value}" for name, value in rows)
 
 
+#: Characters any display of a result shows at most: Jupyter's LaTeX, Markdown and HTML, ``sympy.latex`` and
+#: ``str``.  Past it a display is a summary that says what it left out and which method writes the whole text.
+#: (An expansion of two layers at width 2 modulo ``eps^7`` is 74 MB of LaTeX: MathJax took 209 s on it.)
+DISPLAY_MAX_CHARS = 20_000
+
+
+def _display_note(form: str, size: int, limit: int, left_out: str, whole: str) -> str:
+    """The sentence under a summary: how large the whole text is, what was left out, and how to get it."""
+    words = (f"Summary: the whole text is about {size:,} characters, past the display bound of {limit:,}"
+             + (f"; left out: {left_out}" if left_out else "") + f". The whole text: {whole}.")
+    if form == "markdown":
+        return "*" + words.replace("*", r"\*").replace("_", r"\_") + "*"
+    if form == "latex":
+        return r"\par\noindent{\small\textit{" + latex_escape(words) + "}}"
+    if form == "math":
+        return r"\text{" + latex_escape(words) + "}"
+    if form == "html":
+        import html
+
+        return "<p><em>" + html.escape(words) + "</em></p>"
+    return words
+
+
+def bounded_display(render, *, size, summary, whole: str, left_out: str = "", form: str = "text",
+                    limit: int | None = None, reserve: int = 0) -> str:
+    """The text of a display, or a summary past ``limit`` characters, decided before the whole text is written.
+
+    ``size`` estimates the whole text's length from the result's numbers
+    (terms, rows) without writing it; past ``limit`` only ``summary()`` is
+    written, followed by a note that gives the size, what was left out and
+    the method that writes the whole text.  Below it, the whole text is
+    written and measured: a text longer than the estimate said is replaced by
+    the summary too, so that a display never exceeds ``limit`` characters.
+    A summary that is itself too long is cut at a line (Markdown, text) or
+    left out (LaTeX, whose lines do not stand alone).
+
+    Parameters
+    ----------
+    render : callable
+        ``render()`` returns the whole text.
+    size : int or callable
+        The estimated length of the whole text in characters (or a function
+        returning it), computed without writing the text.
+    summary : callable
+        ``summary()`` returns the short text shown past the bound.
+    whole : str
+        How to get the whole text, e.g. ``"F.to_latex(full=True)"``.
+    left_out : str, optional
+        What the summary leaves out, e.g. ``"the entries of F_2, F_4"``.
+    form : str, optional
+        ``"text"`` (the default), ``"markdown"``, ``"latex"`` (text mode),
+        ``"math"`` (math mode: the summary and the note are set in an
+        ``array``), ``"html"`` or ``"repr"`` (one line): how the note is written.
+    limit : int, optional
+        Characters at most; default :data:`DISPLAY_MAX_CHARS` (read when called).
+    reserve : int, optional
+        Characters of the display outside the returned text (the ``$$`` around
+        Jupyter's display math), counted in ``limit``.
+
+    Returns
+    -------
+    str
+        At most ``limit - reserve`` characters.
+
+    Examples
+    --------
+    >>> text = bounded_display(lambda: "x" * 50, size=50, summary=lambda: "50 x", whole="ask", limit=100)
+    >>> len(text)
+    50
+    >>> print(bounded_display(lambda: 1 / 0, size=10**8, summary=lambda: "10^8 x", whole="to_text()",
+    ...                       left_out="the x's", limit=200))
+    10^8 x
+    Summary: the whole text is about 100,000,000 characters, past the display bound of 200; left out: the x's. The whole text: to_text().
+    >>> print(bounded_display(lambda: "y" * 500, size=5, summary=lambda: "500 y", whole="ask", limit=150))
+    500 y
+    Summary: the whole text is about 500 characters, past the display bound of 150. The whole text: ask.
+    """
+    stated = DISPLAY_MAX_CHARS if limit is None else limit
+    limit = stated - reserve
+    size = size() if callable(size) else size
+    if size <= limit:
+        text = render()
+        if len(text) <= limit:
+            return text
+        size = len(text)
+    note = _display_note(form, size, stated, left_out, whole)
+    short = summary()
+    if form == "math":
+        out = r"\begin{array}{l} " + short + r" \\ " + note + r" \end{array}"
+        return out if len(out) <= limit else note[:limit]
+    out = short.rstrip("\n") + (" " if form == "repr" else "\n") + note
+    if len(out) <= limit:
+        return out
+    if form in ("markdown", "text"):
+        lines, room = [], limit - len(note) - 5
+        for line in short.splitlines():
+            if len(line) + 1 > room:
+                break
+            lines.append(line)
+            room -= len(line) + 1
+        return "\n".join(lines + ["...", note])[:limit]
+    return note[:limit]
+
+
+#: A result whose JSON is at most this many times :data:`DISPLAY_MAX_CHARS` has its displays written and
+#: measured (writing them costs no more than its JSON); past it, only a summary is written.
+WRITE_AND_MEASURE = 10
+
+#: The results whose :meth:`FormattedResult._display_size` is being estimated (a ``to_json`` that writes a display).
+_ESTIMATING: list = []
+
+#: The displays :class:`FormattedResult` bounds, each with the form of its note.
+_DISPLAYS = {"__str__": "text", "_repr_markdown_": "markdown", "_repr_html_": "html", "_latex": "math",
+             "_sympystr": "text"}
+
+
+def _field_repr(result) -> str:
+    """``Name(field=value, ...)`` as ``@dataclass`` writes it (its fields with ``repr=True``)."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(result):
+        return object.__repr__(result)
+    fields = ", ".join(f"{f.name}={getattr(result, f.name)!r}" for f in dataclasses.fields(result) if f.repr)
+    return f"{type(result).__qualname__}({fields})"
+
+
+def _bounded(name: str, form: str, whole_method):
+    """A display method ``name`` that returns ``whole_method(self, ...)`` within :data:`DISPLAY_MAX_CHARS`."""
+    def display(self, *args):
+        return self._bounded_display(lambda: whole_method(self, *args), form)
+
+    display.__name__ = name
+    display.__doc__ = (f"The display ({form}), at most ``DISPLAY_MAX_CHARS`` characters: a summary past them "
+                       f"(:func:`symattn._format.bounded_display`).")
+    display._bounded = True
+    return display
+
+
 class FormattedResult:
     """The output formats every result value shares, from the few pieces each result defines.
 
@@ -593,7 +817,20 @@ class FormattedResult:
     - ``to_markdown()`` and, if plain text should differ from Markdown, ``__str__``.
 
     It then has ``to_latex(standalone=False)``, ``_repr_latex_()``,
-    ``to_json_string()`` and ``str()``.
+    ``to_json_string()``, ``to_text()`` and ``str()``, and ``sympy.latex(result)``
+    prints ``_latex_math()``: the result's numbers as mathematics.
+
+    **Every display is bounded.**  ``str``, ``_repr_latex_``, ``sympy.latex``
+    and the ``_repr_markdown_``, ``_repr_html_``, ``_latex`` and ``_sympystr``
+    a subclass defines are at most :data:`DISPLAY_MAX_CHARS` characters
+    (:func:`bounded_display`): past them a display is a summary (a table of
+    the result's numbers, :meth:`_display_summary`) that says how to get the
+    whole text.  The bound is decided from :meth:`_display_size`, an estimate
+    made before the whole text is written (a subclass whose text can be huge,
+    as an expansion, estimates from its own numbers).  A subclass writes its
+    displays whole; the mixin keeps its own ``__str__`` as :meth:`to_text` and
+    wraps each display when the class is created.  The whole texts stay at
+    ``to_text()``, ``to_markdown()`` and ``to_latex()``.
 
     Examples
     --------
@@ -635,16 +872,105 @@ class FormattedResult:
             return body
         return latex_document("\\[\n" + body + "\n\\]" if self._latex_body_is_math else body)
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name, form in _DISPLAYS.items():
+            own = cls.__dict__.get(name)
+            if own is None or getattr(own, "_bounded", False):
+                continue
+            if name == "__str__" and "to_text" not in cls.__dict__:
+                cls.to_text = own  # the class's whole plain text
+            setattr(cls, name, _bounded(name, form, own))
+        # repr: Jupyter's text/plain and a REPL's echo.  Set before @dataclass runs, which then keeps it.
+        own = cls.__dict__.get("__repr__")
+        if not getattr(own, "_bounded", False):
+            cls.__repr__ = _bounded("__repr__", "repr", own or _field_repr)
+        own = cls.__dict__.get("_repr_latex_")
+        if own is not None and not getattr(own, "_bounded", False):
+            def _repr_latex_(self, _own=own):
+                return "$$" + self._bounded_display(lambda: _own(self).strip().strip("$"), "math", 4) + "$$"
+
+            _repr_latex_._bounded = True
+            cls._repr_latex_ = _repr_latex_
+
     def _repr_latex_(self) -> str:
-        """Display math for Jupyter."""
-        return "$$" + self._latex_math() + "$$"
+        """Display math for Jupyter, at most :data:`DISPLAY_MAX_CHARS` characters."""
+        return "$$" + self._bounded_display(self._latex_math, "math", 4) + "$$"
+
+    def _latex(self, printer=None) -> str:
+        """What ``sympy.latex(result)`` prints: :meth:`_latex_math`, the result's numbers as mathematics (bounded)."""
+        return self._bounded_display(self._latex_math, "math")
 
     def to_json_string(self) -> str:
         """:meth:`to_json` as indented JSON text."""
         return json.dumps(self.to_json(), indent=2)
 
-    def __str__(self) -> str:
+    def to_text(self) -> str:
+        """The whole plain text that ``str`` shows up to :data:`DISPLAY_MAX_CHARS` characters."""
         return self.to_markdown()
+
+    def __str__(self) -> str:
+        return self._bounded_display(self.to_text, "text")
+
+    # -- the bound on every display -----------------------------------------------------------------
+    def _bounded_display(self, render, form: str, reserve: int = 0) -> str:
+        """``render()`` within :data:`DISPLAY_MAX_CHARS` (less ``reserve``): see :func:`bounded_display`."""
+        return bounded_display(render, size=lambda: self._display_size(form), form=form,
+                               summary=lambda: self._display_summary(form), whole=self._display_whole(form),
+                               left_out=self._display_left_out(form), reserve=reserve)
+
+    def _display_size(self, form: str) -> int:
+        """About how many characters the whole display in ``form`` has, estimated without writing it.
+
+        The default measures :meth:`to_json`, the result's data, from which
+        every display is written and which is at least as long as each of them.
+        Data of at most :data:`WRITE_AND_MEASURE` times the bound is small
+        enough to write the display and measure it (0 is returned: "write
+        it"); past that the JSON's length is the estimate, and only the
+        summary is written.  A result whose text can be much longer than its
+        data (an expansion) overrides this with its own estimate.
+        """
+        if any(result is self for result in _ESTIMATING):  # to_json() writes a display of its own: write, measure
+            return 0
+        _ESTIMATING.append(self)
+        try:
+            size = len(json.dumps(self.to_json(), default=str))
+        finally:
+            _ESTIMATING.pop()
+        return 0 if size <= WRITE_AND_MEASURE * DISPLAY_MAX_CHARS else size
+
+    def _summary_rows(self) -> list:
+        """``(name, value)`` rows of the summary: the numbers, truth values and short words of :meth:`to_json`."""
+        rows = []
+        for key, value in self.to_json().items():
+            if isinstance(value, (bool, int, float)) or value is None or (isinstance(value, str) and len(value) <= 80):
+                rows.append((key.replace("_", " "), cell_text(value)))
+        return rows[:40]
+
+    def _display_summary(self, form: str) -> str:
+        """The short display shown past the bound: :meth:`_summary_rows` as a table in ``form``."""
+        rows = self._summary_rows()
+        title = type(self).__name__
+        if form == "repr":
+            return title + "(" + ", ".join(f"{name.replace(' ', '_')}={value!r}" for name, value in rows) + ")"
+        if form == "markdown":
+            return f"**{title}**\n\n" + markdown_table(("quantity", "value"), rows)
+        if form == "math":
+            return latex_array((title, ""), rows)
+        if form == "html":
+            import html
+
+            return "<pre>" + html.escape(title + "\n" + text_table(rows)) + "</pre>"
+        return title + "\n" + text_table(rows)
+
+    def _display_whole(self, form: str) -> str:
+        """The method that writes the whole text of a display in ``form``."""
+        return {"text": "to_text()", "markdown": "to_markdown()", "html": "to_markdown()",
+                "repr": "to_text(), every field: to_json()"}.get(form, "to_latex()")
+
+    def _display_left_out(self, form: str) -> str:
+        """What the summary leaves out (empty: everything but its table)."""
+        return ""
 
 
 @dataclass(frozen=True)
@@ -704,7 +1030,7 @@ class Section:
         >>> s.data, s.markdown
         ({'answer': 42}, '```\\nanswer  42\\n```')
         """
-        text = str(result)
+        text = result.to_text() if hasattr(result, "to_text") else str(result)  # the whole text, not a display
         return cls(
             title=title,
             key=key,

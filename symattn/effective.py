@@ -211,7 +211,7 @@ class ClosedForm(FormattedResult):
     _latex_math = _latex_body
 
     def to_json(self) -> dict:
-        return {"layers": self.layers, "latex": self.to_latex(), "text": str(self)}
+        return {"layers": self.layers, "latex": self.to_latex(), "text": self.to_text()}
 
     def to_markdown(self) -> str:
         return "$$\n" + self.to_latex() + "\n$$"

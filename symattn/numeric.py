@@ -35,7 +35,9 @@ import numpy as np
 import sympy as sp
 
 from .algebra.numeric_jets import NumericJetDomain, as_fraction, to_float, to_mpf
-from ._format import FormattedResult, fixed, latex_longtable, latex_method, markdown_method, markdown_table
+from ._format import (
+    FormattedResult, cell_text, fixed, latex_longtable, latex_method, markdown_method, markdown_table,
+)
 from .errors import BankError, DomainError, ShapeError, SymattnError
 from .jacobian import random_real_point, real_jacobian, validate_bank
 from .model import Architecture, Parameters, require_architecture, require_seed
@@ -336,9 +338,9 @@ class Sensitivity(FormattedResult):
             f"curve: {self.curve}",
             f"eps = {', '.join(f'{e:g}' for e in self.eps)}; mpmath {self.dps} digits; bank {self.bank} inputs; "
             f"{self.params} parameters",
-            f"exact rank {self.exact_rank}, kernel {self.kernel}; mpmath ranks per eps {list(self.mpmath_ranks)}; "
-            f"slopes recovered: {self.recovered}",
-            f"float64 loses exponents: {lost}; float64 resolves per eps {list(self.float64_resolved)}",
+            f"exact rank {self.exact_rank}, kernel {self.kernel}; mpmath ranks per eps "
+            f"{', '.join(map(str, self.mpmath_ranks))}; slopes recovered: {cell_text(self.recovered)}",
+            f"float64 loses exponents: {lost}; float64 resolves per eps {', '.join(map(str, self.float64_resolved))}",
             f"float64 rank estimate at eps = {self.float64_rank_eps:g} (numpy default tolerance): "
             f"{self.float64_rank_estimate} (exact {self.exact_rank})",
         ]
@@ -352,9 +354,10 @@ class Sensitivity(FormattedResult):
             label = "kernel" if exact is None else str(exact)
             lines.append(f"{j:>4} {label:>7} {slope:>9.3f} {slope64:>9.3f}")
         lines.append(f"exact rank {self.exact_rank}, kernel {self.kernel}; mpmath ranks per eps "
-                     f"{list(self.mpmath_ranks)}; recovered: {self.recovered}")
+                     f"{', '.join(map(str, self.mpmath_ranks))}; slopes recovered: {cell_text(self.recovered)}")
         lost = ", ".join(str(e) for e in self.float64_lost) or "none"
-        lines.append(f"float64 loses exponents: {lost}; float64 resolves per eps {list(self.float64_resolved)}")
+        lines.append(f"float64 loses exponents: {lost}; float64 resolves per eps "
+                     f"{', '.join(map(str, self.float64_resolved))}")
         lines.append(f"float64 rank estimate at eps = {self.float64_rank_eps:g} (numpy default tolerance): "
                      f"{self.float64_rank_estimate} (exact {self.exact_rank})")
         return "\n".join(lines)

@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field, replace
 
@@ -464,8 +465,14 @@ class ArchitectureReport(FormattedResult):
         )
 
     def _repr_markdown_(self) -> str:
-        """The whole report, for Jupyter front ends that render Markdown."""
+        """The report, for Jupyter front ends that render Markdown (a summary past ``DISPLAY_MAX_CHARS``)."""
         return self.to_markdown()
+
+    def _display_size(self, form: str) -> int:
+        """The core's JSON and the sections' own texts, which are written already."""
+        own = {"text": "text", "markdown": "markdown", "html": "markdown"}.get(form)
+        return len(json.dumps(self._core_json(), default=str)) + (
+            sum(len(getattr(section, own)) for section in self.sections) if own else 0)
 
     def __str__(self) -> str:
         parts = [
@@ -515,7 +522,7 @@ def architecture_report(arch: Architecture) -> ArchitectureReport:
         degenerate=arch.degenerate,
         normalizers=tuple({**n.to_json(), "latex": n.latex()} for n in arch.normalizers),
         closed_form_latex=effective_closed_form_latex(arch),
-        closed_form_text="" if arch.is_plain else str(closed_form_result(arch)),
+        closed_form_text="" if arch.is_plain else closed_form_result(arch).to_text(),
         method=_method(arch),
     )
 
@@ -640,7 +647,7 @@ def identification_section(arch: Architecture, progress: bool, results: dict):
     try:
         identification = identify(arch, progress=progress)
         return Section(use.title, use.key, identification.to_json(), identification.to_markdown(level=3),
-                       identification._latex_body(heading="subsubsection"), str(identification)), \
+                       identification._latex_body(heading="subsubsection"), identification.to_text()), \
             identification, False
     except SymattnError as err:
         return _unavailable(use.title, use.key, err), None, False

@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._cluster import check_workers, uses_dask
-from ._format import FormattedResult, latex_escape, latex_method, latex_prose, latex_tabular, markdown_method
+from ._format import (
+    FormattedResult, cell_text, latex_escape, latex_method, latex_prose, latex_tabular, markdown_method, plain_words,
+)
 from .naming import texttt
 from .adaptive import (
     DEEPEN, GROW_BANK, Growth, PhaseBar, Step, adapt, degeneracies, grown_bank, refuse_renamed, schwartz_zippel_bound,
@@ -567,13 +569,13 @@ class Spectrum(FormattedResult):
             lines.append(f"{'>= ' + str(self.truncation):>9} {self.unresolved:>9} {'':>10}")
         lines.append(f"rank {self.rank}{'' if self.rank_certified else ' (lower bound)'}, kernel {self.kernel}"
                      f" (predicted {self._predicted_kernel()}), params {self.params}")
-        lines.append(f"bank {self.bank} inputs, separating: {self.separating} ({self.separation_note})")
+        lines.append(f"bank {self.bank} inputs, separating: {cell_text(self.separating)} ({self.separation_note})")
         lines += [f"degenerate: {reason}" for reason in self.degenerate]
         lines.append(f"matches the prediction: {self.prediction_verdict}")
         if self.blocks_withheld:
             lines.append(f"no block table: {self.blocks_withheld}")
-        lines.append(f"truncation eps^{self.truncation}, primes {list(self.primes)}, confirmed: {self.confirmed}, "
-                     f"error probability <= {self.error_bound:.1e}")
+        lines.append(f"truncation eps^{self.truncation}, primes {plain_words(list(self.primes))}, "
+                     f"confirmed: {cell_text(self.confirmed)}, error probability <= {self.error_bound:.1e}")
         return "\n".join(lines)
 
     def _notes(self) -> list[str]:
@@ -584,8 +586,9 @@ class Spectrum(FormattedResult):
             f"(predicted {self._predicted_kernel()}), {self.params} parameters",
             *[f"degenerate: {reason}" for reason in self.degenerate],
             f"matches the prediction: {self._verdict_text()}",
-            f"bank of {self.bank} inputs, separating: {self.separating} ({self.separation_note})",
-            f"truncation eps^{self.truncation}; primes {list(self.primes)}; confirmed: {self.confirmed}; "
+            f"bank of {self.bank} inputs, separating: {cell_text(self.separating)} ({self.separation_note})",
+            f"truncation eps^{self.truncation}; primes {plain_words(list(self.primes))}; "
+            f"confirmed: {cell_text(self.confirmed)}; "
             f"error probability <= {self.error_bound:.1e}",
         ]
 

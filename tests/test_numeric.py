@@ -247,7 +247,7 @@ def test_report_formats(one_layer):
     assert "estimate" in data["float64_rank_estimate_note"]
     assert len(data["mpmath_singular_values"]) == 3 and len(data["mpmath_singular_values"][0]) == 8
     text = str(one_layer)
-    assert "rank estimate" in text and "kernel" in text and "recovered: True" in text
+    assert "rank estimate" in text and "kernel" in text and "recovered: yes" in text
     latex = one_layer.to_latex()
     # a header and one row per singular value (8), across pages; the notes and the method after it
     assert latex.startswith(r"\begin{longtable}{rrrr}") and latex.count(r"\\") == 9

@@ -11,6 +11,8 @@ formats (text, Markdown, JSON, LaTeX).
 from __future__ import annotations
 
 import dataclasses
+import html
+import textwrap
 import time
 from dataclasses import dataclass
 
@@ -25,7 +27,8 @@ from ..algebra.exactseries import (
     to_fmpq,
 )
 from .._markdown import markdown_math
-from .._format import FormattedResult, latex_document, markdown_table
+from .. import _format
+from .._format import FormattedResult, bounded_display, latex_document, markdown_table
 from ..curves import Curve, collapse
 from ..errors import DomainError, ShapeError, SymattnError, TruncationError
 from ..jacobian import series_output
@@ -151,14 +154,32 @@ class Expansion(FormattedResult):
         """
         from sympy.printing.pretty.stringpict import prettyForm
 
-        lines = [prettyForm(f"expansion modulo eps^{self.truncation}")]
-        lines += [prettyForm(*printer._print(c).left(f"F_{n} = ")) for n, c in enumerate(self.coefficients)]
-        width = max(line.width() for line in lines)
-        out = None
-        for line in lines:  # left-aligned (stringPict.below centres)
-            line = prettyForm(*line.right(" " * (width - line.width()))) if line.width() < width else line
-            out = line if out is None else prettyForm(*out.below(line))
-        return out
+        def whole():
+            lines = [prettyForm(f"expansion modulo eps^{self.truncation}")]
+            lines += [prettyForm(*printer._print(c).left(f"F_{n} = ")) for n, c in enumerate(self.coefficients)]
+            width = max(line.width() for line in lines)
+            out = None
+            for line in lines:  # left-aligned (stringPict.below centres)
+                line = prettyForm(*line.right(" " * (width - line.width()))) if line.width() < width else line
+                out = line if out is None else prettyForm(*out.below(line))
+            return out
+
+        # bounded as every display (DISPLAY_MAX_CHARS), a prettyForm here; its size (blank space included) varies
+        # most with the shapes of the entries: written and measured up to WRITE_AND_MEASURE times the bound
+        size = self._display_size("pretty")
+        limit = _format.DISPLAY_MAX_CHARS  # read now: a session may change it
+        if size <= _format.WRITE_AND_MEASURE * limit:
+            out = whole()
+            size = out.width() * out.height()
+            if size <= limit:
+                return out
+        text = bounded_display(lambda: "", size=max(size, limit + 1), form="text",
+                               summary=lambda: self._display_summary("text"),
+                               whole="sympy.pretty(F[n]) for each n, or to_text()",
+                               left_out=self._display_left_out("text"))
+        # lines of a terminal's width: sympy would cut the whole block into strips of 80 columns
+        return prettyForm("\n".join(textwrap.fill(line, 78, subsequent_indent="  ") if len(line) > 78 else line
+                                     for line in text.splitlines()))
 
     def coefficient(self, n: int) -> sp.ImmutableMatrix:
         """``F_n`` (``F_{-1}`` is the last one computed); raises TruncationError at or past the truncation.
@@ -427,7 +448,7 @@ class Expansion(FormattedResult):
             "method": self.method,
         }
 
-    def to_latex(self, standalone: bool = False, max_terms: int = LATEX_MAX_TERMS) -> str:
+    def to_latex(self, standalone: bool = False, max_terms: int = LATEX_MAX_TERMS, full: bool = False) -> str:
         r"""A LaTeX document of the expansion: a header, the matrix forms, then each ``F_n``.
 
         The header names the architecture, the normalizer, the curve and the
@@ -446,6 +467,9 @@ class Expansion(FormattedResult):
             A whole document (``\documentclass`` ...) instead of a fragment.
         max_terms : int
             Terms written out entry by entry at most (default :data:`~symattn.expand.sizes.LATEX_MAX_TERMS`).
+        full : bool
+            Every entry, whatever ``max_terms`` says (tens of megabytes for the
+            largest expansions: write it to a file, do not display it).
 
         Examples
         --------
@@ -456,9 +480,11 @@ class Expansion(FormattedResult):
         >>> G = expand(Architecture.uniform(layers=1, width=1, tokens=3), truncation=5)
         >>> print(next(line for line in G.to_latex().splitlines() if line.startswith("(F_{4})_{11}"))[:79])
         (F_{4})_{11} &= \tfrac{1}{54} (\tilde{K}_{1})_{11}^{2} (\tilde{Q}_{1})_{11}^{2}
-        >>> "Left out past 5 terms" in G.to_latex(max_terms=5)
-        True
+        >>> "Left out past 5 terms" in G.to_latex(max_terms=5), "Left out" in G.to_latex(max_terms=5, full=True)
+        (True, False)
         """
+        if full:
+            max_terms = sum(terms for _, terms in self.term_counts())
         if isinstance(max_terms, bool) or not isinstance(max_terms, (int, np.integer)) or max_terms < 0:
             raise SymattnError(f"max_terms must be a nonnegative integer, got {max_terms!r}")
         body = _ExpansionLatex(self).document(int(max_terms))
@@ -545,6 +571,44 @@ class Expansion(FormattedResult):
                              + "; ".join(markdown_math(line) for line in definitions))
         return "\n".join(lines) + "\n"
 
+    def _display_size(self, form: str) -> int:
+        """About how many characters a display of every entry has, from the term counts (nothing written).
+
+        Measured on expansions: some 150 to 220 characters of LaTeX per term
+        (the symbols are long commands), 60 to 80 of plain text and 400 to 800
+        of ``sympy.pretty``, the more the more layers and symbols.
+        """
+        if form == "repr":
+            return len(repr(self.architecture.describe())) + 200  # the architecture and curve, not the entries
+        per_term = {"text": 80, "pretty": 800}.get(form, 220)
+        entries = sum(nonzero for nonzero, _ in self.term_counts())
+        return 200 + 40 * len(self.coefficients) + 20 * entries + per_term * sum(t for _, t in self.term_counts())
+
+    def _display_summary(self, form: str) -> str:
+        """The summary past the display bound: :meth:`summary` (text, Markdown), or its table as math."""
+        if form != "math":
+            text = self.summary()
+            return text if form != "html" else "<pre>" + html.escape(text) + "</pre>"
+        rows, cols = self.architecture.widths[-1], self.architecture.tokens
+        table = " ".join(rf"F_{{{n}}} & {nonzero} \text{{ of }} {rows * cols} & {terms} \\"
+                         for n, (nonzero, terms) in enumerate(self.term_counts()))
+        out = (rf"\text{{expansion modulo }} \varepsilon^{{{self.truncation}}}: \quad "
+               r"\begin{array}{lrr} & \text{nonzero entries} & \text{terms} \\ \hline " + table + r" \end{array}")
+        forms = [lc.matrix_latex().replace("\n", " ").replace("&", "") for lc in self.matrix_forms()]
+        if forms:
+            out += r" \\ " + r" \\ ".join(line for lines in forms for line in lines.split(r" \\ "))
+        return out
+
+    def _display_whole(self, form: str) -> str:
+        return {"text": "to_text(); every entry: to_json()", "markdown": "to_markdown()",
+                "html": "to_markdown()"}.get(form, "to_latex(full=True)")
+
+    def _display_left_out(self, form: str) -> str:
+        counts = self.term_counts()
+        large = [n for n, (_, terms) in enumerate(counts) if terms]
+        total = sum(terms for _, terms in counts)
+        return ("the entries of " + ", ".join(f"F_{n}" for n in large) + f" ({total:,} terms)") if large else ""
+
     def to_markdown(self) -> str:
         """Markdown: one display equation per coefficient, and how they were obtained."""
         lines = [f"# Expansion along {self._describe()}", "",
@@ -556,8 +620,8 @@ class Expansion(FormattedResult):
 
     def __str__(self) -> str:
         lines = [f"expansion along {self._describe()} modulo eps^{self.truncation}"]
-        for n, c in enumerate(self.coefficients):
-            lines.append(f"F_{n} = {c.tolist()}")
+        for n, c in enumerate(self.coefficients):  # rows separated by ';', as plain_words writes a matrix
+            lines.append(f"F_{n} = (" + "; ".join(", ".join(str(e) for e in row) for row in c.tolist()) + ")")
         return "\n".join(lines)
 
 

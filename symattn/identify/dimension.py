@@ -14,7 +14,7 @@ from ..curves import Curve, collapse
 from ..effective import (
     effective_block_dimensions,
 )
-from .._format import FormattedResult, latex_array, latex_tabular, markdown_table
+from .._format import FormattedResult, cell_text, latex_array, latex_tabular, markdown_method, markdown_table
 from ..errors import DomainError, SymattnError
 from ..limits import MAX_BANK
 from ..jacobian import (
@@ -68,7 +68,7 @@ class DimensionResult(FormattedResult):
     >>> print(result)
     certified lower bound   7
     upper bound             7
-    certified               True
+    certified               yes
     estimate                -
     formula                 7
     """
@@ -107,15 +107,15 @@ class DimensionResult(FormattedResult):
         return [
             ("certified lower bound", self.lower),
             ("upper bound", self.upper),
-            ("certified", self.certified),
+            ("certified", cell_text(self.certified)),
             ("estimate", "-" if self.estimate is None else self.estimate),
             ("formula", "-" if self.expected is None else self.expected),
         ]
 
     def to_markdown(self) -> str:
         lines = [markdown_table(("dimension of the function space", "value"), self._rows(), align="lr")]
-        lines += ["", f"- lower bound: {self.method}", f"- upper bound: {self.upper_reason}",
-                  f"- estimate: {self.estimate_method}"]
+        lines += ["", markdown_method(self.method, "lower bound"), markdown_method(self.upper_reason, "upper bound"),
+                  markdown_method(self.estimate_method, "estimate")]
         return "\n".join(lines)
 
     def _latex_body(self) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..curves import Curve
 from .._format import (
     FormattedResult, cell_text, latex_array, latex_escape, latex_method, latex_prose, latex_tabular, markdown_table,
+    markdown_method, plain_words,
 )
 from ..naming import texttt
 from ..jacobian import (
@@ -145,7 +146,7 @@ class IdentificationReport(FormattedResult):
             if c.witness is not None:
                 where = f" (witness input {c.witness['input']}" + (
                     f", first at order eps^{c.witness['order']})" if c.witness["order"] is not None else ")")
-            lines.append(f"flip layers {list(c.layers)}: {what}, {expected}{where}")
+            lines.append(plain_words(f"flip layers {list(c.layers)}: {what}, {expected}{where}"))
         return lines
 
     def _headings(self) -> tuple:
@@ -173,7 +174,7 @@ class IdentificationReport(FormattedResult):
                                                        [(name, cell_text(value)) for name, value in self._fiber_rows()],
                                                        align="lr")]
         out += [""] + [f"- degenerate: {reason}" for reason in self.fiber.degenerate]
-        out += [f"- {line}" for line in self._flip_lines()] + [f"- method: {self.fiber.method}", ""]
+        out += [f"- {line}" for line in self._flip_lines()] + [markdown_method(self.fiber.method), ""]
         out += [f"{mark} {orders}", "",
                 markdown_table(self._ORDER_HEADER, self._order_rows(), align="lrrlrl")]
         out += ["", "Jet ranks (rank of the Jacobian of (F_0, ..., F_n) in curve coordinates):", "",
@@ -184,7 +185,7 @@ class IdentificationReport(FormattedResult):
             out.append("- no formula is claimed along this curve: the orders are computed and shown")
         notes = [f"{o.block}: {o.note}" for o in (*self.orders, self.values) if not o.sharp]
         out += [f"- not sharp: {n}" for n in notes]
-        out += [f"- method: {self.method}", f"- error probability <= {self.error_bound:.1e}"]
+        out += [markdown_method(self.method), f"- error probability <= {self.error_bound:.1e}"]
         return "\n".join(out)
 
     def _latex_body(self, heading: str = "subsection") -> str:
@@ -230,7 +231,10 @@ class IdentificationReport(FormattedResult):
         ])
 
     def _latex_math(self) -> str:
-        return latex_array(self._ORDER_HEADER, self._order_rows())
+        numbers = [("function space dimension (certified lower bound)", self.dimension.lower),
+                   ("upper bound", self.dimension.upper), *self._fiber_rows()]
+        return (latex_array(("quantity", "value"), numbers) + r" \qquad "
+                + latex_array(self._ORDER_HEADER, self._order_rows()))
 
     def __str__(self) -> str:
         d = self.dimension
@@ -244,7 +248,7 @@ class IdentificationReport(FormattedResult):
                  "  " + "  ".join(f"{h:>10}" for h in self._ORDER_HEADER[:4])]
         lines += ["  " + "  ".join(f"{str(c):>10}" for c in row[:4]) for row in self._order_rows()]
         lines.append(f"jet ranks: {list(self.jet_ranks)}")
-        return "\n".join(lines)
+        return plain_words("\n".join(lines))
 
 
 def identify(arch: Architecture, curve: Curve | None = None, seed: int = 0, progress: bool = False,

@@ -15,7 +15,7 @@ from ..effective import (
     effective_block_dimensions,
     effective_dimension,
 )
-from .._format import FormattedResult, latex_escape
+from .._format import FormattedResult, cell_text, latex_escape, plain_words
 from ..errors import DomainError, NormalizerError, ShapeError, SymattnError
 from ..curves import input_scaling
 from ..jacobian import (
@@ -342,7 +342,7 @@ class RankCheck(FormattedResult):
     values            4       4    observable
     normal directions of scores:1: rank 2
     total rank 6 (generic 7): fiber dimension jump 1
-    truncation eps^8, bank 5, primes [268435399], confirmed: False
+    truncation eps^8, bank 5, primes 268435399, confirmed: no
     """
 
     architecture: dict
@@ -388,8 +388,8 @@ class RankCheck(FormattedResult):
             lines.append(f"normal directions of {block}: rank {r}")
         lines.append(f"total rank {self.set_total} (generic {self.generic_total}): fiber dimension jump "
                      f"{self.fiber_dim_jump}")
-        lines.append(f"truncation eps^{self.truncation}, bank {self.bank}, primes {list(self.primes)}, "
-                     f"confirmed: {self.confirmed}")
+        lines.append(f"truncation eps^{self.truncation}, bank {self.bank}, primes {plain_words(list(self.primes))}, "
+                     f"confirmed: {cell_text(self.confirmed)}")
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
