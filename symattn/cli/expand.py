@@ -171,5 +171,10 @@ COMMANDS = (
     Subcommand("expand",
                "exact expansion F_0..F_n of the output along query/key collapse (a summary with the matrix forms; "
                "--entries, --latex, --json or --out for every entry), or a layer's leading coefficient",
-               run_expand, configure_expand),
+               run_expand, configure_expand,
+               examples=("symattn expand --layers 1 --width 1 --tokens 2 --truncation 3 --generic 1",
+                         "symattn expand --layers 1 --width 1 --tokens 2 --truncation 3 --generic 1 --entries",
+                         "symattn expand --layers 2 --width 1 --truncation 7 --generic 1 --out expansion/",
+                         "symattn expand --layers 1 --latex --standalone > expansion.tex",
+                         "symattn expand --layers 2 --leading 2 --latex")),
 )
