@@ -438,6 +438,13 @@ def head_permutation(arch: Architecture, params: Parameters, layer: int, permuta
     >>> arch = Architecture.uniform(layers=1, width=1, heads=2)
     >>> head_permutation(arch, arch.symbols(), 1, [2, 1]).Q
     (Matrix([[Q1h2_11]]), Matrix([[Q1h1_11]]))
+
+    With biases, each head's own biases move with it:
+
+    >>> biased = Architecture.uniform(layers=1, width=1, heads=2, bias=True)
+    >>> params = biased.parameters_from_flat(range(1, 13))
+    >>> params.flat(), head_permutation(biased, params, 1, [2, 1]).flat()
+    ([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], [7, 8, 9, 10, 11, 12, 1, 2, 3, 4, 5, 6])
     """
     arch = require_architecture(arch)
     if not (isinstance(layer, int) and 1 <= layer <= arch.layers):
@@ -450,7 +457,13 @@ def head_permutation(arch: Architecture, params: Parameters, layer: int, permuta
     units = arch.units()
     index = {unit: u for u, unit in enumerate(units)}
     order = [index[(i, permutation[h - 1])] if i == layer else index[(i, h)] for i, h in units]
-    return Parameters(*(tuple(blocks[u] for u in order) for blocks in (params.Q, params.K, params.V)))
+    # a head's own biases (b_Q, b_K, b_V of that head) move with it; every other block stays
+    others = dict(params.others)
+    moved = tuple((key, others[(key[0], layer, permutation[key[2] - 1])]
+                   if len(key) == 3 and key[1] == layer and (key[0], layer, permutation[key[2] - 1]) in others
+                   else matrix) for key, matrix in params.others)
+    return Parameters(*(tuple(blocks[u] for u in order) for blocks in (params.Q, params.K, params.V)),
+                      moved, params.layout)
 
 
 def head_permutation_order(arch: Architecture) -> int:

@@ -308,3 +308,22 @@ def test_known_disagreement_output_bias_before_a_biased_collapse():
 
     result = observe(Architecture.uniform(layers=2, width=2, rank=1, bias=True, ffn=1), ["scores:2"], confirm=False)
     assert result.agrees_with_rank, result.disagreements
+
+
+@pytest.mark.parametrize("normalizer", ["quadratic", "lightning"])
+def test_a_head_permutation_with_biases_keeps_the_output_exactly(normalizer):
+    from symattn.effective import head_permutation
+
+    arch = Architecture.uniform(layers=2, width=2, rank=1, tokens=2, heads=[3, 2], bias=True, normalizer=normalizer)
+    rng = np.random.default_rng(5)
+    params = arch.parameters_from_flat([Fraction(int(v), 3) for v in rng.integers(-6, 7, arch.param_count)])
+    X = sp.Matrix(2, 2, [Fraction(int(v), 2) for v in rng.integers(-5, 6, 4)])
+    before = forward(arch, params, X)
+    for layer, permutation in ((1, [3, 1, 2]), (2, [2, 1])):
+        moved = head_permutation(arch, params, layer, permutation)
+        assert moved.flat() != params.flat()
+        assert sp.Matrix(forward(arch, moved, X)) == sp.Matrix(before)
+    # the biases left behind (the old behaviour: Q, K, V moved alone) change the output
+    moved = head_permutation(arch, params, 1, [3, 1, 2])
+    stale = type(params)(moved.Q, moved.K, moved.V, params.others, params.layout)
+    assert sp.Matrix(forward(arch, stale, X)) != sp.Matrix(before)
