@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from ._format import plain_words
+
 __all__ = ["markdown_math", "markdown_prose", "markdown_note", "markdown_text_with_math"]
 
 #: Plain-text characters that Markdown reads as markup, each written with a backslash by :func:`markdown_prose`.
@@ -90,8 +92,13 @@ def markdown_note(text) -> str:
     --------
     >>> print(markdown_note("F_6 - F_6|Kt_2=0, P = Vt2*Vt1, _x_, `c`, $5"))
     F_6 - F_6\|Kt_2=0, P = Vt2\*Vt1, \_x\_, \`c\`, \$5
+
+    Python's literals read as in every format (:func:`symattn._format.plain_words`):
+
+    >>> print(markdown_note("exponents {0: 4, 1: 3}, primes [5, 7] (confirmed: True)"))
+    exponents 0 (multiplicity 4) and 1 (multiplicity 3), primes 5 and 7 (confirmed: yes)
     """
-    return _NOTE_MARKUP.sub(lambda match: "\\" + match.group(0), " ".join(str(text).split()))
+    return _NOTE_MARKUP.sub(lambda match: "\\" + match.group(0), " ".join(plain_words(text).split()))
 
 
 def _escaped(text: str) -> str:
