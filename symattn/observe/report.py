@@ -11,7 +11,7 @@ from typing import Iterable
 import networkx as nx
 
 from .._format import (
-    FormattedResult, Section, latex_escape, latex_longtable, latex_method, latex_prose, latex_tabularx,
+    FormattedResult, Section, cell_text, latex_escape, latex_longtable, latex_method, latex_prose, latex_tabularx,
     markdown_method,
 )
 from ..naming import texttt
@@ -171,7 +171,7 @@ class ObserveResult(FormattedResult):
             lines.append(f"{'':<10} path {path}")
         for block, n in self.rank.normal.items():
             lines.append(f"leaving the set at {block}: rank {n}")
-        lines.append(f"fiber dimension jump {self.fiber_dim_jump}; agrees with rank: {self.agrees_with_rank}")
+        lines.append(f"fiber dimension jump {self.fiber_dim_jump}; agrees with rank: {cell_text(self.agrees_with_rank)}")
         lines += [f"disagreement: {d}" for d in self.disagreements]
         lines += [str(c) for c in self.contact]
         return "\n".join(lines)
@@ -190,7 +190,7 @@ class ObserveResult(FormattedResult):
         lines.append(f"- fiber dimension jump: {self.fiber_dim_jump} (total rank {self.rank.set_total}, "
                      f"generic {self.rank.generic_total})")
         lines.append(f"- sign components of the fiber: {v.sign_components} (generic {v.generic_sign_components})")
-        lines.append(f"- graph and exact rank agree: {self.agrees_with_rank}")
+        lines.append(f"- graph and exact rank agree: {cell_text(self.agrees_with_rank)}")
         lines += [f"- disagreement: {d}" for d in self.disagreements]
         lines += [f"- {n}" for n in v.notes]
         for c in self.contact:
@@ -414,7 +414,7 @@ class ExceptionalFibers(FormattedResult):
             lines.append("  ".join(c[j].ljust(widths[j]) for j in range(len(widths)))
                          + f"  {c[-1]:<11}  {c[-2]}")
         lines.append(f"generic rank {self.generic_rank}; graph and exact rank agree on every row: "
-                     f"{self.agrees_with_rank}")
+                     f"{cell_text(self.agrees_with_rank)}")
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
@@ -423,7 +423,7 @@ class ExceptionalFibers(FormattedResult):
         lines += ["| " + " | ".join(c) + " |" for c in self._cells()]
         lines.append("")
         lines.append(f"- generic rank of the native Jacobian: {self.generic_rank}")
-        lines.append(f"- graph and exact rank agree on every row: {self.agrees_with_rank}")
+        lines.append(f"- graph and exact rank agree on every row: {cell_text(self.agrees_with_rank)}")
         for events, why in self.skipped:
             lines.append(f"- skipped {' + '.join(events)}: {why}")
         lines.append(markdown_method(self.method))
