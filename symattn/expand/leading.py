@@ -636,7 +636,7 @@ class LeadingCoefficient(FormattedResult):
     def to_markdown(self) -> str:
         lines = [f"# Leading coefficient of layer {self.layer}: order eps^{self.order}", "",
                  f"- architecture: {self.architecture.describe()}",
-                 f"- k = {list(self.ks)}, c_k = {[str(c) for c in self.coefficients]}",
+                 f"- k = {', '.join(map(str, self.ks))}; c_k = {', '.join(str(c) for c in self.coefficients)}",
                  f"- {self.method}", "", "For this network:", "", "$$", "\\begin{aligned}", self.matrix_latex(),
                  "\\end{aligned}", "$$", "", "For every width and token count:", "",
                  "$$", "\\begin{aligned}", self.latex, "\\end{aligned}", "$$"]
