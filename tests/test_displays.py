@@ -92,6 +92,7 @@ def test_the_bound():
 
 
 # -- the largest default expansion ------------------------------------------------------------
+@pytest.mark.slow  # builds the expansion: 4 to 8 s
 def test_largest_expansion_displays_are_summaries(largest):
     assert largest.term_counts() == LARGEST_TERMS
     assert largest._display_size("math") == LARGEST_LATEX_ESTIMATE == 74_184_960
@@ -114,6 +115,7 @@ def test_largest_expansion_displays_are_summaries(largest):
     assert shown["jupyter text/latex"] == shown["_repr_latex_"]
 
 
+@pytest.mark.slow  # builds the expansion: 4 to 8 s
 def test_largest_expansion_summary_writes_no_entry(largest, monkeypatch):
     # the bound is decided before the whole text is written: writing it would raise here
     def refuse(*args):
@@ -226,3 +228,21 @@ def test_bounded_display_never_writes_past_the_estimate():
     math = bounded_display(lambda: "", size=10**6, summary=lambda: r"x^{2}", whole="to_latex()", form="math",
                            limit=300)
     assert math.startswith(r"\begin{array}{l} x^{2} \\ \text{Summary:") and len(math) <= 300
+
+
+def test_a_large_result_is_summarized_from_its_json_without_writing_its_text(results, monkeypatch):
+    report = results["IdentificationReport"]
+    whole = report.to_text()
+
+    def refuse(*args):
+        raise AssertionError("the whole text was written")
+
+    # JSON past WRITE_AND_MEASURE times the bound: only the summary is written
+    monkeypatch.setattr(fmt, "DISPLAY_MAX_CHARS", 300)
+    assert fmt.WRITE_AND_MEASURE == 10 and len(report.to_json_string()) > 10 * 300
+    monkeypatch.setattr(type(report), "to_text", refuse)
+    monkeypatch.setattr(type(report), "_latex_math", refuse)
+    text, math = str(report), report._repr_latex_()
+    assert len(text) <= 300 and len(math) <= 300
+    assert text.startswith("IdentificationReport\n") and "The whole text: to_text()." in text
+    assert len(whole) > 300
