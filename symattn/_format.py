@@ -969,8 +969,8 @@ class FormattedResult:
                 "repr": "to_text(), every field: to_json()"}.get(form, "to_latex()")
 
     def _display_left_out(self, form: str) -> str:
-        """What the summary leaves out (empty: everything but its table)."""
-        return ""
+        """What the summary leaves out."""
+        return "every table and note but the numbers shown"
 
 
 @dataclass(frozen=True)
