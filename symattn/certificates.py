@@ -1020,9 +1020,21 @@ def _read_formula_claim(arch: Architecture, text: str, kind: str) -> tuple:
 
     if kind == "leading":
         layer, lc, formula = parse_formula_claim(arch, text)
-        return kind, layer, lc.order, formula, lc
-    order, formula, names = read_coefficient_claim(arch, text)
-    return kind, None, order, formula, names
+        read = kind, layer, lc.order, formula, lc
+    else:
+        order, formula, names = read_coefficient_claim(arch, text)
+        read = kind, None, order, formula, names
+    # the checker writes down P, X, H, J, What_i, C_i only: other names the package reads (Vt1, V_1, S_0, ...)
+    import sympy as sp
+
+    if not isinstance(formula, sp.ZeroMatrix):
+        other = sorted({m.name for m in formula.atoms(sp.MatrixSymbol)} - {"P", "X", "H", "J"}
+                       - {f"{kind_}_{i}" for i in range(1, arch.layers + 1) for kind_ in ("What", "C")})
+        if other:
+            raise CertificateRefused(f"the claim {text!r} uses {', '.join(other)}: a certificate's formula is "
+                                     "written in P, X, H, J, What_i and C_i, the matrices its checker writes down; "
+                                     "write the claim in those, or drop --certificate")
+    return read
 
 
 def _check_formula(arch: Architecture, text: str, kind: str, seed: int):

@@ -36,9 +36,10 @@ FORMULA_CLAIMS = (
 #: The matrix-formula language of :func:`symattn.expand.matrix_formula` and
 #: :func:`symattn.expand.check_formula_claim`.
 FORMULA_LANGUAGE = (
-    "names P, X, H, J, C_i, What_i (matrices), c_k, alpha_i, t (scalars); numbers; + - * / and ** or ^ "
+    "names P, X, H, J, S_0, C_i, What_i and the base point of every block, Qt1, Kt1, Vt1 (also V_1), ... "
+    "(matrices), c_k, alpha_i, t and entries such as x_11 (scalars); numbers; + - * / and ** or ^ "
     "(integer powers of scalars, or of square matrices); A.T (transpose); hadamard(A, m) (entrywise power); "
-    "parentheses"
+    "ones(m, n); parentheses"
 )
 
 #: The normalizer names :func:`symattn.normalizers.as_normalizer` and ``--normalizer`` accept, each with a

@@ -858,19 +858,10 @@ def matrix_formula(text: str, lc: "LeadingCoefficient", target: str | None = Non
 
     def shown(node) -> str:
         return shorten(ast.get_source_segment(source, node) or ast.unparse(node), 40)
-    t = lc.architecture.tokens
-    names = {}
-    for name, value in lc.symbol_names().items():
-        if isinstance(value, sp.MatrixSymbol) and (name in ("P", "X", "H", "J") or name.startswith(("C_", "What"))):
-            names[name] = value
-        elif isinstance(value, sp.Symbol) and name.startswith("alpha_"):
-            names[name] = value
-    for i, (k, c) in enumerate(zip(lc.ks, lc.coefficients), start=1):
-        names.setdefault(f"c_{k}", c)
-    names["t"] = sp.Integer(t)
-    for i in range(1, lc.layer + 1):  # C_i and What_i of every layer up to this one, even if unused
-        names.setdefault(f"C_{i}", sp.MatrixSymbol(f"C_{i}", t, t))
-    accepted = ("accepted: " + FORMULA_LANGUAGE + "; names here: " + ", ".join(sorted(names)))
+    table = lc.formula_names()  # the one table of names the package prints (symattn.expand.FormulaNames)
+    names = dict(table.reading())
+    accepted = "accepted: " + FORMULA_LANGUAGE + "; names here: " + table.names_text()
+    target_shape = tuple(table.shape)
 
     def fail(reason):
         raise ParseError(f"cannot read the formula {shorten(text)}: {reason}; {accepted}")
@@ -935,10 +926,9 @@ def matrix_formula(text: str, lc: "LeadingCoefficient", target: str | None = Non
                 fail(f"the number {node.value} is too large")
             return sp.Integer(node.value)
         if isinstance(node, ast.Name):
-            name = canonical_matrix_name(node.id) if canonical_matrix_name(node.id) in names else node.id  # What1: What_1
-            if name not in names:
-                fail(f"the name {node.id!r} is not known")
-            return names[name]
+            if node.id not in names:
+                fail(table.unknown_message(node.id))
+            return names[node.id]
         if isinstance(node, ast.Attribute):
             if node.attr != "T":
                 fail(f"the attribute {node.attr!r} is not accepted (only A.T, the transpose)")
@@ -949,10 +939,15 @@ def matrix_formula(text: str, lc: "LeadingCoefficient", target: str | None = Non
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             value = read(node.operand, depth + 1)
             return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "ones":
+            sizes = [read(a, depth + 1) for a in node.args] if not node.keywords else []
+            if len(sizes) != 2 or not all(isinstance(v, sp.Integer) and 1 <= int(v) <= 1000 for v in sizes):
+                fail("ones(m, n) takes two integers 1 <= m, n <= 1000 (the m x n matrix of ones)")
+            return sp.OneMatrix(int(sizes[0]), int(sizes[1]))
         if isinstance(node, ast.Call):
             if not (isinstance(node.func, ast.Name) and node.func.id == "hadamard" and len(node.args) == 2
                     and not node.keywords):
-                fail(f"the call {ast.unparse(node.func)!r} is not accepted (only hadamard(A, m))")
+                fail(f"the call {ast.unparse(node.func)!r} is not accepted (only hadamard(A, m) and ones(m, n))")
             base, exponent = read(node.args[0], depth + 1), read(node.args[1], depth + 1)
             if not is_matrix(base) or not (isinstance(exponent, sp.Integer) and 1 <= int(exponent) <= 100):
                 fail("hadamard(A, m) takes a matrix and an integer 1 <= m <= 100")
@@ -985,7 +980,7 @@ def matrix_formula(text: str, lc: "LeadingCoefficient", target: str | None = Non
                 raise
             except (ValueError, TypeError) as err:  # sympy's ShapeError of a product of mismatched matrices
                 if is_matrix(left) and is_matrix(right):
-                    wanted = lc.matrix_form.shape
+                    wanted = target_shape
                     raise ShapeError(
                         f"the formula {text!r}: {ast.unparse(node)!r} combines matrices of shapes "
                         f"{left.shape[0]} x {left.shape[1]} and {right.shape[0]} x {right.shape[1]}, which do not "
@@ -997,8 +992,43 @@ def matrix_formula(text: str, lc: "LeadingCoefficient", target: str | None = Non
     value = read(tree.body)
     if not is_matrix(value):
         fail("it is a scalar, not a matrix formula")
-    if value.shape != lc.matrix_form.shape:
+    if tuple(value.shape) != target_shape:
         target = target or f"the leading coefficient of layer {lc.layer}"
         raise ShapeError(f"the formula {text!r} is {value.shape[0]} x {value.shape[1]}; {target} is "
-                         f"{lc.matrix_form.shape[0]} x {lc.matrix_form.shape[1]}")
+                         f"{target_shape[0]} x {target_shape[1]}")
     return value
+
+
+def suggest_name(name: str, known) -> str | None:
+    """The known name a mistyped ``name`` most likely means (``x11`` -> ``x_11``, ``Vt11`` -> ``Vt1_1``), or None.
+
+    The package's names put an underscore before the entry's row and column
+    (``x_11``, ``Qt1_12``, ``c_2``); a name without it is matched first, then
+    the closest known name (:func:`difflib.get_close_matches`).
+
+    Examples
+    --------
+    >>> suggest_name("x11", ["x_11", "x_12"]), suggest_name("c1", ["c_1"]), suggest_name("Whta_1", ["What_1"])
+    ('x_11', 'c_1', 'What_1')
+    >>> suggest_name("zebra", ["x_11"]) is None, suggest_name("c_9", ["c_1", "c_2"]) is None
+    (True, True)
+    """
+    import difflib
+    import re
+
+    if not isinstance(name, str):
+        return None
+    known = sorted(str(k) for k in known)
+    candidates = []
+    plain = re.fullmatch(r"([A-Za-z]+?t?(?:\d+(?:h\d+)?)?)_?(\d+)", name)
+    if plain is not None:  # x11 -> x_11, Qt112 -> Qt1_12, c1 -> c_1
+        head, digits = plain.groups()
+        candidates = [f"{head}_{digits}"] + [f"{head + digits[:k]}_{digits[k:]}" for k in range(1, len(digits))]
+    for candidate in candidates:
+        if candidate in known:
+            return candidate
+    indexed = re.fullmatch(r"(.+_)\d+", name)
+    if indexed is not None and any(k.startswith(indexed.group(1)) for k in known):
+        return None  # a well-formed name out of range (c_9 of c_1..c_3): no other index is meant
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None

@@ -39,7 +39,8 @@ class Counterexample:
     point : tuple
         ``((name, value), ...)``, values as exact strings.
     entry : tuple or None
-        ``(row, col)`` of the first differing entry of a matrix.
+        ``(row, col)`` of the first differing entry of a matrix, the 0-based index ``M[row, col]``; every
+        text (``str``, Markdown, LaTeX) writes it counted from 1, ``entry (1, 2)``, as the symbols ``x_12``.
     claimed, computed : str
         The two values there, exactly.
 
@@ -206,6 +207,8 @@ class ClaimCheck:
 
     def __str__(self) -> str:
         verdict = {True: "true", False: "false", None: "undecided"}[self.verdict]
+        if self.verdict is None and self.computed is None:  # nothing computed: the reason, on the claim's line
+            return f"{self.claim}: {verdict} ({self.method})"
         text = f"{self.claim}: {verdict} (computed {self.computed})"
         if self.counterexample is not None:
             text += "\n  counterexample: " + counterexample_text(self.counterexample)
@@ -213,8 +216,17 @@ class ClaimCheck:
 
 
 def counterexample_text(ce: Counterexample, code: str = "") -> str:
-    """``entry (r, c) at x_11 = 1, c_1 = 2: claimed 1/3, computed 2/9`` (``code``: Markdown backticks)."""
-    where = f"entry {ce.entry} " if ce.entry is not None else ""
+    """``entry (1, 2) at x_11 = 1, c_1 = 2: claimed 1/3, computed 2/9`` (``code``: Markdown backticks).
+
+    The entry is counted from 1, row then column, as the package's symbols ``x_12`` are
+    (:attr:`Counterexample.entry` is the 0-based index ``M[r, c]``).
+
+    Examples
+    --------
+    >>> counterexample_text(Counterexample((("x_12", "2"),), (0, 1), "1", "3"))
+    'entry (1, 2) at x_12 = 2: claimed value 1, computed value 3'
+    """
+    where = f"entry ({ce.entry[0] + 1}, {ce.entry[1] + 1}) " if ce.entry is not None else ""
     point = ", ".join(f"{k} = {v}" for k, v in ce.point) or "any point"
     return (f"{where}at {point}: claimed value {code}{ce.claimed}{code}, "
             f"computed value {code}{ce.computed}{code}")
@@ -234,7 +246,7 @@ def number_latex(text: str) -> str:
 
 def counterexample_latex(ce: Counterexample) -> str:
     """The counterexample in LaTeX text mode: one ``$name = value$`` per variable, so that lines can break."""
-    where = f"entry $({ce.entry[0]}, {ce.entry[1]})$ " if ce.entry is not None else ""
+    where = f"entry $({ce.entry[0] + 1}, {ce.entry[1] + 1})$ " if ce.entry is not None else ""  # 1-based, as x_12
     point = ", ".join(f"${symbol_latex(k)} = {number_latex(v)}$" for k, v in ce.point) or "any point"
     return (f"{where}at {point}: claimed value ${number_latex(ce.claimed)}$, "
             f"computed value ${number_latex(ce.computed)}$")

@@ -122,10 +122,12 @@ def test_a_refuted_claim_shows_entry_values_and_only_the_symbols_that_matter(cap
     text = str(report)
     markdown = report.to_markdown()
     latex = report.to_latex()
-    assert f"entry {ce.entry}" in text and f"claimed value 0, computed value {ce.computed}" in text
-    assert f"entry $({ce.entry[0]}, {ce.entry[1]})$" in markdown  # formulas in Markdown are LaTeX math
+    # the entry counted from 1 in every text, as the symbols x_12 are (ce.entry is the 0-based index)
+    row, col = ce.entry[0] + 1, ce.entry[1] + 1
+    assert f"entry ({row}, {col})" in text and f"claimed value 0, computed value {ce.computed}" in text
+    assert f"entry $({row}, {col})$" in markdown  # formulas in Markdown are LaTeX math
     assert f"computed value ${sp.latex(sp.Rational(ce.computed))}$" in markdown
-    assert f"entry $({ce.entry[0]}, {ce.entry[1]})$" in latex and "claimed value $0$" in latex
+    assert f"entry $({row}, {col})$" in latex and "claimed value $0$" in latex
     for output in (text, markdown):
         assert "c_3" not in output.split("counterexample")[-1]
     assert main(["check", *FLAGS, "--generic", "1", "--json", "--claim", claim]) == 0

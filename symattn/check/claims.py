@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 from .._format import FormattedResult, latex_escape, latex_method, latex_prose, markdown_code, markdown_table
 from .._markdown import markdown_math, markdown_note, markdown_text_with_math
-from ..errors import SymattnError
+from ..errors import ResourceLimitError, ShapeError, SymattnError, TruncationError
 from ..model import Architecture, require_architecture, require_seed
 from ..verdicts import VERDICT_WORDS, ClaimCheck, counterexample_latex, counterexample_text, markdown_cell
-from .formulas import check_coefficient_claim, check_leading_claim, expansion_through, read_coefficient_claim
+from .formulas import POINTWISE, check_coefficient_claim, check_leading_claim, expansion_through, read_coefficient_claim
 from .numbers import ClaimEngine, check_number_claim
 from .reading import accepted_claims_text, claim_kind, parse_claim
 
@@ -166,28 +166,93 @@ def check_claims(arch: Architecture, claims, *, seed: int = 0, progress: bool = 
         raise SymattnError(f"no claims to check; accepted: {accepted_claims_text()}")
     kinds = []
     coefficients = []
-    for text in claims:  # all parse errors before any computation
+    obstacles = {}  # claims read but not decidable on this network: their reason
+    for index, text in enumerate(claims):  # all parse errors before any computation
         kind = claim_kind(text)
         kinds.append(kind)
         if kind == "number":
             parse_claim(text, arch.layers)
         elif kind == "leading":
-            from ..expand import parse_formula_claim
+            obstacle = leading_obstacle(arch, text)
+            if obstacle is None:
+                from ..expand import parse_formula_claim
 
-            parse_formula_claim(arch, text)
+                parse_formula_claim(arch, text)
+            else:
+                obstacles[index] = obstacle
         else:
             coefficients.append(read_coefficient_claim(arch, text)[0])
     engine = ClaimEngine(arch, seed=seed, progress=progress, spectrum=spectrum)
-    expansion = expansion_through(arch, max(coefficients), progress=progress) if coefficients else None
+    expansion, expansion_error = None, None
+    if coefficients:
+        try:
+            expansion = expansion_through(arch, max(coefficients), progress=progress)
+        except (ShapeError, TruncationError, ResourceLimitError):  # too large to hold symbolically: at points
+            expansion = POINTWISE
+        except SymattnError as err:  # cannot be expanded: those claims are undecided, the others go on
+            expansion_error = f"not decided: the expansion through F_{max(coefficients)} could not be computed: {err}"
     checks = []
-    for text, kind in zip(claims, kinds):
-        if kind == "leading":
-            checks.append(check_leading_claim(arch, text, seed))
-        elif kind == "coefficient":
-            checks.append(check_coefficient_claim(arch, text, seed=seed, expansion=expansion))
-        else:
-            checks.append(check_number_claim(engine, text))
+    for index, (text, kind) in enumerate(zip(claims, kinds)):
+        if index in obstacles:
+            checks.append(_undecided(text, kind, obstacles[index]))
+            continue
+        if kind == "coefficient" and expansion_error is not None:
+            checks.append(_undecided(text, kind, expansion_error))
+            continue
+        try:
+            if kind == "leading":
+                checks.append(check_leading_claim(arch, text, seed))
+            elif kind == "coefficient":
+                checks.append(check_coefficient_claim(arch, text, seed=seed, expansion=expansion))
+            else:
+                checks.append(check_number_claim(engine, text))
+        except SymattnError as err:  # (every claim was read above) the engine cannot settle this one here:
+            checks.append(_undecided(text, kind, f"not decided: {err}"))  # undecided, and the others go on
     return ClaimsReport(arch.to_json(), tuple(checks))
+
+
+def leading_obstacle(arch: Architecture, claim: str) -> str | None:
+    """Why ``leading(i) = ...`` cannot be decided on ``arch`` (no leading coefficient derived), or None.
+
+    The claim's formula is still read (a typo is an error, not an undecided
+    claim), in the names of :func:`~symattn.expand.formula_names`.
+
+    Examples
+    --------
+    >>> leading_obstacle(Architecture.uniform(layers=1, width=1, tokens=2), "leading(1) = P*X*H*C_1/4") is None
+    True
+    >>> print(leading_obstacle(Architecture.uniform(layers=1, width=1, tokens=2, residual=True), "leading(1) = P*X"))
+    not decided: the leading coefficients are derived for one head per layer, no mask, no residual stream, no biases or feed-forward blocks, and normalized layers; no formula is derived for residual stream. Claims F_n = <matrix formula> are checked on this network: write the coefficient as F_n
+    """
+    from ..expand.names import formula_names
+    from ..expand.verification import _leading_claim_pattern
+    from ..parsing import matrix_formula
+
+    match = _leading_claim_pattern().match(claim) if isinstance(claim, str) else None
+    lightning = [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
+    if arch.is_plain and not lightning or match is None:
+        return None  # parse_formula_claim reads it (and says what is wrong with it)
+    layer = match["layer"].strip()
+    if not (layer.isascii() and layer.isdigit() and 1 <= int(layer) <= arch.layers):
+        return None
+    table = formula_names(arch, 0, int(layer))
+    matrix_formula(match["formula"].strip(), table, target=f"the leading coefficient of layer {layer}")
+    what = arch.describe_variant() if not arch.is_plain else \
+        "lightning attention in layer " + ", ".join(str(i) for i in lightning)
+    return ("not decided: the leading coefficients are derived for one head per layer, no mask, no residual stream, "
+            f"no biases or feed-forward blocks, and normalized layers; no formula is derived for {what}. Claims "
+            "F_n = <matrix formula> are checked on this network: write the coefficient as F_n")
+
+
+def _undecided(text: str, kind: str, reason: str) -> ClaimCheck:
+    """A claim reported undecided, with the reason, beside the others."""
+    quantity = {"leading": "leading", "coefficient": "coefficient"}.get(kind)
+    layer = None
+    if quantity is None:
+        quantity, layer, claimed = parse_claim(text)
+    else:
+        claimed = text.split("=", 1)[1].strip()
+    return ClaimCheck(text, quantity, layer, claimed, None, None, reason)
 
 
 def check_claim(arch: Architecture, claim: str, *, seed: int = 0, progress: bool = False,

@@ -150,7 +150,8 @@ def compare_polynomials(claimed_m, computed_m, variables, rng, radius: int, comp
                            claimed_text, computed_text, 0, None, None)
     point, entry = _first_difference(ring, claimed_p, computed_p, rng, radius)
     if point is None:  # (practically never: a nonzero polynomial is nonzero at most small points)
-        return CheckResult(False, f"exact: claimed - computed is a nonzero polynomial {where} at entry {entry}; "
+        return CheckResult(False, f"exact: claimed - computed is a nonzero polynomial {where} at entry "
+                                  f"({entry[0] + 1}, {entry[1] + 1}); "
                                   "no small witness found", 0.0, None, claimed_text, computed_text, 0, None, None)
     values = [ring.flint.fmpq(v) for v in point]
     shown = entry if claimed_p.shape != (1, 1) else None

@@ -110,7 +110,8 @@ def rename_by_name(matrix: sp.Matrix, names: dict, renamed: list | None = None) 
     return matrix.xreplace(mapping) if mapping else matrix
 
 
-#: The names of the package's scalar symbols: native and base-point parameters (``Q1_11``, ``Kt2h1_12``),
+#: The names of the package's scalar symbols: native and base-point parameters (``Q1_11``, ``Kt2h1_12``; the
+#: blocks of other components, ``Wint1_11``, by :data:`symattn.model.symbols.BLOCK_LETTERS`),
 #: the input ``x_11``, a generic normalizer's ``c_3`` and the mean scores ``alpha_2``.
 _PACKAGE_NAME = re.compile(r"(?:[QKV]t?\d+(?:h\d+)?_\d+|x_\d+|c_\d+|alpha_\d+)")
 
@@ -123,7 +124,14 @@ def is_package_name(name: str) -> bool:
     >>> is_package_name("c_1"), is_package_name("Kt2h1_12"), is_package_name("c1"), is_package_name("y")
     (True, True, False, False)
     """
-    return isinstance(name, str) and _PACKAGE_NAME.fullmatch(name) is not None
+    if not isinstance(name, str):
+        return False
+    if _PACKAGE_NAME.fullmatch(name) is not None:
+        return True
+    from ..model.symbols import BLOCK_LETTERS  # a component's blocks: Wint1_11, bVt2_21, ...
+
+    letters = "|".join(sorted(map(re.escape, BLOCK_LETTERS), key=len, reverse=True))
+    return re.fullmatch(rf"(?:{letters})t?\d+(?:h\d+)?_\d+", name) is not None
 
 
 def refuse_unknown_symbols(claimed: sp.Matrix, names: dict, explicit: set) -> None:

@@ -5,7 +5,13 @@ A claim is a number (``contact_order(2) = 5``, ``kernel = 6``, ...; see
 as a matrix formula, ``leading(2) = c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J``,
 or a coefficient of the expansion along query/key collapse,
 ``F_0 = P*X*J/t``, ``F_1 = 0`` (the language of
-:func:`symattn.expand.matrix_formula`).  ``--generic K`` (or
+:func:`symattn.expand.matrix_formula`, in the names the package prints:
+:func:`symattn.expand.formula_names`).  ``F_n`` claims are checked on every
+network ``symattn expand`` handles (heads, ``--causal``, ``--residual``,
+``--bias``, ``--ffn``; past its size, at random rational points);
+``leading(i)`` where the leading coefficients are derived, and reported
+undecided, with the reason, elsewhere: a claim that cannot be decided never
+stops the others.  ``--generic K`` (or
 ``--normalizer generic``, ``k = 1``) makes the normalizer generic Taylor
 data, its coefficients ``c_j`` symbols.
 
@@ -38,6 +44,7 @@ EXAMPLES = (
     "symattn check --layers 2 --width 2 --tokens 3 --claim 'contact_order(2) = 5' --claim 'kernel = 6'",
     "symattn check --layers 2 --width 1 --tokens 2 --generic 1 --claim 'F_0 = P*X*J/t' --claim 'F_1 = 0'",
     "symattn check --layers 2 --width 1 --tokens 2 --claim 'leading(2) = P*X*H*C_1*H*C_1.T*H*C_2*J/16' --strict",
+    "symattn check --layers 1 --width 1 --tokens 2 --residual --bias --claim 'F_0 = X + V*X*J/t + bVt1*ones(1, t)'",
     "symattn check --layers 2 --claims claims.txt --latex --standalone > claims.tex",
     "symattn check --layers 2 --claim 'dimension = 9' --claim 'kernel = 6' --certificate claims.json",
 )

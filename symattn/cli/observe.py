@@ -10,7 +10,7 @@ __all__ = ["COMMANDS", "EXPORT_FILES", "check_export_folder", "configure_observe
 
 
 def configure_observe(parser) -> None:
-    """The events (``--collapse``, ``--bias-input``, ``--identical-tokens``), ``--exceptional``, ``--contact``, ...
+    """The events (``--event``, also ``--collapse``; ``--bias-input``, ``--identical-tokens``), ``--exceptional``, ``--contact``, ...
 
     Examples
     --------
@@ -19,13 +19,20 @@ def configure_observe(parser) -> None:
     ...                                             "--bias-input"])
     >>> args.collapse, args.bias_input, args.identical_tokens, args.exceptional, args.max_events
     (['scores:1', 'values:2'], True, False, False, 2)
+
+    ``--event`` is the same option, named as the API's ``observe(arch, events=...)``:
+
+    >>> parse_command(configure_observe, ["--event", "scores:1", "--collapse", "values:2"])[0].collapse
+    ['scores:1', 'values:2']
     """
     group = parser.add_argument_group("events")
-    group.add_argument("--collapse", metavar="SPEC", action="append", default=[],
-                       help="scores:I (What_I = 0), values:I (V_I = 0) or value-rank:I:R (V_I of rank R); "
+    # one name with the API, observe(arch, events=[...]): --event; --collapse is its older name, kept as an alias
+    group.add_argument("--event", "--collapse", dest="collapse", metavar="SPEC", action="append", default=[],
+                       help="an event, as observe(arch, events=[...]) names it: scores:I (What_I = 0), values:I "
+                            "(V_I = 0) or value-rank:I:R (V_I of rank R); "
                             "in a layer with several heads scores:I:H, values:I:H, value-rank:I:R:H hold in head "
-                            "H only; "
-                            "repeat for several")
+                            "H only; identical-tokens or bias (as --identical-tokens, --bias-input); "
+                            "repeat for several (--collapse SPEC is the same option, its older name)")
     group.add_argument("--bias-input", action="store_true",
                        help="inputs with a constant (bias) coordinate (the event 'bias'; --bias gives the network "
                             "biases)")

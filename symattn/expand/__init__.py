@@ -27,8 +27,9 @@ exported here):
 - :mod:`~symattn.expand.formulas`: the orders and matrix forms they are built from;
 - :mod:`~symattn.expand.verification`: :func:`verify_leading_coefficient` and
   the formula claims (:func:`check_formula_claim`);
-- :mod:`~symattn.expand.names`: the package's symbols by name (:func:`symbols`)
-  and substitution by name;
+- :mod:`~symattn.expand.names`: the package's symbols by name (:func:`symbols`),
+  substitution by name, and the one table of the names of matrix formulas
+  (:func:`formula_names`, shared by printing and reading);
 - :mod:`~symattn.expand.to_sympy`, :mod:`~symattn.expand.printing`,
   :mod:`~symattn.expand.document`: python-flint to sympy, LaTeX with the
   package's names, the LaTeX document of an expansion;
@@ -58,7 +59,7 @@ from ..languages import FORMULA_LANGUAGE
 from ..parsing import matrix_formula
 from .expansions import Expansion, expand
 from .leading import LeadingCoefficient, leading_coefficient, leading_orders
-from .names import curve_symbols, matrix_symbols, package_symbols, symbols
+from .names import FormulaNames, curve_symbols, formula_names, matrix_symbols, package_symbols, symbols
 from .printing import CoefficientMatrix, latex
 from .sizes import LATEX_MAX_TERMS, MAX_LEADING_LAYER, MAX_ORDER, MAX_PARAMS, MAX_TERMS, MAX_TOKENS, MAX_TRUNCATION
 from .to_sympy import FlintToSympy, LazyCoefficients
@@ -71,6 +72,8 @@ __all__ = [
     "latex",
     "package_symbols",
     "matrix_symbols",
+    "formula_names",
+    "FormulaNames",
     "symbols",
     "expand",
     "curve_symbols",

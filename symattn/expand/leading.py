@@ -227,16 +227,20 @@ class LeadingCoefficient(FormattedResult):
             prefix = by_name[f"Vt{i}"] if prefix is None else dot(by_name[f"Vt{i}"], prefix)
         X = by_name["X"]
         out["P"], out["X"] = prefix, X
+        out.update({name: value for name, value in by_name.items() if name[:2] in ("Qt", "Kt", "Vt")})
         if sympy:
             out["J"] = sp.ones(t, t)
             out["H"] = sp.eye(t) - out["J"] / t
+            out["S_0"] = out["J"] / t
         else:
             one, zero, inverse = convert(sp.Integer(1)), convert(sp.Integer(0)), convert(sp.Rational(1, t))
             out["J"], out["H"] = np.empty((t, t), dtype=object), np.empty((t, t), dtype=object)
+            out["S_0"] = np.empty((t, t), dtype=object)
             for r in range(t):  # element by element: numpy would read a polynomial as a sequence
                 for c in range(t):
                     out["J"][r, c] = one
                     out["H"][r, c] = (one if r == c else zero) - inverse
+                    out["S_0"][r, c] = inverse
         for i in range(1, self.layer + 1):
             out[f"C_{i}"] = dot(dot(X.T, out[f"What_{i}"]), X)
             entries = [out[f"C_{i}"][r, c] for r in range(t) for c in range(t)]
@@ -378,6 +382,24 @@ class LeadingCoefficient(FormattedResult):
             yield self.matrix_form
         for _, e in (*self.steps, *self.effective_steps, *self.definitions):
             yield e
+
+    def formula_names(self):
+        """The names a claimed formula for this leading coefficient may use (:class:`~symattn.expand.FormulaNames`).
+
+        The table of :func:`~symattn.expand.formula_names` for this network,
+        with the score names of layers ``1 .. layer`` (a leading coefficient
+        does not depend on later layers' scores).
+
+        Examples
+        --------
+        >>> lc = leading_coefficient(Architecture.uniform(layers=2, width=1, tokens=2), 1)
+        >>> table = lc.formula_names()
+        >>> table.read("Vt2").shape, table.unknown_message("C_2")[:37]
+        ((1, 1), 'C_2 belongs to layer 2, after layer 1')
+        """
+        from .names import formula_names
+
+        return formula_names(self.architecture, self.order, self.layer)
 
     def symbol_names(self) -> dict:
         """``{name: symbol}``: the matrix symbols (``X``, ``Qt1``, ``P``, ``What_1``, ``H``, ``J``, ``C_1``...)

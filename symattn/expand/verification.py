@@ -103,7 +103,7 @@ def _verify_symbolic(lc: LeadingCoefficient, max_terms: int):
                 at = [to_fmpq(v) for v in values]
                 return CheckResult(
                     False, f"symbolic, in Q[symbols]: F_{m} - F_{m}|Kt_{layer}=0 differs from {what} at entry "
-                    f"{(r, c)}", 0.0,
+                    f"({r + 1}, {c + 1})", 0.0,
                     Counterexample(point, (r, c), str(from_fmpq(convert(want[r, c])(*at))),
                                    str(from_fmpq(convert(value)(*at)))),
                     "leading coefficient formula", f"F_{m} - F_{m}|Kt_{layer}=0", 0, None, None)
@@ -209,7 +209,7 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
         m, entry, want, got, what = found
         return CheckResult(
             False, f"exact evaluation over Q at a random point: F_{m} - F_{m}|Kt_{layer}=0 differs from "
-            f"{what} at entry {entry}; the counterexample is the first small integer point found where they differ",
+            f"{what} at entry ({entry[0] + 1}, {entry[1] + 1}); the counterexample is the first small integer point found where they differ",
             0.0, Counterexample(tuple((k, str(v)) for k, v in point.items()), entry, str(want), str(got)),
             "leading coefficient formula", f"F_{m} - F_{m}|Kt_{layer}=0", points, degree, size)
     bound = min(1.0, degree / size) ** points

@@ -242,6 +242,8 @@ def observe(arch: Architecture, events: Iterable = (), seed: int = 0, contact: b
     ----------
     arch : Architecture
     events : iterable of Event or str
+        Events or their names (:func:`parse_event`: ``"scores:1"``, ``"values:2"``, ``"bias"``, ...): the
+        command line's ``symattn observe --event SPEC`` (``--collapse SPEC`` is its older name, an alias).
     seed : int
     contact : bool
         Also compute :func:`contact_orders` near each parameter event.
