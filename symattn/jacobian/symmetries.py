@@ -14,7 +14,7 @@ from .columns import parameter_columns
 from .points import DEFAULT_PRIMES, field_primes, random_point
 
 __all__ = ["gauge_tangent_series", "scaling_tangent_series", "symmetry_tangent_series", "symmetry_orbit_bound", "effective_dimension_of", "native_rank_bound",
-           "estimate_rank_bound", "orbit_bound_bytes", "ORBIT_BOUND_BUDGET"]
+           "estimate_rank_bound", "orbit_bound_bytes", "ORBIT_BOUND_BUDGET", "orbit_rank_bound"]
 
 
 # -- tangents of the symmetry orbits ----------------------------------------------------------------
@@ -125,17 +125,41 @@ def symmetry_orbit_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: i
     >>> symmetry_orbit_bound(Architecture([2, 3, 3], [1, 1], causal=True))   # 25 - 11 = 14 > 12 = dim (What, P)
     12
     """
+    from ..effective import effective_block_dimensions, effective_dimension, has_bottleneck
+
+    bound = orbit_rank_bound(arch, p, seed)
+    if arch.factors_through_effective and all(a.normalized for a in arch.attention):
+        # F = P X M_l: a mask alone keeps the effective parameters; with a bottleneck their dimension is not a
+        # closed form here, and the blocks' sum bounds it (the image is no larger than the blocks' product)
+        effective = (sum(effective_block_dimensions(arch).values()) if has_bottleneck(arch)
+                     else effective_dimension(arch))
+        bound = min(bound, effective)
+    return bound
+
+
+def orbit_rank_bound(arch: Architecture, p: int = DEFAULT_PRIMES[0], seed: int = 0) -> int:
+    """``#params`` minus the rank of the symmetry tangents at a random point mod ``p``: a proved rank bound.
+
+    The declared symmetries' orbit lies in every fiber, so at a generic point
+    the Jacobian's rank is at most ``#params`` minus the orbit's generic
+    dimension; the tangents' rank at one point mod ``p`` is at most that
+    generic dimension (a minor nonzero mod ``p`` at the point is nonzero as a
+    polynomial), so the bound computed here is never below the true one.
+    Exact linear algebra mod ``p`` on integer tangents: no sympy.
+
+    Examples
+    --------
+    >>> from symattn.model import Architecture
+    >>> orbit_rank_bound(Architecture([24, 16, 24], [6, 4]))   # 1184 - (36 + 16 + 256): a bottleneck
+    876
+    """
     from ..algebra.valuations import smith_valuations
-    from ..effective import effective_dimension
 
     p = field_primes(arch, (p,))[0]  # random_point needs a root of the normalizers' field (sqrt(3))
     point, _ = random_point(arch, p, seed)
     still = Curve("a random point (no curve)")
     tangents = symmetry_tangent_series(arch, still, point, p, 1)
-    bound = arch.param_count - (smith_valuations(tangents, p).resolved_rank if len(tangents) else 0)
-    if arch.factors_through_effective and all(a.normalized for a in arch.attention):
-        bound = min(bound, effective_dimension(arch))  # F = P X M_l: a mask alone keeps the effective parameters
-    return bound
+    return arch.param_count - (smith_valuations(tangents, p).resolved_rank if len(tangents) else 0)
 
 
 @functools.lru_cache(maxsize=256)
@@ -202,10 +226,32 @@ def native_rank_bound(arch: Architecture) -> tuple[int, str]:
             + "), a rank at a random point mod p; the orbit lies in every fiber"
             + ("; with one head per layer and no residual stream F = P X M_l still holds, so at most the "
                "dimension of (What_1, ..., What_l, P)" if arch.factors_through_effective else ""))
-    eff = effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
-    reason = ("the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
-              + (" (an exact Jacobian rank at a random integer point: a hidden width is a bottleneck)"
-                 if min(arch.widths[1:-1], default=arch.widths[0]) < arch.widths[0] else ""))
+    from ..effective import effective_block_dimensions, has_bottleneck
+
+    if has_bottleneck(arch):
+        # the effective blocks overlap: their sum bounds the image, the gauge orbit's codimension bounds the rank;
+        # a rank of the effective map read at a random point would be a lower bound, never used as an upper one.
+        # The stream after layer i lies in the image of P_i, of dimension at most min(d_0, ..., d_i): a hidden
+        # layer wider than that computes the functions of one of that width (V_i factors through it)
+        narrowed = list(arch.widths)
+        for i in range(1, arch.layers):
+            narrowed[i] = min(narrowed[i - 1], narrowed[i])
+        same = Architecture(narrowed, arch.score_ranks, tokens=arch.tokens, normalizer=list(arch.normalizers),
+                            causal=arch.causal) if narrowed != list(arch.widths) else arch
+        blocks = sum(effective_block_dimensions(same).values())
+        orbit = orbit_rank_bound(same)
+        eff = min(blocks, orbit)
+        reason = ("a hidden width is a bottleneck: the smaller of the effective blocks' dimensions added up "
+                  f"({blocks}; F factors through (What_1, ..., What_l, P), whose image is no larger) and #params "
+                  f"minus the dimension of the gauge orbit (one GL(a_i) per layer, GL(d_i) per hidden layer; "
+                  f"{orbit}), the orbit's tangents ranked at a random point mod p, which never undercounts the "
+                  "bound; the orbit lies in every fiber"
+                  + (f"; computed for widths {narrowed}: the stream after layer i stays in the image of "
+                     "P_i = V_i ... V_1, of dimension at most min(d_0, ..., d_i), so the wider hidden layers "
+                     "compute the same functions" if same is not arch else ""))
+    else:
+        eff = effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
+        reason = "the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
     if lightning:
         reason += (f", minus {len(lightning)}: each lightning layer i has the scaling Q_i -> c Q_i, "
                    "V_i -> V_i / c, which acts on the effective parameters with a free orbit and keeps F")
