@@ -276,7 +276,7 @@ def test_check_certifies_formula_claims_and_verify_decides_them(tmp_path, capsys
     path = tmp_path / "formula.json"
     assert main(["check", "--layers", "1", "--width", "2", "--tokens", "2", "--claim", "F_1 = 0", "--claim",
                  "leading(1) = P*X*H*C_1", "--quiet", "--certificate", str(path)]) == 0
-    assert "F_1 = 0" in capsys.readouterr().out
+    assert "$F_{1} = 0$" in capsys.readouterr().out   # Markdown: the claim as LaTeX math
     assert main(["verify", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[:3] == [

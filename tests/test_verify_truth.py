@@ -240,6 +240,12 @@ def test_verified_only_when_the_engine_agrees_with_every_statement(pool, data):
             function = next((f for f, c in COEFFICIENTS.items() if c[:len(taylor)] == taylor), None)
             names.append({"exp": "softmax", "cosh": "cosh", "gauss": "gauss"}.get(function, entry["name"]))
         architecture = {**architecture, "normalizers": names}
+    elif any(name == "my normalizer" for name in architecture.get("normalizers", [])):
+        # a label the checker does not read: the function is the expression it recomputed the coefficients from
+        entries = document.get("normalizers") or document["parts"][0]["normalizers"]
+        architecture = {**architecture, "normalizers": [
+            entry.get("expression") or name if name == "my normalizer" else name
+            for name, entry in zip(architecture["normalizers"], entries)]}
     truth = _truth(architecture)
     assert truth is not None, f"verified a certificate of an architecture the engine cannot read: {architecture}"
     for statement in report.conclusion.split("; "):
