@@ -486,6 +486,8 @@ def plain_words(text) -> str:
     computed (0, 1/2; 3, 4), witness input (2, 3), no entries none
     >>> print(plain_words("(witness input [[2, 3]])"))
     (witness input (2, 3))
+    >>> print(plain_words("computed Matrix([[Vt1_11*x_11/2, f(x, y)], [0, 1]]) here"))
+    computed (Vt1_11*x_11/2, f(x, y); 0, 1) here
     >>> print(plain_words("x[1] and 'True' stay"))
     x[1] and 'True' stay
     """
@@ -501,7 +503,42 @@ def plain_words(text) -> str:
             return _and([f"{key} (multiplicity {value})" for key, value in pairs])
         return _PROSE_WORDS[literal]
 
-    return _PYTHON_LITERAL.sub(word, str(text))
+    return _PYTHON_LITERAL.sub(word, _sympy_matrices(str(text)))
+
+
+def _sympy_matrices(text: str) -> str:
+    """Every ``Matrix([[a, b], [c, d]])`` of ``text``, entries of any kind, as its rows ``(a, b; c, d)``."""
+    out, position = [], 0
+    while (start := text.find("Matrix([", position)) >= 0:
+        depth, index, rows, row, entry = 0, start + len("Matrix("), [], [], ""
+        while index < len(text):
+            char = text[index]
+            if char in "([":
+                depth += 1
+                if depth > 2 or char == "(":
+                    entry += char
+            elif char in ")]":
+                if depth > 2 or char == ")":
+                    entry += char
+                depth -= 1
+                if depth == 1 and char == "]":
+                    rows.append(row + [entry.strip()])
+                    row, entry = [], ""
+                if depth == 0:
+                    break
+            elif char == "," and depth == 2:
+                row.append(entry.strip())
+                entry = ""
+            elif depth >= 2:
+                entry += char
+            index += 1
+        if depth != 0 or not rows or not text.startswith(")", index + 1):  # not a whole Matrix([[...]]): leave it
+            out.append(text[position:start + 1])
+            position = start + 1
+            continue
+        out.append(text[position:start] + "(" + "; ".join(", ".join(r) for r in rows) + ")")
+        position = index + 2
+    return "".join(out) + text[position:]
 
 
 def latex_method(text: str, label: str = "Method") -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ._format import FormattedResult, latex_escape, latex_prose
+from ._format import FormattedResult, latex_escape, latex_prose, plain_words
 from ._markdown import markdown_note, markdown_text_with_math
 from .errors import SymattnError
 from .model import entry_latex
@@ -209,7 +209,7 @@ class ClaimCheck:
         verdict = {True: "true", False: "false", None: "undecided"}[self.verdict]
         if self.verdict is None and self.computed is None:  # nothing computed: the reason, on the claim's line
             return f"{self.claim}: {verdict} ({self.method})"
-        text = f"{self.claim}: {verdict} (computed {self.computed})"
+        text = f"{self.claim}: {verdict} (computed {plain_words(self.computed)})"  # a matrix as its rows
         if self.counterexample is not None:
             text += "\n  counterexample: " + counterexample_text(self.counterexample)
         return text

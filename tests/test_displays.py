@@ -246,3 +246,8 @@ def test_a_large_result_is_summarized_from_its_json_without_writing_its_text(res
     assert len(text) <= 300 and len(math) <= 300
     assert text.startswith("IdentificationReport\n") and "The whole text: to_text()." in text
     assert len(whole) > 300
+
+
+def test_a_claims_check_writes_a_computed_matrix_as_its_rows(results):
+    assert str(results["ClaimsReport"]).splitlines() == [
+        "kernel = 1: true (computed 1)", "F_1 = 0: true (computed (0, 0))", "all 2 claim(s) true"]
