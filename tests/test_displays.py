@@ -179,7 +179,8 @@ def test_sympy_latex_of_analyses_is_mathematics(results):
         "IdentificationReport": [r"\text{kernel dimension} & 1 \\", r"\text{function space dimension (certified lower "
                                  r"bound)} & 2 \\", r"\text{scores:1} & 2 & 2 & \text{yes}"],
         "ObserveResult": [r"\text{scores:1} & \text{observable} & 1 & 1 \\"],
-        "ClaimsReport": [r"F_{1} = 0 & \text{true} & \left[\begin{matrix}0 & 0\end{matrix}\right]"],
+        "ClaimsReport": [r"\texttt{kernel = 1} & \text{true} & 1 \\",
+                         r"F_{1} = 0 & \text{true} & \left[\begin{matrix}0 & 0\end{matrix}\right]"],
         "DimensionResult": [r"\text{certified lower bound} & 2 \\", r"\text{certified} & \text{yes} \\"],
     }
     for name, pieces in expected.items():

@@ -107,6 +107,8 @@ class ClaimsReport(FormattedResult):
         def computed(c):
             if c.computed is None:
                 return r"\text{not settled}"
+            if isinstance(c.computed, int) and not isinstance(c.computed, bool):
+                return str(c.computed)  # a number is mathematics
             return c.computed_latex or rf"\text{{{latex_escape(c.computed)}}}"
 
         rows = r" \\ ".join(rf"{claim(c)} & \text{{{VERDICT_WORDS[c.verdict]}}} & {computed(c)}"
