@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "symattn"
 FLOORS = {
     "symattn.errors": 1, "symattn._format": 1, "symattn.naming": 1, "symattn.positivity": 1, "symattn._modules": 1,
     "symattn.languages": 1, "symattn._files": 1, "symattn.analyses": 1, "symattn.verifier": 1,
-    "symattn._cluster": 1,
+    "symattn._cluster": 1, "symattn._markdown": 1,
     "symattn.algebra": 2, "symattn.parsing": 2,
     "symattn.normalizers": 3, "symattn.curves": 3, "symattn.limits": 3,
     "symattn.model": 4,
