@@ -194,6 +194,7 @@ def check_claims(arch: Architecture, claims, *, seed: int = 0, progress: bool = 
         except SymattnError as err:  # cannot be expanded: those claims are undecided, the others go on
             expansion_error = f"not decided: the expansion through F_{max(coefficients)} could not be computed: {err}"
     checks = []
+    too_large = None  # the first refusal of a computation too large for the machine
     for index, (text, kind) in enumerate(zip(claims, kinds)):
         if index in obstacles:
             checks.append(_undecided(text, kind, obstacles[index]))
@@ -209,7 +210,12 @@ def check_claims(arch: Architecture, claims, *, seed: int = 0, progress: bool = 
             else:
                 checks.append(check_number_claim(engine, text))
         except SymattnError as err:  # (every claim was read above) the engine cannot settle this one here:
+            if isinstance(err, (ResourceLimitError, TruncationError)) and too_large is None:
+                too_large = err
             checks.append(_undecided(text, kind, f"not decided: {err}"))  # undecided, and the others go on
+    if too_large is not None and all(check.verdict is None for check in checks):
+        # nothing was settled and the network is too large for the machine: a refusal, as every command makes
+        raise too_large
     return ClaimsReport(arch.to_json(), tuple(checks))
 
 
@@ -227,15 +233,15 @@ def leading_obstacle(arch: Architecture, claim: str) -> str | None:
     not decided: the leading coefficients are derived for one head per layer, no mask, no residual stream, no biases or feed-forward blocks, and normalized layers; no formula is derived for residual stream. Claims F_n = <matrix formula> are checked on this network: write the coefficient as F_n
     """
     from ..expand.names import formula_names
-    from ..expand.verification import _leading_claim_pattern
+    from ..expand.verification import leading_claim_pattern
     from ..parsing import matrix_formula
 
-    match = _leading_claim_pattern().match(claim) if isinstance(claim, str) else None
+    match = leading_claim_pattern().match(claim) if isinstance(claim, str) else None
     lightning = [i for i, n in enumerate(arch.normalizers, start=1) if n.is_lightning]
     if arch.is_plain and not lightning or match is None:
         return None  # parse_formula_claim reads it (and says what is wrong with it)
     layer = match["layer"].strip()
-    if not (layer.isascii() and layer.isdigit() and 1 <= int(layer) <= arch.layers):
+    if not (layer.isascii() and layer.isdigit() and len(layer) <= 6 and 1 <= int(layer) <= arch.layers):
         return None
     table = formula_names(arch, 0, int(layer))
     matrix_formula(match["formula"].strip(), table, target=f"the leading coefficient of layer {layer}")

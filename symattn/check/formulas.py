@@ -73,7 +73,7 @@ def _formula_latex(expr) -> str:
     >>> _formula_latex(V * X + sp.MatrixSymbol("Kt1", 1, 1) * sp.OneMatrix(1, 2))
     '\\tilde{K}_{1} \\mathbf{1}^{\\top} + \\tilde{V}_{1,2} X'
     """
-    from ..expand.printing import _matrix_latex
+    from ..expand.printing import matrix_latex
     from ..model.symbols import entry_latex
 
     if not isinstance(expr, sp.MatrixExpr):
@@ -89,7 +89,7 @@ def _formula_latex(expr) -> str:
         rows, cols = m.shape
         text = r"\mathbf{1}^{\top}" if rows == 1 else r"\mathbf{1}" if cols == 1 else rf"\mathbf{{1}}_{{{rows} \times {cols}}}"
         rename[m] = sp.MatrixSymbol(text, rows, cols)
-    return _matrix_latex(expr.xreplace(rename) if rename else expr)
+    return matrix_latex(expr.xreplace(rename) if rename else expr)
 
 
 def _computed_latex(matrix, limit: int = 160) -> str:

@@ -20,7 +20,7 @@ from ..model import Architecture
 from ..parsing import to_sympy
 from .leading import LeadingCoefficient
 from .names import curve_symbols, matrix_symbols, package_symbols
-from .printing import _LATEX_WIDTH, _matrix_latex, _pack_lines, _shown_width, _signed, _sum_atoms, latex
+from .printing import _LATEX_WIDTH, matrix_latex, _pack_lines, _shown_width, _signed, _sum_atoms, latex
 from .to_sympy import FlintToSympy
 
 
@@ -196,12 +196,12 @@ class _ExpansionLatex:
         whole, partial = {}, []
         if F.architecture.is_plain and all(a.normalized for a in F.architecture.attention) \
                 and self._agrees(0, self._mean_form):
-            whole[0] = _matrix_latex(sp.Rational(1, t) * matrix_symbols(F.architecture)["P"]
+            whole[0] = matrix_latex(sp.Rational(1, t) * matrix_symbols(F.architecture)["P"]
                                      * matrix_symbols(F.architecture)["X"] * matrix_symbols(F.architecture)["J"])
         forms = F.matrix_forms()
         for lc in forms:
             if lc.order not in whole and self._agrees(lc.order, self._leading_form(lc)):
-                whole[lc.order] = _matrix_latex(lc.matrix_form)
+                whole[lc.order] = matrix_latex(lc.matrix_form)
             else:
                 partial.append(lc)
         if forms or whole:
@@ -209,14 +209,14 @@ class _ExpansionLatex:
                 lines = forms[-1]._definition_lines()
             else:
                 lines = [rf"J = \mathbf{{1}}\mathbf{{1}}^{{\top}} \ ({t} \times {t}),\quad "
-                         rf"P = {_matrix_latex(_value_product(F.architecture))}"]
+                         rf"P = {matrix_latex(_value_product(F.architecture))}"]
             parts += [r"\subsection*{Matrix forms}",
                       "In the named matrices (the effective score matrices $\\widehat{W}_i$ and the score Gram "
                       "matrices of the input $C_i$)",
                       "\\begin{align*}\n" + " \\\\\n".join("&" + line for line in lines) + "\n\\end{align*}"]
             for lc in partial:
                 parts += [f"the part of $F_{{{lc.order}}}$ that depends on the scores of layer {lc.layer} is",
-                          "\\begin{align*}\n&" + f"{lc._left_side()} = {_matrix_latex(lc.matrix_form)}"
+                          "\\begin{align*}\n&" + f"{lc._left_side()} = {matrix_latex(lc.matrix_form)}"
                           + "\n\\end{align*}"]
         parts += [r"\subsection*{Coefficients}", r"\allowdisplaybreaks"]
         written, left = 0, []

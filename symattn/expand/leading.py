@@ -33,7 +33,7 @@ from .names import (
     curve_symbols,
     matrix_symbols,
 )
-from .printing import CoefficientMatrix, _matrix_latex
+from .printing import CoefficientMatrix, matrix_latex
 from .sizes import MAX_LEADING_LAYER
 from .to_sympy import FlintToSympy
 
@@ -599,7 +599,7 @@ class LeadingCoefficient(FormattedResult):
             elif name == "J":
                 common.append(rf"J = \mathbf{{1}}\mathbf{{1}}^{{\top}} \ ({t} \times {t})")
             elif name == "P":
-                common.append(f"P = {_matrix_latex(definition)}")
+                common.append(f"P = {matrix_latex(definition)}")
             elif name.startswith("alpha_"):
                 layers.setdefault(int(name[6:]), []).append(
                     rf"\alpha_{{{name[6:]}}} = \tfrac{{1}}{{{t * t}}}\, \mathbf{{1}}^{{\top}} C_{{{name[6:]}}} "
@@ -607,7 +607,7 @@ class LeadingCoefficient(FormattedResult):
             else:  # What_i, C_i
                 layer = int(name.split("_")[1])
                 layers.setdefault(layer, []).append(
-                    f"{_matrix_latex(sp.MatrixSymbol(name, 1, 1))} = {_matrix_latex(definition)}")
+                    f"{matrix_latex(sp.MatrixSymbol(name, 1, 1))} = {matrix_latex(definition)}")
         return [r",\quad ".join(common)] + [r",\quad ".join(layers[i]) for i in sorted(layers)]
 
     def matrix_latex(self) -> str:
@@ -627,7 +627,7 @@ class LeadingCoefficient(FormattedResult):
         &\widehat{W}_{1} = \tilde{K}_{1}^{\top} \tilde{Q}_{1},\quad C_{1} = X^{\top} \widehat{W}_{1} X \\
         &\widehat{W}_{2} = \tilde{V}_{1}^{\top} \tilde{K}_{2}^{\top} \tilde{Q}_{2} \tilde{V}_{1},\quad C_{2} = X^{\top} \widehat{W}_{2} X
         """
-        lines = [f"{self._left_side()} = {_matrix_latex(self.matrix_form)}"] + self._definition_lines()
+        lines = [f"{self._left_side()} = {matrix_latex(self.matrix_form)}"] + self._definition_lines()
         return " \\\\\n".join("&" + line for line in lines)
 
     def _latex(self, printer=None) -> str:

@@ -185,10 +185,17 @@ def _sum_atoms(expr, width: float) -> list[str]:
     return atoms
 
 
-def _matrix_latex(expr) -> str:
+def matrix_latex(expr) -> str:
     """LaTeX of a matrix expression of this module: ``Qt1`` as ``\\tilde{Q}_{1}``, ``What_1`` as
     ``\\widehat{W}_{1}``, transposes ``^{\\top}``, a scalar factor as a fraction before the product (not sympy's
-    parenthesized one)."""
+    parenthesized one).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> print(matrix_latex(sp.MatrixSymbol("P", 2, 2).T * sp.MatrixSymbol("X", 2, 3)))
+    P^{\\top} X
+    """
     return _matrix_latex_raw(expr).replace("^{T}", "^{\\top}")
 
 

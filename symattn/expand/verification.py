@@ -226,7 +226,15 @@ def verify_leading_coefficient(arch: Architecture, layer: int, normalizer=None, 
 _LEADING_CLAIM = None
 
 
-def _leading_claim_pattern():
+def leading_claim_pattern():
+    """The compiled pattern of a claim ``leading(i) = <formula>`` (groups ``layer`` and ``formula``), linear in its length.
+
+    Examples
+    --------
+    >>> match = leading_claim_pattern().match("leading(2) = P*X*J")
+    >>> match["layer"], match["formula"].strip()
+    ('2', 'P*X*J')
+    """
     global _LEADING_CLAIM
     if _LEADING_CLAIM is None:
         import re
@@ -246,7 +254,7 @@ def is_formula_claim(text) -> bool:
     >>> is_formula_claim("leading(2) = c_1^3/t^4 * P*X*H*C_1*H*C_1.T*H*C_2*J"), is_formula_claim("kernel = 6")
     (True, False)
     """
-    return isinstance(text, str) and _leading_claim_pattern().match(text) is not None
+    return isinstance(text, str) and leading_claim_pattern().match(text) is not None
 
 
 def parse_formula_claim(arch: Architecture, claim: str):
@@ -268,7 +276,7 @@ def parse_formula_claim(arch: Architecture, claim: str):
     _check_arch(arch)
     if isinstance(claim, str):
         check_claim_text(claim, ParseError)  # the one cap of every claim, and ASCII only (Ｐ would be read as P)
-    match = _leading_claim_pattern().match(claim) if isinstance(claim, str) else None
+    match = leading_claim_pattern().match(claim) if isinstance(claim, str) else None
     if match is None:
         shown = shorten(claim) if isinstance(claim, str) else repr(claim)
         raise SymattnError(f"a formula claim reads 'leading(i) = <matrix formula>', got {shown}")
