@@ -98,6 +98,8 @@ class CertificateTooLarge(CertificateError):
 #: Longest conclusion printed, and most items of a list printed (to_json() has them all).
 MAX_CONCLUSION = 4000
 MAX_ITEMS = 60
+#: Longest printed report (characters), as every display of the package.
+MAX_TEXT = 20_000
 
 
 def _bounded_items(items) -> list:
@@ -196,7 +198,11 @@ class VerificationReport:
             if self.checked:
                 lines.append("checked before the disagreement:")
         lines += _bounded_items(self.checked)
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        if len(text) > MAX_TEXT:  # long lines as well as many: each cut shorter (to_json() has every word)
+            width = MAX_TEXT // (2 * MAX_ITEMS + 8)
+            text = "\n".join(line if len(line) <= width else line[:width - 3] + "..." for line in lines)
+        return text
 
     def to_markdown(self) -> str:
         return str(self)
