@@ -203,6 +203,7 @@ class ArchitectureReport(FormattedResult):
     method: str = METHOD
     sections: tuple = field(default=())
     closed_form_text: str = ""
+    parameter_blocks: tuple = ()
 
     # -- extension ------------------------------------------------------------------
     def figures(self) -> list:
@@ -220,8 +221,11 @@ class ArchitectureReport(FormattedResult):
         [('scores:1', 'What_1'), ('values', 'P')]
         """
         # no effective dimension: several heads or a residual stream, F does not factor through What_i and P
-        return naming.notation(self.architecture["layers"], heads=self.architecture.get("heads"),
-                               effective=self.effective_dim is not None)
+        table = naming.notation(self.architecture["layers"], heads=self.architecture.get("heads"),
+                                effective=self.effective_dim is not None)
+        if self.parameter_blocks:  # every block of every component (biases, feed-forward weights), with its shape
+            table["parameters"] = [name for name, _, _ in self.parameter_blocks]
+        return table
 
     def _notation_rows(self):
         table = self.notation()
@@ -464,6 +468,119 @@ class ArchitectureReport(FormattedResult):
             "\\begin{array}{ll}\n" + rows + "\n\\end{array}\n\\end{gathered}"
         )
 
+    def summary_rows(self) -> list[tuple[str, str]]:
+        """The verdicts and numbers, one ``(quantity, value)`` row each: what a terminal shows first.
+
+        Parameters, the dimension of the function space (certified or not),
+        the decay spectrum's exponents, identifiability (the generic fiber and
+        the identification orders) and observability, read off the sections
+        (a section not computed says so).
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> rows = dict(full_report(Architecture.uniform(layers=1, width=1)).summary_rows())
+        >>> rows["dimension of the function space"], rows["decay spectrum exponents"]
+        ('2 (certified: lower bound = upper bound)', 'eps^0 x 1, eps^1 x 1 (kernel 1; matches the prediction: yes)')
+        >>> rows["identifiability"]
+        'generic fiber = symmetry orbit: yes; identification orders sharp for every block (scores:1 2, values 0)'
+        """
+        data = {section.key: section.data for section in self.sections}
+        rows = [("native parameters", str(self.params))]
+
+        def missing(key):
+            value = data.get(key)
+            return value.get("error") if isinstance(value, dict) and "error" in value else None
+
+        ident = data.get("identification")
+        if ident is not None:
+            dim = ident.get("dimension") or {}
+            if missing("identification"):
+                rows.append(("dimension of the function space", missing("identification")))
+            elif dim.get("certified"):
+                rows.append(("dimension of the function space",
+                             f"{dim['lower']} (certified: lower bound = upper bound)"))
+            else:
+                rows.append(("dimension of the function space",
+                             f"not certified: lower bound {dim.get('lower')}, upper bound {dim.get('upper')}"))
+        spectrum = data.get("spectrum")
+        if spectrum is not None:
+            if missing("spectrum"):
+                rows.append(("decay spectrum exponents", missing("spectrum")))
+            else:
+                exponents = ", ".join(f"eps^{e} x {m}" for e, m in (spectrum.get("spectrum") or {}).items())
+                unresolved = f", {spectrum['unresolved']} unresolved" if spectrum.get("unresolved") else ""
+                verdict = str(spectrum.get("prediction_verdict"))
+                verdict = "no formula claimed" if verdict.startswith("no formula claimed") else verdict
+                rows.append(("decay spectrum exponents",
+                             f"{exponents or 'none'}{unresolved} (kernel {spectrum.get('kernel')}; matches the "
+                             f"prediction: {verdict})"))
+        if ident is not None and not missing("identification"):
+            fiber = ident.get("fiber") or {}
+            orbit = {True: "yes", False: "no", None: "-"}[fiber.get("kernel_is_symmetry_orbit")]
+            orders = list(ident.get("orders") or []) + ([ident["values"]] if ident.get("values") else [])
+            listed = ", ".join(f"{o['block']} {o['order']}" for o in orders)
+            blunt = [o["block"] for o in orders if not o.get("sharp")]
+            rows.append(("identifiability", f"generic fiber = symmetry orbit: {orbit}; identification orders "
+                         + (f"sharp for every block ({listed})" if not blunt else
+                            f"{listed}; not sharp (not certified locally identifying): {', '.join(blunt)}")))
+        observe = data.get("observability")
+        if observe is not None:
+            if missing("observability"):
+                rows.append(("observability", missing("observability")))
+            else:
+                rows_ = observe.get("rows") or []
+                losing = sum(1 for row in rows_ if row.get("unobservable") or row.get("partial"))
+                agrees = {True: "yes", False: "no"}.get(observe.get("agrees_with_rank"), "-")
+                rows.append(("observability", f"{losing} of {len(rows_)} events lose a block; graph and "
+                                              f"exact rank agree: {agrees}"))
+        return rows
+
+    def to_terminal(self) -> str:
+        """The report for a terminal (``symattn report`` on standard output): the summary first, no display math.
+
+        A ``## Summary`` of the verdicts and numbers (:meth:`summary_rows`)
+        comes first; the closed form is written as text; the notation table
+        comes last.  The LaTeX goes to ``--latex`` and to the files of ``--out DIR``
+        (whose Markdown keeps the display math: :meth:`to_markdown`).
+
+        Examples
+        --------
+        >>> from symattn.model import Architecture
+        >>> text = full_report(Architecture.uniform(layers=1, width=1)).to_terminal()
+        >>> text.splitlines()[:6]
+        ['# symattn report', '', '## Summary', '', '| quantity | value |', '|---|---|']
+        >>> "$$" in text or "\\begin" in text
+        False
+        """
+        parts = [
+            "# symattn report",
+            "## Summary",
+            markdown_table(("quantity", "value"), self.summary_rows()),
+            "## Architecture",
+            markdown_table(("quantity", "value"), self._architecture_rows(
+                lambda n: markdown_code(n["name"], table=True), lambda a: markdown_code(a, table=True))),
+            "## Closed form",
+            "```text\n" + self._closed_form_text() + "\n```\n\n(as display math: --latex, or report.md and "
+            "report.tex under --out DIR)",
+            "## Effective parameters and symmetries",
+            markdown_table(("quantity", "value"), self._effective_rows()),
+            markdown_method(self.method),
+        ]
+        for section in self.sections:
+            body = section.markdown.strip()
+            if "$$" in body or "\\begin" in body:  # display math: the section's plain text instead
+                body = "```text\n" + section.text.strip() + "\n```"
+            parts += [f"## {section.title}", _code_names(body, self._user_names())]
+        parts += [
+            "## Notation",
+            "One name for each block, event and parameter, used in every table, figure and in the JSON.",
+            markdown_table(("name", "kind", "symbol", "meaning"),
+                           [(n.key, kind, markdown_code(n.text, table=True), n.meaning)
+                            for kind, n in self._notation_rows()]),
+        ]
+        return "\n\n".join(parts) + "\n"
+
     def _repr_markdown_(self) -> str:
         """The report, for Jupyter front ends that render Markdown (a summary past ``DISPLAY_MAX_CHARS``)."""
         return self.to_markdown()
@@ -487,6 +604,37 @@ class ArchitectureReport(FormattedResult):
         for section in self.sections:
             parts += [section.title, "\n".join("  " + line for line in section.text.splitlines())]
         return "\n".join(parts)
+
+
+#: What each kind of parameter block is (the blocks of :meth:`Architecture.blocks`); others say their name.
+_BLOCK_MEANINGS = {"Q": "query matrix", "K": "key matrix", "V": "value matrix", "bQ": "query bias",
+                   "bK": "key bias", "bV": "value bias", "Win": "input weights of the feed-forward block",
+                   "Wout": "output weights of the feed-forward block", "bin": "hidden bias of the feed-forward block",
+                   "bout": "output bias of the feed-forward block"}
+
+
+def _parameter_names(arch: Architecture) -> tuple:
+    """``(Name, rows, cols)`` of every parameter block of ``arch``, in flat order, named as results name them.
+
+    Examples
+    --------
+    >>> arch = Architecture.uniform(layers=1, width=2, ffn=3)
+    >>> [(n.key, n.text, rows * cols) for n, rows, cols in _parameter_names(arch)]
+    [('Q_1', 'Q_1', 2), ('K_1', 'K_1', 2), ('V_1', 'V_1', 4), ('Win_1', 'Win_1', 6), ('Wout_1', 'Wout_1', 6)]
+    >>> _parameter_names(arch)[3][0].latex, _parameter_names(arch)[3][0].meaning
+    ('W^{\\\\mathrm{in}}_{1}', 'input weights of the feed-forward block of layer 1 (3 x 2)')
+    """
+    from .model.symbols import BLOCK_LETTERS, block_label
+
+    out = []
+    for key, (rows, cols) in arch.blocks():
+        name, where = key[0], f"layer {key[1]}" if len(key) == 2 else f"head {key[2]} of layer {key[1]}"
+        label = block_label(key)
+        index = label[len(name) + 1:]  # 1 or {1,2}
+        latex = f"{BLOCK_LETTERS.get(name, name)}_{{{index.strip('{}')}}}"
+        meaning = f"{_BLOCK_MEANINGS.get(name, 'block ' + name)} of {where} ({rows} x {cols})"
+        out.append((naming.Name(label, latex, label, meaning), rows, cols))
+    return tuple(out)
 
 
 def architecture_report(arch: Architecture) -> ArchitectureReport:
@@ -524,6 +672,8 @@ def architecture_report(arch: Architecture) -> ArchitectureReport:
         closed_form_latex=effective_closed_form_latex(arch),
         closed_form_text="" if arch.is_plain else closed_form_result(arch).to_text(),
         method=_method(arch),
+        # the plain model's table is naming.notation's (Q_i, K_i, V_i); a variant's has every block and shape
+        parameter_blocks=() if arch.is_plain else _parameter_names(arch),
     )
 
 

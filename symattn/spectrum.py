@@ -442,8 +442,10 @@ class Spectrum(FormattedResult):
 
     def _comparison(self) -> tuple:
         """``(matches, words)``: never ``False`` when a premise of the comparison fails."""
-        if self.predicted.kernel is None:
-            return None, self.predicted.note.split(";")[0]
+        if self.predicted.kernel is None:  # the variant's words may hold "; " themselves: cut the tail only
+            words = self.predicted.note.removesuffix("; the spectrum is computed")
+            # whole, or (many distinct layers) a bounded pointer to the architecture that names them
+            return None, words if len(words) <= 240 else "no formula claimed for this network (see its architecture)"
         if self.predicted.exponents is None:
             return None, "no formula claimed: " + self.predicted.note.split(":")[0]
         # a bank that is too small gives too low a rank or spurious high exponents (MATH.md section 5): the

@@ -133,7 +133,8 @@ def test_markdown_is_the_default(capsys):
     status, out, err = run(capsys, "report", *NETWORK, "--normalizer", "cosh")
     assert status == 0 and err == ""
     headings = [line for line in out.splitlines() if line.startswith("#")]
-    assert headings == ["# symattn report", "## Architecture", "## Notation", "## Closed form",
+    # on standard output the summary comes first and the notation table last (tests/test_report_terminal.py)
+    assert headings == ["# symattn report", "## Summary", "## Architecture", "## Closed form",
                         "## Effective parameters and symmetries",
                         "## Decay spectrum near query/key collapse",
                         "## Numerical sensitivity (mpmath and float64)",
@@ -141,7 +142,7 @@ def test_markdown_is_the_default(capsys):
                         "### Dimension of the function space", "### Generic fiber",
                         "### Identification orders along simultaneous query/key collapse Q_i = eps Qt_i, "
                         "K_i = eps Kt_i (layers 1..2)",
-                        "## Observability under collapse"]
+                        "## Observability under collapse", "## Notation"]
     assert "| 0 | 4 | 4 |" in out and "| 3 | 3 | 3 |" in out and "| 11 | 3 | 3 |" in out
     assert "| native parameters | 16 |" in out
     assert "| sign group order | 4 |" in out
@@ -194,7 +195,8 @@ def test_out_writes_markdown_and_latex(capsys, tmp_path):
     markdown = (target / "report.md").read_text()
     latex = (target / "report.tex").read_text()
     assert markdown.startswith("# symattn report")
-    # the file is the printed report with each figure after its section, numbered, with its caption
+    # the file is the report with each figure after its section, numbered, with its caption (the printed one
+    # adds a summary and writes the closed form as text instead of display math)
     figure_lines = [line for line in markdown.splitlines() if line.startswith(("![", "*Figure"))]
     assert [line.split("]")[0] for line in figure_lines] == [
         "![Figure 1",
@@ -209,8 +211,12 @@ def test_out_writes_markdown_and_latex(capsys, tmp_path):
         "symbol and the state the event forces; the effective blocks are coloured by the verdict of the "
         "observability table, and light blue boxes are nodes that are not blocks. (Vector versions: "
         "[dependency_graph.pdf"]
-    body = "\n".join(line for line in markdown.splitlines() if line not in figure_lines)
-    assert " ".join(body.split()) == " ".join(out.split())
+    body = [line for line in markdown.splitlines() if line not in figure_lines]
+    math = markdown[markdown.index("## Closed form"):markdown.index("## Effective")].splitlines()
+    assert [line for line in body if line not in out.splitlines()] == [line for line in math if line.strip()
+                                                                       and line not in out.splitlines()]
+    printed_extra = out[:out.index("## Architecture")] + out[out.index("## Closed form"):out.index("## Effective")]
+    assert all(line in printed_extra.splitlines() for line in out.splitlines() if line not in body)
     sensitivity = markdown.index("## Numerical sensitivity")
     assert sensitivity < markdown.index("](sensitivity.png)") < markdown.index("## Identifiability")
     assert markdown.index("## Observability") < markdown.index("](dependency_graph.png)")
@@ -331,7 +337,8 @@ def test_add_subcommand(capsys, monkeypatch):
     assert data["scale"] == {"scale": 5, "layers": 2}
     assert data["params"] == architecture_report(Architecture([2, 3, 2], [1, 1])).params
     status, out, err = run(capsys, "sizes")
-    assert out.rstrip().endswith("## Scale\n\nscale 1")
+    # on standard output a report's own sections come after the summary, before the notation table
+    assert "## Scale\n\nscale 1\n\n## Notation" in out and out.startswith("# symattn report\n\n## Summary")
     with pytest.raises(ValueError):
         add_subcommand("sizes", "again", run_sizes)
 

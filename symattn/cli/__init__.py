@@ -229,6 +229,8 @@ def _render(result, args) -> str:
         return json.dumps(result.to_json(), indent=2)
     if args.latex:
         return _latex(result, getattr(args, "standalone", False))
+    if hasattr(result, "to_terminal"):  # standard output: verdicts first, no display math (the report)
+        return result.to_terminal()
     return _markdown(result)
 
 

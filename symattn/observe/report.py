@@ -352,8 +352,12 @@ def _conditions(verdict: Observability) -> tuple:
                    f"{verdict.sign_components}")
     if BIAS in {e.kind for e in verdict.events} and not any(
             r.rule == "shift-invariance" for v in verdict.verdicts.values() for r in v.reasons):
-        out.append("bias hides nothing here: only an exponential normalizer (S(A + 1 u^T) = S(A)) loses "
-                   "the directions e_b w^T")
+        # what the bias event hides, as computed: the blocks lost above (e.g. absorbed by the model's biases)
+        hidden = [block for block, v in verdict.verdicts.items() if v.status in (UNOBSERVABLE, PARTIAL)]
+        out.append(f"the bias event hides {', '.join(hidden)}, none of it through the normalizer: only an "
+                   "exponential normalizer (S(A + 1 u^T) = S(A)) would lose the directions e_b w^T as well"
+                   if hidden else "bias hides nothing here: only an exponential normalizer (S(A + 1 u^T) = S(A)) "
+                   "loses the directions e_b w^T")
     if not out:
         out.append("nothing lost, for every normalizer")
     return tuple(out)
