@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from ..algebra.exactseries import PolynomialSeriesDomain, from_fmpq, to_fmpq
 from ..algebra.matrix_expressions import RingEvaluator, entrywise_power, evaluate_matrix_expression, object_array
 from .._format import FormattedResult, latex_escape
 from ..errors import DomainError, ResourceLimitError, ShapeError, SymattnError
@@ -35,7 +34,7 @@ from .names import (
 )
 from .printing import CoefficientMatrix, matrix_latex
 from .sizes import MAX_LEADING_LAYER
-from .to_sympy import FlintToSympy
+from .to_sympy import exact_conversions
 
 
 def leading_orders(arch: Architecture, normalizer=None) -> list[int]:
@@ -187,11 +186,7 @@ class LeadingCoefficient(FormattedResult):
         symbols = set().union(*(sp.Matrix(m).free_symbols for m in env.values()))
         symbols |= {c for c in self.coefficients if isinstance(c, sp.Symbol) and c not in scalars}
         try:
-            if symbols:
-                domain = PolynomialSeriesDomain(1, sorted(symbols, key=lambda s: s.name))
-                convert, back = domain._convert, FlintToSympy(domain.symbols)
-            else:
-                convert, back = to_fmpq, from_fmpq
+            convert, back = exact_conversions(symbols)
             array = self._evaluate_in_ring(convert, {k: object_array(v, convert) for k, v in env.items()},
                                            {c: convert(v) for c, v in scalars.items()}, effective)
             from ..limits import progress_bar

@@ -649,10 +649,9 @@ class FormulaNames:
         >>> replace(table, matrix_form=matrix_formula("X + V*X*S_0", table)).evaluate()
         Matrix([[Vt1_11*x_11/2 + Vt1_11*x_12/2 + x_11, Vt1_11*x_11/2 + Vt1_11*x_12/2 + x_12]])
         """
-        from ..algebra.exactseries import PolynomialSeriesDomain, from_fmpq, to_fmpq
         from ..algebra.matrix_expressions import RingEvaluator, evaluate_matrix_expression
         from ..errors import DomainError
-        from .to_sympy import FlintToSympy
+        from .to_sympy import exact_conversions
 
         formula = self.matrix_form
         if formula is None:
@@ -674,11 +673,7 @@ class FormulaNames:
             symbols |= value.free_symbols if isinstance(value, sp.Basic) else set()
         symbols |= {s for s in formula.free_symbols if isinstance(s, sp.Symbol) and not s.name.startswith("alpha_")}
         try:
-            if symbols:
-                domain = PolynomialSeriesDomain(1, sorted(symbols, key=lambda s: s.name))
-                convert, back = domain._convert, FlintToSympy(domain.symbols)
-            else:
-                convert, back = to_fmpq, from_fmpq
+            convert, back = exact_conversions(symbols)
             values = self._values(parameters, X, convert, np.dot, convert(sp.Integer(1)), convert(sp.Integer(0)))
             env = {symbol: values[name] for name, symbol in by_name.items()}
             array = RingEvaluator(convert).matrix(formula, env)

@@ -18,6 +18,30 @@ from ..algebra.exactseries import from_fmpq
 from .printing import CoefficientMatrix
 
 
+def exact_conversions(symbols) -> tuple:
+    """``(convert, back)``: into the exact ring an evaluation needs and out to sympy.
+
+    Polynomials over Q in ``symbols`` (flint) when there are any, else flint
+    rationals; ``back`` turns a ring element into a sympy expression.
+
+    Examples
+    --------
+    >>> convert, back = exact_conversions([])
+    >>> back(convert(sp.Rational(1, 3)) * 3)
+    1
+    >>> x = sp.Symbol("x")
+    >>> convert, back = exact_conversions([x])
+    >>> back(convert(x) ** 2 + convert(x))
+    x**2 + x
+    """
+    from ..algebra.exactseries import PolynomialSeriesDomain, to_fmpq
+
+    if symbols:
+        domain = PolynomialSeriesDomain(1, sorted(symbols, key=lambda s: s.name))
+        return domain._convert, FlintToSympy(domain.symbols)
+    return to_fmpq, from_fmpq
+
+
 class FlintToSympy:
     """python-flint ``fmpq_mpoly`` -> sympy expression, identical (args, hash) to ``Poly.as_expr()``.
 
