@@ -622,7 +622,7 @@ def _parameter_names(arch: Architecture) -> tuple:
     >>> [(n.key, n.text, rows * cols) for n, rows, cols in _parameter_names(arch)]
     [('Q_1', 'Q_1', 2), ('K_1', 'K_1', 2), ('V_1', 'V_1', 4), ('Win_1', 'Win_1', 6), ('Wout_1', 'Wout_1', 6)]
     >>> _parameter_names(arch)[3][0].latex, _parameter_names(arch)[3][0].meaning
-    ('W^{\\\\mathrm{in}}_{1}', 'input weights of the feed-forward block of layer 1 (3 x 2)')
+    ('W^{\\\\mathrm{in}}_{1}', 'input weights of the feed-forward block of layer 1 (3 rows, 2 columns)')
     """
     from .model.symbols import BLOCK_LETTERS, block_label
 
@@ -632,7 +632,8 @@ def _parameter_names(arch: Architecture) -> tuple:
         label = block_label(key)
         index = label[len(name) + 1:]  # 1 or {1,2}
         latex = f"{BLOCK_LETTERS.get(name, name)}_{{{index.strip('{}')}}}"
-        meaning = f"{_BLOCK_MEANINGS.get(name, 'block ' + name)} of {where} ({rows} x {cols})"
+        # rows and columns in words: "3 x 2" reads as a product, or Python, on a typeset page
+        meaning = f"{_BLOCK_MEANINGS.get(name, 'block ' + name)} of {where} ({rows} rows, {cols} columns)"
         out.append((naming.Name(label, latex, label, meaning), rows, cols))
     return tuple(out)
 

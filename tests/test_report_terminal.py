@@ -76,7 +76,7 @@ def test_latex_and_files_keep_the_math(capsys, tmp_path):
 
 
 def _shapes(meaning):
-    rows, cols = re.fullmatch(r".* \((\d+) x (\d+)\)", meaning).groups()
+    rows, cols = re.fullmatch(r".* \((\d+) rows, (\d+) columns\)", meaning).groups()
     return int(rows) * int(cols)
 
 
