@@ -55,6 +55,16 @@ def test_the_effective_maps_rank_never_exceeds_the_bound(widths, ranks):
     assert effective_jacobian_rank(arch, seed=3) <= native_rank_bound(arch)[0]
 
 
+@pytest.mark.parametrize("widths, ranks, rank", [((3, 1, 3), (1, 1), 9), ((4, 2, 4), (1, 1), 20),
+                                                  ((5, 2, 3, 5), (2, 1, 1), 35)])
+def test_lightning_scalings_are_counted_once(widths, ranks, rank):
+    # the orbit's tangents hold each lightning layer's scaling: subtracting it again gave 7 for (3, 1, 3), which
+    # the driver then "certified" (and an upper bound below the certified lower bound for (4, 2, 4))
+    arch = Architecture(list(widths), list(ranks), tokens=3, normalizer="lightning")
+    result = function_space_dimension(arch)
+    assert native_rank_bound(arch)[0] == result.lower == result.upper == rank and result.certified
+
+
 def test_the_issues_shapes():
     # the float64 Jacobian rank of each (torch, measured for the issue): 59, 219, 876
     for widths, ranks, rank in (((6, 4, 6), (2, 1), 59), ((12, 8, 12), (3, 2), 219), ((24, 16, 24), (6, 4), 876)):

@@ -481,13 +481,13 @@ class FormulaNames:
             try:
                 taylor = first.taylor(self.order + 1)
                 for j in range(1, self.order + 2):
-                    out[f"c_{j}"] = first.coefficient_symbol(j) if first.is_generic else sp.sympify(taylor[j])
+                    out[f"c_{j}"] = first.coefficient_symbol(j) if first.is_generic else taylor[j]  # sympy numbers
                 return out
             except SymattnError:  # no Taylor data: the leading c_k only
                 pass
         for n in normalizers:
             k = int(n.k)
-            out.setdefault(f"c_{k}", n.coefficient_symbol(k) if n.is_generic else sp.sympify(n.taylor(k)[k]))
+            out.setdefault(f"c_{k}", n.coefficient_symbol(k) if n.is_generic else n.taylor(k)[k])
         return out
 
     def row(self, name: str) -> FormulaName:

@@ -238,20 +238,22 @@ def native_rank_bound(arch: Architecture) -> tuple[int, str]:
             narrowed[i] = min(narrowed[i - 1], narrowed[i])
         same = Architecture(narrowed, arch.score_ranks, tokens=arch.tokens, normalizer=list(arch.normalizers),
                             causal=arch.causal) if narrowed != list(arch.widths) else arch
-        blocks = sum(effective_block_dimensions(same).values())
+        # each lightning layer's scaling keeps F and acts freely on the effective parameters: one less each; the
+        # orbit's tangents already hold those scalings, so the orbit's bound is not lowered again
+        blocks = sum(effective_block_dimensions(same).values()) - len(lightning)
         orbit = orbit_rank_bound(same)
-        eff = min(blocks, orbit)
         reason = ("a hidden width is a bottleneck: the smaller of the effective blocks' dimensions added up "
-                  f"({blocks}; F factors through (What_1, ..., What_l, P), whose image is no larger) and #params "
+                  + ("less one per lightning layer " if lightning else "")
+                  + f"({blocks}; F factors through (What_1, ..., What_l, P), whose image is no larger) and #params "
                   f"minus the dimension of the gauge orbit (one GL(a_i) per layer, GL(d_i) per hidden layer; "
                   f"{orbit}), the orbit's tangents ranked at a random point mod p, which never undercounts the "
                   "bound; the orbit lies in every fiber"
                   + (f"; computed for widths {narrowed}: the stream after layer i stays in the image of "
                      "P_i = V_i ... V_1, of dimension at most min(d_0, ..., d_i), so the wider hidden layers "
                      "compute the same functions" if same is not arch else ""))
-    else:
-        eff = effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
-        reason = "the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
+        return min(blocks, orbit), reason
+    eff = effective_dimension_of(tuple(arch.widths), tuple(arch.score_ranks))
+    reason = "the dimension of the effective parameters (What_1, ..., What_l, P), through which F factors"
     if lightning:
         reason += (f", minus {len(lightning)}: each lightning layer i has the scaling Q_i -> c Q_i, "
                    "V_i -> V_i / c, which acts on the effective parameters with a free orbit and keeps F")
