@@ -137,6 +137,15 @@ def _normalizer_entries(document):
             yield holder
 
 
+def _drawn_entry(document, data):
+    """``(holder, entry)``: a normalizer entry of the document or of one of its parts, or None when there is none."""
+    holders = list(_normalizer_entries(document))
+    if not holders:
+        return None
+    holder = data.draw(st.sampled_from(holders))
+    return holder, data.draw(st.sampled_from(holder["normalizers"]))
+
+
 EDITS = ("delete", "retype", "relabel", "coefficients", "drop part", "swap architecture", "claims", "rank")
 
 
@@ -150,11 +159,9 @@ def _edit(document: dict, pool: list, kind: str, data) -> None:
         else:
             _set(document, path, data.draw(st.sampled_from([None, True, 0, -1, 10 ** 6, "x", [], {}, [[1]]])))
     elif kind == "relabel":
-        holders = list(_normalizer_entries(document))
-        if not holders:
+        if (drawn := _drawn_entry(document, data)) is None:
             return
-        holder = data.draw(st.sampled_from(holders))
-        entry = data.draw(st.sampled_from(holder["normalizers"]))
+        holder, entry = drawn
         name = data.draw(st.sampled_from(NAMES))
         if not isinstance(entry, dict):
             return
@@ -170,11 +177,9 @@ def _edit(document: dict, pool: list, kind: str, data) -> None:
                         if index < len(names):
                             names[index] = name
     elif kind == "coefficients":
-        holders = list(_normalizer_entries(document))
-        if not holders:
+        if (drawn := _drawn_entry(document, data)) is None:
             return
-        holder = data.draw(st.sampled_from(holders))
-        entry = data.draw(st.sampled_from(holder["normalizers"]))
+        _, entry = drawn
         if isinstance(entry, dict) and isinstance(entry.get("taylor"), list) and entry["taylor"]:
             function = data.draw(st.sampled_from(sorted(COEFFICIENTS)))
             size = len(entry["taylor"])

@@ -467,8 +467,8 @@ def _read_taylor(entry: dict, where: str, cert: _Certificate, polynomial: bool) 
     return taylor
 
 
-def _bind(entry: dict, where: str, what: str, layer: int, taylor: list, polynomial: bool, cert: _Certificate,
-          normalized: bool) -> tuple:
+def _bind(entry: dict, where: str, what: str, layer: int, taylor: list, residues: list, polynomial: bool,
+          cert: _Certificate, normalized: bool) -> tuple:
     """Bind a function's name and expression to the coefficients the checker uses: ``(words, exponential)``.
 
     Each of a preset name (the checker's own table), the expression and a
@@ -480,7 +480,6 @@ def _bind(entry: dict, where: str, what: str, layer: int, taylor: list, polynomi
     conclusion says so.  ``exponential``: bound to ``exp(x)`` itself.
     """
     p = cert.prime
-    residues = [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]
     name, expression = entry.get("name"), entry.get("expression")
     if not isinstance(name, str) or len(name) > 2000:
         raise Disagreement(f"{where}.name must be text of at most 2000 characters, got {_short(name)}")
@@ -552,7 +551,8 @@ def _read_normalizers(document: dict, cert: _Certificate, checked: list) -> None
             raise Disagreement(f"{where}.taylor must start with c_0 = 1 (the coefficients of s(x)/s(0)), "
                                f"got {[str(c) for c in taylor[:3]]}")
         residues = [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]
-        words, exponential = _bind(entry, where, "normalizer", i, taylor, polynomial, cert, normalized=True)
+        words, exponential = _bind(entry, where, "normalizer", i, taylor, residues, polynomial, cert,
+                                   normalized=True)
         # softmax, its coefficients recomputed from exp(x): its weights do not change when every score of one
         # query moves by the same number (the observability certificate's upper bound with biases)
         cert.normalizers.append({"lightning": False, "polynomial": polynomial, "shift_invariant": exponential,
@@ -580,7 +580,7 @@ def _read_activations(document: dict, cert: _Certificate, checked: list) -> None
         if not taylor:
             raise Disagreement(f"{where}.taylor is empty")
         residues = [c.numerator * pow(c.denominator, p - 2, p) % p for c in taylor]
-        words, _ = _bind(entry, where, "activation", i, taylor, polynomial, cert, normalized=False)
+        words, _ = _bind(entry, where, "activation", i, taylor, residues, polynomial, cert, normalized=False)
         cert.activations.append({"polynomial": polynomial, "taylor": residues})
         checked.append(f"layer {i}: activation {_short(_field(entry, 'name', where))}: {words}"
                        + (" (a polynomial)" if polynomial else ""))

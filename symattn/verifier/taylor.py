@@ -110,6 +110,16 @@ class _Series:
     degree: int | None
 
 
+def _past_sum(terms: list, f: list, n: int) -> int:
+    """``sum_k u_k f_(n-k)`` over the sparse ``terms`` ``(k, u_k)``, ``k <= n`` (sorted by ``k``): the recurrences' step."""
+    total = 0
+    for k, u in terms:
+        if k > n:
+            break
+        total += u * f[n - k]
+    return total
+
+
 class _Calculator:
     """Series arithmetic mod ``p`` to ``count`` coefficients, with a budget of multiply-adds."""
 
@@ -228,12 +238,7 @@ class _Calculator:
         out = [0] * count
         out[0] = inverse0
         for n in range(1, count):
-            total = 0
-            for k, u in nonzero:
-                if k > n:
-                    break
-                total += u * out[n - k]
-            out[n] = (-total) * inverse0 % p
+            out[n] = -_past_sum(nonzero, out, n) * inverse0 % p
         return _Series(1 / a.constant, out, 0 if a.degree == 0 else None)
 
     def _derivative_terms(self, g: _Series) -> list:
@@ -250,12 +255,7 @@ class _Calculator:
         f = [0] * count
         f[0] = 1
         for n in range(1, count):
-            total = 0
-            for k, u in terms:
-                if k > n:
-                    break
-                total += u * f[n - k]
-            f[n] = total % p * self._inverse_of(n) % p
+            f[n] = _past_sum(terms, f, n) % p * self._inverse_of(n) % p
         return _Series(Fraction(1), f, None)
 
     def log(self, g: _Series) -> _Series:
@@ -291,15 +291,9 @@ class _Calculator:
         c[0] = 1
         sign = 1 if hyperbolic else -1
         for n in range(1, count):
-            total_s = total_c = 0
-            for k, u in terms:
-                if k > n:
-                    break
-                total_s += u * c[n - k]
-                total_c += u * s[n - k]
             inverse = self._inverse_of(n)
-            s[n] = total_s % p * inverse % p
-            c[n] = sign * total_c % p * inverse % p
+            s[n] = _past_sum(terms, c, n) % p * inverse % p
+            c[n] = sign * _past_sum(terms, s, n) % p * inverse % p
         return _Series(Fraction(0), s, None), _Series(Fraction(1), c, None)
 
     def atan(self, g: _Series) -> _Series:
